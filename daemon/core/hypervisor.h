@@ -1,0 +1,129 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace armhive {
+
+// What the lease engine asks of a host's hypervisor. The libvirt implementation lives in
+// daemon/virt (LibvirtHypervisor); unit tests use a hand-written fake.
+//
+// Threading: every method may be called from any engine thread, but the engine serialises all
+// calls about one VM on that VM's strand (QEMU's per-domain job lock punishes overlap). Calls
+// about different VMs may run concurrently. Methods block on libvirt and must never be called
+// with an engine lock held.
+
+// Everything needed to create one VM. All strings are validated or escaped by the
+// implementation before they reach XML.
+struct VmSpec {
+  std::string name;        // domain name: "armhive-" + vm_id; [a-z0-9-] only
+  std::string vm_id;       // stable id of this VM (survives hand-out), e.g. "vm-3f2a9c"
+  std::string pool;
+  // Image, all absolute paths from the image catalogue.
+  std::string base_disk;   // qcow2 base; the VM gets a qcow2 overlay on it
+  std::string kernel;      // direct kernel boot when set; UEFI (AAVMF) boot when empty
+  std::string initrd;
+  std::string cmdline;
+  int vcpus = 1;
+  uint64_t memory_mib = 512;
+  uint64_t disk_gib = 0;   // overlay virtual size; 0 = the base image's size
+  std::string network = "default";  // libvirt network name
+  int mtu = 1500;
+  int net_queues = 1;
+  std::vector<int> vcpu_pins;       // host CPU for vCPU i; empty = not pinned
+  std::vector<int> emulator_cpus;   // housekeeping CPUs for QEMU's own threads; empty = any
+  std::optional<int> numa_node;     // strict memory binding
+  bool hugepages = false;
+  std::map<std::string, std::string> labels;
+};
+
+struct VmInfo {
+  std::string name;
+  std::string vm_id;
+  std::string pool;
+  std::string lease_id;           // from the domain metadata; empty while warm
+  bool running = false;
+  std::vector<int> vcpu_pins;     // from the live <cputune>
+  std::vector<int> emulator_cpus;
+  int64_t qemu_pid = 0;           // 0 if unknown
+};
+
+enum class VmEventKind {
+  kStarted,
+  kStopped,        // shut down or destroyed
+  kCrashed,        // QEMU died or the guest crashed
+  kAgentConnected,
+  kAgentDisconnected,
+};
+
+struct VmEvent {
+  std::string name;  // domain name
+  VmEventKind kind = VmEventKind::kStopped;
+  std::string detail;  // libvirt's reason, for the lease history
+};
+
+struct GuestExecRequest {
+  std::vector<std::string> argv;  // run directly by the guest agent, no shell
+  std::string stdin_data;
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+};
+
+struct GuestExecResult {
+  int exit_code = -1;
+  int signal = 0;
+  bool timed_out = false;   // the process was killed by us after `timeout`
+  std::string out;
+  std::string err;
+  bool out_truncated = false;
+};
+
+class Hypervisor {
+ public:
+  virtual ~Hypervisor() = default;
+
+  // Creates the overlay disk and per-VM files, then creates (starts) a transient domain whose
+  // metadata names vm_id and pool. On failure everything it made is removed again.
+  virtual Status create_vm(const VmSpec& spec) = 0;
+
+  // Destroys the domain if it runs and deletes its overlay and per-VM files (console log,
+  // UEFI vars). Idempotent: parts already gone are not errors.
+  virtual Status destroy_vm(std::string_view name) = 0;
+
+  // armhive-owned domains (recognised by their metadata), running or not.
+  virtual Result<std::vector<VmInfo>> list_vms() = 0;
+
+  // Domain names whose overlay or per-VM files exist on disk (for orphan cleanup).
+  virtual Result<std::vector<std::string>> list_vm_files() = 0;
+
+  // Records the lease a VM is handed to in its live metadata (empty clears it).
+  virtual Status set_lease(std::string_view name, std::string_view lease_id) = 0;
+
+  // guest-ping with a finite timeout.
+  virtual Status ping_agent(std::string_view name, std::chrono::milliseconds timeout) = 0;
+
+  // The guest's IPv4 address on its libvirt network (DHCP lease, then the agent).
+  virtual Result<std::string> guest_address(std::string_view name) = 0;
+
+  // Replaces the user's ~/.ssh/authorized_keys through the guest agent.
+  virtual Status set_authorized_keys(std::string_view name, std::string_view user,
+                                     const std::vector<std::string>& keys) = 0;
+
+  virtual Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) = 0;
+
+  // The tail (at most max_bytes) of the VM's serial console log.
+  virtual Result<std::string> console_log(std::string_view name, size_t max_bytes) = 0;
+
+  // Lifecycle and agent events. The callback runs on the libvirt event-loop thread: it must
+  // copy what it needs and return at once. Set once, before the first create_vm.
+  virtual void set_event_handler(std::function<void(const VmEvent&)> handler) = 0;
+};
+
+}  // namespace armhive

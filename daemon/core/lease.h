@@ -1,0 +1,112 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "daemon/core/clock.h"
+
+namespace armhive {
+
+// Lease lifecycle: pending -> provisioning -> ready -> releasing -> released,
+// with failed and expired as the other ends. Terminal states never change again.
+enum class LeaseState {
+  kPending,       // waiting for capacity; `reason` says why
+  kProvisioning,  // a VM is being created and booted for it
+  kReady,         // handed out: keys installed, address known
+  kReleasing,     // its VM is being destroyed
+  kReleased,      // ended by its owner
+  kExpired,       // ended by the server when its TTL ran out
+  kFailed,        // could not be provisioned or its VM died; `reason` says why
+};
+
+std::string_view to_string(LeaseState s);
+std::optional<LeaseState> lease_state_from_string(std::string_view s);
+bool is_terminal(LeaseState s);
+// Whether the state machine allows from -> to.
+bool is_valid_transition(LeaseState from, LeaseState to);
+
+enum class Purpose { kCi, kDev };
+std::string_view to_string(Purpose p);
+std::optional<Purpose> purpose_from_string(std::string_view s);
+
+struct LeaseTransition {
+  LeaseState from = LeaseState::kPending;
+  LeaseState to = LeaseState::kPending;
+  TimePoint at;
+  std::string reason;
+};
+
+struct Lease {
+  std::string id;               // "l-" + 12 hex
+  std::string pool;
+  std::string owner;            // token name that created it
+  Purpose purpose = Purpose::kCi;
+  std::vector<std::string> ssh_keys;
+  std::map<std::string, std::string> labels;
+  std::string idempotency_key;  // scoped to the owner
+  LeaseState state = LeaseState::kPending;
+  std::string reason;           // why it waits / failed / ended
+  Seconds ttl{0};
+  TimePoint created_at;
+  TimePoint ready_at;           // epoch while not ready
+  TimePoint expires_at;         // created_at + ttl, moved by renew
+  TimePoint ended_at;
+  // The VM, once assigned.
+  std::string vm_name;
+  std::string address;
+  std::string login_user;
+  std::vector<int> cpus;        // host CPUs pinned to it
+  bool warm_handout = false;    // served from the warm pool
+  std::vector<LeaseTransition> history;
+};
+
+struct LeaseRequest {
+  std::string pool;
+  std::optional<Seconds> ttl;   // absent: the pool's default
+  std::vector<std::string> ssh_keys;
+  std::map<std::string, std::string> labels;
+  Purpose purpose = Purpose::kCi;
+  std::string idempotency_key;
+  std::string owner;
+};
+
+enum class CpuPolicy { kDedicated, kShared };
+
+struct PoolConfig {
+  std::string name;
+  std::string image;            // catalogue name, e.g. "tiny"
+  int vcpus = 1;
+  uint64_t memory_mib = 512;
+  uint64_t disk_gib = 0;
+  std::string network = "default";
+  int mtu = 1500;
+  int min_warm = 0;
+  int max = 1;
+  int max_starting = 1;
+  Seconds default_ttl{3600};
+  Seconds max_ttl{8 * 3600};
+  CpuPolicy cpu_policy = CpuPolicy::kDedicated;
+  double overcommit = 1.0;      // shared pools only: vCPUs per shared core
+  std::map<std::string, std::string> labels;
+};
+
+struct PoolStatus {
+  PoolConfig config;
+  int warm = 0;          // booted, idle, ready to hand out
+  int starting = 0;      // booting (warm refills and cold leases)
+  int leased = 0;        // handed to a lease
+  int pending_leases = 0;
+};
+
+// Validates a pool name, label key/value, SSH public key, etc. Returns kInvalidArgument
+// naming `field`.
+Status validate_name(std::string_view field, std::string_view value);
+Status validate_ssh_key(std::string_view field, std::string_view key);
+Status validate_labels(std::string_view field, const std::map<std::string, std::string>& labels);
+
+}  // namespace armhive

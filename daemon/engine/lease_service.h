@@ -1,0 +1,89 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "daemon/core/hypervisor.h"
+#include "daemon/core/lease.h"
+#include "daemon/core/topology.h"
+
+namespace armhive {
+
+// The lease engine as the HTTP API sees it. Authorization (who may see which lease) is the
+// caller's job; the service trusts `owner` fields it is given.
+//
+// Threading: every method is thread-safe and may be called from HTTP worker threads. Methods
+// that wait (wait_lease, events_since) block the calling thread only.
+
+struct LeaseFilter {
+  std::optional<std::string> owner;  // only this owner's leases
+  std::optional<std::string> pool;
+  std::optional<LeaseState> state;
+  std::map<std::string, std::string> labels;  // all must match
+  bool include_ended = true;
+  size_t limit = 100;
+  std::string after_id;  // pagination cursor: ids are ordered by creation
+};
+
+struct Event {
+  uint64_t seq = 0;      // strictly increasing; resume with events_since(seq)
+  TimePoint at;
+  std::string type;      // "lease.created", "lease.ready", "lease.failed", "vm.crashed", ...
+  std::string lease_id;
+  std::string vm_name;
+  std::string pool;
+  std::string owner;
+  std::string state;
+  std::string detail;
+};
+
+struct CoreUse {
+  int cpu = 0;
+  std::string role;      // "housekeeping", "dedicated", "shared"
+  std::string vm_name;   // empty when free
+  std::string lease_id;
+  std::string pool;
+};
+
+struct HostView {
+  HostTopology topology;
+  std::vector<CoreUse> cores;
+  double fragmentation = 0;  // 0 = free cores form whole clusters/nodes; 1 = fully scattered
+  bool connected = true;
+  std::string uri;
+};
+
+class LeaseService {
+ public:
+  virtual ~LeaseService() = default;
+
+  // Validates the request against the pool (kNotFound for an unknown pool, kInvalidArgument
+  // naming the field, kUnprocessable when it can never fit) and returns at once: ready when a
+  // warm VM was handed out, otherwise pending/provisioning. A repeated idempotency key of the
+  // same owner returns the existing lease.
+  virtual Result<Lease> create_lease(const LeaseRequest& request) = 0;
+  virtual Result<Lease> get_lease(const std::string& id) = 0;
+  virtual Result<std::vector<Lease>> list_leases(const LeaseFilter& filter) = 0;
+  // Blocks until the lease is ready or terminal, or until timeout; returns its state then.
+  virtual Result<Lease> wait_lease(const std::string& id, std::chrono::milliseconds timeout) = 0;
+  // Sets expires_at = now + ttl (bounded by the pool's max_ttl).
+  virtual Result<Lease> renew_lease(const std::string& id, Seconds ttl) = 0;
+  // Ends a lease in any non-terminal state (cancels it while pending/provisioning).
+  virtual Result<Lease> release_lease(const std::string& id) = 0;
+
+  virtual Result<GuestExecResult> exec(const std::string& lease_id,
+                                       const GuestExecRequest& request) = 0;
+  virtual Result<std::string> console(const std::string& lease_id, size_t max_bytes) = 0;
+
+  virtual std::vector<PoolStatus> pools() = 0;
+  virtual std::vector<HostView> hosts() = 0;
+
+  // Events with seq > after, waiting up to timeout for the first one.
+  virtual std::vector<Event> events_since(uint64_t after, std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace armhive
