@@ -1,0 +1,182 @@
+#include "daemon/store/database.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace armhive {
+namespace {
+
+[[noreturn]] void schema_abort(const char* want) {
+  std::fprintf(stderr, "armhive: database column is not %s\n", want);
+  std::abort();
+}
+
+struct StmtCloser {
+  void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
+};
+using Stmt = std::unique_ptr<sqlite3_stmt, StmtCloser>;
+
+}  // namespace
+
+int64_t sql_int(const SqlValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return *i;
+  if (std::holds_alternative<std::nullptr_t>(v)) return 0;
+  schema_abort("an integer");
+}
+double sql_double(const SqlValue& v) {
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (std::holds_alternative<std::nullptr_t>(v)) return 0;
+  schema_abort("a number");
+}
+const std::string& sql_text(const SqlValue& v) {
+  static const std::string kEmpty;
+  if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  if (std::holds_alternative<std::nullptr_t>(v)) return kEmpty;
+  schema_abort("text");
+}
+bool sql_is_null(const SqlValue& v) { return std::holds_alternative<std::nullptr_t>(v); }
+
+Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    sqlite3_close(raw);
+    return unavailable("cannot open database: " + msg, path);
+  }
+  std::unique_ptr<Database> db(new Database(raw, path));
+  sqlite3_busy_timeout(raw, 5000);
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON",
+                             "PRAGMA synchronous=NORMAL"}) {
+    ARMHIVE_RETURN_IF_ERROR(db->execute(pragma));
+  }
+  ARMHIVE_RETURN_IF_ERROR(db->execute(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT NOT NULL, step INTEGER NOT "
+      "NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (component, step))"));
+  return db;
+}
+
+Database::~Database() { sqlite3_close_v2(db_); }
+
+Status Database::error(std::string_view what) const {
+  return unavailable(std::string(what) + ": " + sqlite3_errmsg(db_), path_);
+}
+
+Status Database::execute(std::string_view sql, const std::vector<SqlValue>& params) {
+  std::lock_guard lock(mu_);
+  return execute_locked(sql, params);
+}
+
+Result<std::vector<SqlRow>> Database::query(std::string_view sql,
+                                            const std::vector<SqlValue>& params) {
+  std::lock_guard lock(mu_);
+  return query_locked(sql, params);
+}
+
+Status Database::execute_locked(std::string_view sql, const std::vector<SqlValue>& params) {
+  auto rows = query_locked(sql, params);
+  return rows.is_ok() ? Status::ok() : rows.status();
+}
+
+Result<std::vector<SqlRow>> Database::query_locked(std::string_view sql,
+                                                   const std::vector<SqlValue>& params) {
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &raw, nullptr) !=
+      SQLITE_OK) {
+    return internal_error(std::string("SQL prepare failed: ") + sqlite3_errmsg(db_),
+                          std::string(sql.substr(0, 80)));
+  }
+  Stmt stmt(raw);
+  for (size_t i = 0; i < params.size(); ++i) {
+    int idx = static_cast<int>(i + 1);
+    const SqlValue& p = params[i];
+    int rc = SQLITE_OK;
+    if (std::holds_alternative<std::nullptr_t>(p)) {
+      rc = sqlite3_bind_null(raw, idx);
+    } else if (const auto* iv = std::get_if<int64_t>(&p)) {
+      rc = sqlite3_bind_int64(raw, idx, *iv);
+    } else if (const auto* dv = std::get_if<double>(&p)) {
+      rc = sqlite3_bind_double(raw, idx, *dv);
+    } else {
+      const std::string& s = std::get<std::string>(p);
+      rc = sqlite3_bind_text(raw, idx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    }
+    if (rc != SQLITE_OK) return error("SQL bind failed");
+  }
+  std::vector<SqlRow> rows;
+  while (true) {
+    int rc = sqlite3_step(raw);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) {
+      if (rc == SQLITE_CONSTRAINT) {
+        return conflict(std::string("constraint violated: ") + sqlite3_errmsg(db_), path_);
+      }
+      return error("SQL step failed");
+    }
+    int n = sqlite3_column_count(raw);
+    SqlRow row;
+    row.reserve(static_cast<size_t>(n));
+    for (int c = 0; c < n; ++c) {
+      switch (sqlite3_column_type(raw, c)) {
+        case SQLITE_NULL: row.emplace_back(nullptr); break;
+        case SQLITE_INTEGER: row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c))); break;
+        case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(raw, c)); break;
+        default: {
+          const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(raw, c));
+          row.emplace_back(std::string(text ? text : "", static_cast<size_t>(sqlite3_column_bytes(raw, c))));
+        }
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Status Database::Tx::execute(std::string_view sql, const std::vector<SqlValue>& params) {
+  return db_->execute_locked(sql, params);
+}
+Result<std::vector<SqlRow>> Database::Tx::query(std::string_view sql,
+                                                const std::vector<SqlValue>& params) {
+  return db_->query_locked(sql, params);
+}
+Status Database::Tx::execute_script(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_->db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return internal_error("SQL script failed: " + msg, db_->path_);
+  }
+  return Status::ok();
+}
+int64_t Database::Tx::changes() const { return sqlite3_changes64(db_->db_); }
+
+Status Database::transaction(const std::function<Status(Tx&)>& body) {
+  std::lock_guard lock(mu_);
+  ARMHIVE_RETURN_IF_ERROR(execute_locked("BEGIN IMMEDIATE", {}));
+  Tx tx(this);
+  Status s = body(tx);
+  if (s.is_ok()) s = execute_locked("COMMIT", {});
+  if (!s.is_ok()) (void)execute_locked("ROLLBACK", {});
+  return s;
+}
+
+Status Database::migrate(std::string_view component, const std::vector<std::string>& steps) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Status s = transaction([&](Tx& tx) -> Status {
+      auto done = tx.query("SELECT 1 FROM schema_migrations WHERE component = ? AND step = ?",
+                           {std::string(component), static_cast<int64_t>(i)});
+      if (!done.is_ok()) return done.status();
+      if (!done->empty()) return Status::ok();
+      ARMHIVE_RETURN_IF_ERROR(tx.execute_script(steps[i]));
+      return tx.execute("INSERT INTO schema_migrations VALUES (?, ?, strftime('%s','now'))",
+                        {std::string(component), static_cast<int64_t>(i)});
+    });
+    if (!s.is_ok()) return s.annotate("migrating " + std::string(component));
+  }
+  return Status::ok();
+}
+
+}  // namespace armhive

@@ -1,0 +1,80 @@
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/result.h"
+
+namespace armhive {
+
+using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string>;
+using SqlRow = std::vector<SqlValue>;
+
+// Typed access to a column of a row; aborts on a type mismatch (schema invariant).
+int64_t sql_int(const SqlValue& v);
+double sql_double(const SqlValue& v);
+const std::string& sql_text(const SqlValue& v);
+bool sql_is_null(const SqlValue& v);
+
+// One SQLite database file (WAL, foreign keys on, busy timeout). Owns the sqlite3 handle.
+//
+// Threading: every method is thread-safe; calls are serialised on an internal mutex, and
+// transaction() holds it for the whole body, so the body must only call the *_locked variants
+// through the Tx it is given and must not block on anything else (no libvirt, no I/O waits).
+class Database {
+ public:
+  // Opens (creating if needed) `path`; ":memory:" for tests.
+  static Result<std::unique_ptr<Database>> open(const std::string& path);
+  ~Database();
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  Status execute(std::string_view sql, const std::vector<SqlValue>& params = {});
+  Result<std::vector<SqlRow>> query(std::string_view sql, const std::vector<SqlValue>& params = {});
+
+  // Statement access inside a transaction.
+  class Tx {
+   public:
+    Status execute(std::string_view sql, const std::vector<SqlValue>& params = {});
+    Result<std::vector<SqlRow>> query(std::string_view sql,
+                                      const std::vector<SqlValue>& params = {});
+    int64_t changes() const;
+    // Runs several ;-separated statements without parameters (schema steps).
+    Status execute_script(const std::string& sql);
+
+   private:
+    friend class Database;
+    explicit Tx(Database* db) : db_(db) {}
+    Database* db_;
+  };
+  // BEGIN IMMEDIATE; body; COMMIT — or ROLLBACK when body returns an error.
+  Status transaction(const std::function<Status(Tx&)>& body);
+
+  // Applies the schema steps of `component` not yet applied (tracked in schema_migrations), in
+  // order, each in its own transaction. Steps are append-only: never edit a released one.
+  Status migrate(std::string_view component, const std::vector<std::string>& steps);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  Status execute_locked(std::string_view sql, const std::vector<SqlValue>& params);
+  Result<std::vector<SqlRow>> query_locked(std::string_view sql,
+                                           const std::vector<SqlValue>& params);
+  Status error(std::string_view what) const;
+
+  std::mutex mu_;
+  sqlite3* db_;
+  std::string path_;
+};
+
+}  // namespace armhive
