@@ -1,0 +1,41 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace armhive {
+
+// What a benchmark needs to know about a leased VM. The lease engine fills it in (from the
+// lease, its pool config, the host topology and the image manifest) through a
+// LeaseTargetResolver passed to BenchmarkRunner. Plain data.
+struct LeaseTarget {
+  std::string vm_name;           // libvirt domain name, for Hypervisor::exec
+  std::string address;           // guest IPv4, reachable from the host running armhived
+  std::string pool;
+  std::string host;              // host name as shown in reports
+  std::string host_arch;         // "x86_64", "aarch64"
+  std::string guest_arch = "aarch64";
+  std::vector<int> cpus;         // host CPUs pinned to the VM (empty: not pinned)
+  std::vector<int> housekeeping_cpus;  // host CPUs for IRQs / emulator threads, if known
+  int vcpus = 1;
+  int mtu = 1500;                // configured MTU of the guest NIC
+  bool emulated = false;         // TCG (no KVM): every guest figure is EMULATED
+  // The image's deterministic compression corpus (images/ manifest "corpus").
+  std::string corpus_path = "/usr/share/armhive/corpus.bin";
+  uint64_t corpus_bytes = 0;     // 0 = unknown
+  uint64_t corpus_seed = 0;
+  std::string corpus_sha256;
+  std::string corpus_description;  // e.g. "armhive-corpus v1: mixed text/random/zeros"
+  // Where the same corpus lives on the host for the guest/host ratio (empty: none).
+  std::string host_corpus_path;
+};
+
+// Resolves a lease id to its VM. kNotFound for an unknown lease, kConflict when the lease has
+// no ready VM. Called from BenchmarkService::start on an HTTP thread; must not block long.
+using LeaseTargetResolver = std::function<Result<LeaseTarget>(const std::string& lease_id)>;
+
+}  // namespace armhive
