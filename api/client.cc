@@ -1,0 +1,302 @@
+#include "api/client.h"
+
+#include <httplib.h>
+
+#include "api/json.h"
+
+namespace armhive {
+namespace {
+
+using nlohmann::json;
+
+Status status_from_http_error(httplib::Error e, const std::string& server) {
+  std::string what = httplib::to_string(e);
+  if (e == httplib::Error::ConnectionTimeout) {
+    return {ErrorCode::kTimeout, "timed out connecting to " + server};
+  }
+  if (e == httplib::Error::Read) {
+    return {ErrorCode::kUnavailable,
+            "no complete answer from " + server + " (connection closed or read timed out)"};
+  }
+  if (e == httplib::Error::SSLServerVerification) {
+    return unavailable("TLS certificate of " + server +
+                       " not trusted (give the CA with --ca-file, or --insecure)");
+  }
+  return unavailable("cannot reach " + server + ": " + what +
+                     " (is armhived running? check --server / ARMHIVE_SERVER)");
+}
+
+Status status_from_response(int http, const std::string& body) {
+  ErrorCode code = code_from_http(http);
+  if (code == ErrorCode::kOk) code = ErrorCode::kInternal;
+  auto j = parse_json(body);
+  if (j.is_ok()) {
+    auto p = problem_from_json(*j);
+    if (p.is_ok() && !p->detail.empty()) {
+      return {code, p->detail, {}, p->field};
+    }
+  }
+  std::string snippet = body.substr(0, 200);
+  return {code, "HTTP " + std::to_string(http) + (snippet.empty() ? "" : ": " + snippet)};
+}
+
+template <typename T, typename F>
+Result<T> decode(const Result<std::string>& body, F parse) {
+  if (!body.is_ok()) return body.status();
+  auto j = parse_json(*body, "response");
+  if (!j.is_ok()) return internal_error("the server sent invalid JSON: " + j.status().message());
+  auto v = parse(*j);
+  if (!v.is_ok()) {
+    return internal_error("unexpected response from the server: " + v.status().to_string());
+  }
+  return std::move(v).value();
+}
+
+std::string path_id(const std::string& id) { return url_encode(id); }
+
+}  // namespace
+
+std::string url_encode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || u == '-' ||
+        u == '_' || u == '.' || u == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Client>> Client::create(ClientOptions options) {
+  const std::string& s = options.server;
+  bool http = s.rfind("http://", 0) == 0;
+  bool https = s.rfind("https://", 0) == 0;
+  if (!http && !https) {
+    return invalid_argument("server", "must start with http:// or https:// (got \"" + s + "\")");
+  }
+  std::string rest = s.substr(http ? 7 : 8);
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.empty() || rest.find('/') != std::string::npos) {
+    return invalid_argument("server", "must be http(s)://host[:port] without a path (got \"" +
+                                          s + "\")");
+  }
+  options.server = (http ? "http://" : "https://") + rest;
+  return std::unique_ptr<Client>(new Client(std::move(options)));
+}
+
+Client::~Client() = default;
+
+Result<Client::Response> Client::call(const std::string& method, const std::string& path,
+                                      const std::string& body,
+                                      const std::map<std::string, std::string>& headers,
+                                      std::chrono::seconds read_timeout) {
+  httplib::Client cli(options_.server);
+  cli.set_connection_timeout(options_.timeout);
+  cli.set_read_timeout(read_timeout);
+  cli.set_write_timeout(options_.timeout);
+  if (!options_.ca_file.empty()) cli.set_ca_cert_path(options_.ca_file.c_str());
+  if (options_.insecure) cli.enable_server_certificate_verification(false);
+  httplib::Headers h;
+  for (const auto& [k, v] : headers) h.emplace(k, v);
+  if (!options_.token.empty()) h.emplace("Authorization", "Bearer " + options_.token);
+  h.emplace("User-Agent", "armhive-cli");
+  if (method != "GET" && method != "POST" && method != "DELETE") {
+    return internal_error("unsupported method " + method);
+  }
+  httplib::Result res = method == "GET"    ? cli.Get(path, h)
+                        : method == "POST" ? cli.Post(path, h, body, "application/json")
+                                           : cli.Delete(path, h);
+  if (!res) return status_from_http_error(res.error(), options_.server);
+  Response out;
+  out.status = res->status;
+  out.content_type = res->get_header_value("Content-Type");
+  out.body = std::move(res->body);
+  return out;
+}
+
+Result<std::string> Client::call_ok(const std::string& method, const std::string& path,
+                                    const std::string& body,
+                                    const std::map<std::string, std::string>& headers,
+                                    std::optional<std::chrono::seconds> read_timeout) {
+  ARMHIVE_ASSIGN_OR_RETURN(Response r,
+                           call(method, path, body, headers, read_timeout.value_or(options_.timeout)));
+  if (r.status < 200 || r.status >= 300) return status_from_response(r.status, r.body);
+  return std::move(r.body);
+}
+
+Result<HealthDto> Client::health() {
+  return decode<HealthDto>(call_ok("GET", "/healthz"), [](const json& j) -> Result<HealthDto> {
+    if (!j.is_object() || !j.contains("status")) return invalid_argument("status", "missing");
+    HealthDto h;
+    h.status = j.value("status", "");
+    h.version = j.value("version", "");
+    return h;
+  });
+}
+
+Result<LeaseDto> Client::create_lease(const LeaseCreateRequest& request,
+                                      const std::string& idempotency_key) {
+  std::map<std::string, std::string> h;
+  if (!idempotency_key.empty()) h["Idempotency-Key"] = idempotency_key;
+  return decode<LeaseDto>(call_ok("POST", "/v1/leases", dump_json(to_json(request)), h),
+                          lease_from_json);
+}
+
+Result<LeasePage> Client::list_leases(const LeaseQuery& q) {
+  std::string path = "/v1/leases";
+  std::string sep = "?";
+  auto add = [&](const std::string& k, const std::string& v) {
+    path += sep + k + "=" + url_encode(v);
+    sep = "&";
+  };
+  if (!q.pool.empty()) add("pool", q.pool);
+  if (!q.state.empty()) add("state", q.state);
+  if (!q.owner.empty()) add("owner", q.owner);
+  for (const auto& [k, v] : q.labels) add("label", k + "=" + v);
+  if (q.limit > 0) add("limit", std::to_string(q.limit));
+  if (!q.cursor.empty()) add("cursor", q.cursor);
+  return decode<LeasePage>(call_ok("GET", path), lease_page_from_json);
+}
+
+Result<LeaseDto> Client::get_lease(const std::string& id) {
+  return decode<LeaseDto>(call_ok("GET", "/v1/leases/" + path_id(id)), lease_from_json);
+}
+
+Result<LeaseDto> Client::wait_lease(const std::string& id, std::chrono::seconds timeout) {
+  std::string path =
+      "/v1/leases/" + path_id(id) + "?wait=ready&timeout=" + std::to_string(timeout.count()) + "s";
+  return decode<LeaseDto>(call_ok("GET", path, {}, {}, timeout + options_.timeout),
+                          lease_from_json);
+}
+
+Result<LeaseDto> Client::renew_lease(const std::string& id, int64_t ttl_seconds) {
+  LeaseRenewRequest r;
+  r.ttl_seconds = ttl_seconds;
+  return decode<LeaseDto>(
+      call_ok("POST", "/v1/leases/" + path_id(id) + "/renew", dump_json(to_json(r))),
+      lease_from_json);
+}
+
+Result<LeaseDto> Client::release_lease(const std::string& id) {
+  return decode<LeaseDto>(call_ok("DELETE", "/v1/leases/" + path_id(id)), lease_from_json);
+}
+
+Result<ExecResultDto> Client::exec(const std::string& id, const ExecRequestDto& request) {
+  auto read_timeout = std::chrono::seconds(request.timeout_s) + options_.timeout;
+  return decode<ExecResultDto>(call_ok("POST", "/v1/leases/" + path_id(id) + "/exec",
+                                       dump_json(to_json(request)), {}, read_timeout),
+                               exec_result_from_json);
+}
+
+Result<std::string> Client::console(const std::string& id, size_t max_bytes) {
+  std::string path = "/v1/leases/" + path_id(id) + "/console";
+  if (max_bytes > 0) path += "?max_bytes=" + std::to_string(max_bytes);
+  return call_ok("GET", path);
+}
+
+Result<std::vector<PoolDto>> Client::pools() {
+  return decode<std::vector<PoolDto>>(call_ok("GET", "/v1/pools"), pools_from_json);
+}
+
+Result<std::vector<HostDto>> Client::hosts() {
+  return decode<std::vector<HostDto>>(call_ok("GET", "/v1/hosts"), hosts_from_json);
+}
+
+Result<std::string> Client::hosts_svg() { return call_ok("GET", "/v1/hosts?format=svg"); }
+
+Status Client::stream_events(uint64_t since, bool follow,
+                             const std::function<bool(const EventDto&)>& on_event) {
+  httplib::Client cli(options_.server);
+  cli.set_connection_timeout(options_.timeout);
+  // The server sends a keep-alive newline every few seconds, so a long silence is a dead link.
+  cli.set_read_timeout(std::max(options_.timeout, std::chrono::seconds(30)));
+  if (!options_.ca_file.empty()) cli.set_ca_cert_path(options_.ca_file.c_str());
+  if (options_.insecure) cli.enable_server_certificate_verification(false);
+  httplib::Headers h;
+  if (!options_.token.empty()) h.emplace("Authorization", "Bearer " + options_.token);
+  std::string path =
+      "/v1/events?since=" + std::to_string(since) + (follow ? "" : "&follow=false");
+  int http_status = 0;
+  std::string error_body;
+  std::string pending;
+  Status callback_status;
+  bool stopped = false;
+  auto res = cli.Get(
+      path, h,
+      [&](const httplib::Response& r) {
+        http_status = r.status;
+        return true;
+      },
+      [&](const char* data, size_t len) {
+        if (http_status != 200) {
+          error_body.append(data, len);
+          return error_body.size() < kMaxBodyBytes;
+        }
+        pending.append(data, len);
+        size_t nl;
+        while ((nl = pending.find('\n')) != std::string::npos) {
+          std::string line = pending.substr(0, nl);
+          pending.erase(0, nl + 1);
+          if (line.empty()) continue;  // keep-alive
+          auto j = parse_json(line, "event");
+          if (!j.is_ok()) {
+            callback_status = internal_error("the server sent an invalid event line");
+            return false;
+          }
+          auto e = event_from_json(*j);
+          if (!e.is_ok()) {
+            callback_status = internal_error("unexpected event: " + e.status().to_string());
+            return false;
+          }
+          if (!on_event(*e)) {
+            stopped = true;
+            return false;
+          }
+        }
+        return true;
+      });
+  if (!callback_status.is_ok()) return callback_status;
+  if (stopped) return Status::ok();
+  if (!res) return status_from_http_error(res.error(), options_.server);
+  if (http_status != 200) {
+    return status_from_response(http_status, error_body.empty() ? res->body : error_body);
+  }
+  return Status::ok();
+}
+
+Result<BenchmarkRunDto> Client::start_benchmark(const std::string& lease_id,
+                                                const std::string& body_json) {
+  return decode<BenchmarkRunDto>(
+      call_ok("POST", "/v1/leases/" + path_id(lease_id) + "/benchmarks", body_json),
+      benchmark_run_dto_from_json);
+}
+
+Result<BenchmarkRunDto> Client::get_benchmark(const std::string& id) {
+  return decode<BenchmarkRunDto>(call_ok("GET", "/v1/benchmarks/" + path_id(id)),
+                                 benchmark_run_dto_from_json);
+}
+
+Result<std::vector<BenchmarkRunDto>> Client::list_benchmarks(const std::string& lease_id) {
+  std::string path = "/v1/benchmarks";
+  if (!lease_id.empty()) path += "?lease_id=" + url_encode(lease_id);
+  return decode<std::vector<BenchmarkRunDto>>(call_ok("GET", path), benchmark_runs_from_json);
+}
+
+Result<std::string> Client::benchmark_report(const std::string& id, const std::string& format) {
+  return call_ok("GET", "/v1/benchmarks/" + path_id(id) + "/report." + format);
+}
+
+Result<std::string> Client::compare_benchmarks(const std::vector<std::string>& ids,
+                                               const std::string& format) {
+  std::string list;
+  for (const auto& id : ids) list += (list.empty() ? "" : ",") + url_encode(id);
+  return call_ok("GET", "/v1/benchmarks/compare?ids=" + list + "&format=" + format);
+}
+
+}  // namespace armhive

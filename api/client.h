@@ -1,0 +1,103 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/types.h"
+#include "base/result.h"
+
+namespace armhive {
+
+inline constexpr std::string_view kDefaultServer = "http://127.0.0.1:8470";
+
+struct ClientOptions {
+  std::string server{kDefaultServer};  // http://host:port or https://host:port
+  std::string token;                   // "ah_..." bearer token
+  std::chrono::seconds timeout{30};    // connect/read/write timeout of ordinary calls
+  std::string ca_file;                 // https: trust this CA bundle instead of the system's
+  bool insecure = false;               // https: skip certificate verification
+};
+
+struct LeaseQuery {
+  std::string pool;
+  std::string state;
+  std::string owner;                         // admin tokens only
+  std::map<std::string, std::string> labels; // all must match
+  size_t limit = 0;                          // 0: server default
+  std::string cursor;
+};
+
+// Failures are Status values whose code comes from the HTTP status (code_from_http), whose
+// message is the problem's detail and whose field is the problem's field. A server that
+// cannot be reached is kUnavailable; a call that outlives its timeout is kTimeout.
+//
+// Blocking; one Client may be used from several threads (each call opens its own connection).
+class Client {
+ public:
+  // kInvalidArgument (field "server") for a URL that is not http(s)://host[:port].
+  static Result<std::unique_ptr<Client>> create(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const ClientOptions& options() const { return options_; }
+
+  Result<HealthDto> health();
+  Result<LeaseDto> create_lease(const LeaseCreateRequest& request,
+                                const std::string& idempotency_key = {});
+  Result<LeasePage> list_leases(const LeaseQuery& query);
+  Result<LeaseDto> get_lease(const std::string& id);
+  // Long-poll: returns when the lease is ready or terminal, or after `timeout` (then with
+  // its current state; the caller checks).
+  Result<LeaseDto> wait_lease(const std::string& id, std::chrono::seconds timeout);
+  Result<LeaseDto> renew_lease(const std::string& id, int64_t ttl_seconds);
+  Result<LeaseDto> release_lease(const std::string& id);
+  Result<ExecResultDto> exec(const std::string& id, const ExecRequestDto& request);
+  Result<std::string> console(const std::string& id, size_t max_bytes = 0);
+  Result<std::vector<PoolDto>> pools();
+  Result<std::vector<HostDto>> hosts();
+  Result<std::string> hosts_svg();
+
+  // Streams events with seq > since. `on_event` returns false to stop. With follow=false the
+  // server ends the stream once it has sent what it has.
+  Status stream_events(uint64_t since, bool follow,
+                       const std::function<bool(const EventDto&)>& on_event);
+
+  // `body_json`: the POST /v1/leases/{id}/benchmarks document (daemon/bench/README.md).
+  Result<BenchmarkRunDto> start_benchmark(const std::string& lease_id,
+                                          const std::string& body_json);
+  Result<BenchmarkRunDto> get_benchmark(const std::string& id);
+  Result<std::vector<BenchmarkRunDto>> list_benchmarks(const std::string& lease_id = {});
+  Result<std::string> benchmark_report(const std::string& id, const std::string& format);
+  // format "html" or "json" (the comparison JSON, as text).
+  Result<std::string> compare_benchmarks(const std::vector<std::string>& ids,
+                                         const std::string& format);
+
+ private:
+  explicit Client(ClientOptions options) : options_(std::move(options)) {}
+  struct Response {
+    int status = 0;
+    std::string content_type;
+    std::string body;
+  };
+  Result<Response> call(const std::string& method, const std::string& path,
+                        const std::string& body, const std::map<std::string, std::string>& headers,
+                        std::chrono::seconds read_timeout);
+  Result<std::string> call_ok(const std::string& method, const std::string& path,
+                              const std::string& body = {},
+                              const std::map<std::string, std::string>& headers = {},
+                              std::optional<std::chrono::seconds> read_timeout = std::nullopt);
+
+  ClientOptions options_;
+};
+
+// Percent-encodes a query or path component.
+std::string url_encode(std::string_view s);
+
+}  // namespace armhive

@@ -1,0 +1,711 @@
+#include "api/json.h"
+
+#include <initializer_list>
+#include <limits>
+
+#include "api/validation.h"
+
+namespace armhive {
+namespace {
+
+using nlohmann::json;
+
+std::string join_field(std::string_view prefix, std::string_view key) {
+  if (prefix.empty()) return std::string(key);
+  return std::string(prefix) + "." + std::string(key);
+}
+
+// Typed member access with field paths in errors. Null members count as absent.
+class Reader {
+ public:
+  Reader(const json& j, std::string prefix) : j_(j), prefix_(std::move(prefix)) {}
+
+  Status require_object() const {
+    if (!j_.is_object()) {
+      return invalid_argument(prefix_.empty() ? "body" : prefix_, "must be a JSON object");
+    }
+    return Status::ok();
+  }
+
+  Status only(std::initializer_list<std::string_view> allowed) const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      bool known = false;
+      for (auto a : allowed) known = known || a == it.key();
+      if (!known) {
+        std::string allowed_list;
+        for (auto a : allowed) allowed_list += (allowed_list.empty() ? "" : ", ") + std::string(a);
+        return invalid_argument(field(it.key()), "unknown field (allowed: " + allowed_list + ")");
+      }
+    }
+    return Status::ok();
+  }
+
+  std::string field(std::string_view key) const { return join_field(prefix_, key); }
+
+  const json* find(std::string_view key) const {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+
+  Status missing(std::string_view key) const {
+    return invalid_argument(field(key), "is required");
+  }
+
+  Status str(std::string_view key, std::string& out, bool required = false) const {
+    const json* v = find(key);
+    if (v == nullptr) return required ? missing(key) : Status::ok();
+    if (!v->is_string()) return invalid_argument(field(key), "must be a string");
+    out = v->get<std::string>();
+    return Status::ok();
+  }
+
+  Status opt_str(std::string_view key, std::optional<std::string>& out) const {
+    const json* v = find(key);
+    if (v == nullptr) {
+      out.reset();
+      return Status::ok();
+    }
+    if (!v->is_string()) return invalid_argument(field(key), "must be a string");
+    out = v->get<std::string>();
+    return Status::ok();
+  }
+
+  template <typename T>
+  Status integer(std::string_view key, T& out, bool required = false) const {
+    const json* v = find(key);
+    if (v == nullptr) return required ? missing(key) : Status::ok();
+    if (!v->is_number_integer()) return invalid_argument(field(key), "must be an integer");
+    if (v->is_number_unsigned()) {
+      auto u = v->get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
+        return invalid_argument(field(key), "is too large");
+      }
+      out = static_cast<T>(u);
+      return Status::ok();
+    }
+    auto i = v->get<int64_t>();
+    if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+        (i > 0 && static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+      return invalid_argument(field(key), "is out of range");
+    }
+    out = static_cast<T>(i);
+    return Status::ok();
+  }
+
+  Status number(std::string_view key, double& out) const {
+    const json* v = find(key);
+    if (v == nullptr) return Status::ok();
+    if (!v->is_number()) return invalid_argument(field(key), "must be a number");
+    out = v->get<double>();
+    return Status::ok();
+  }
+
+  Status boolean(std::string_view key, bool& out) const {
+    const json* v = find(key);
+    if (v == nullptr) return Status::ok();
+    if (!v->is_boolean()) return invalid_argument(field(key), "must be true or false");
+    out = v->get<bool>();
+    return Status::ok();
+  }
+
+  Status str_list(std::string_view key, std::vector<std::string>& out) const {
+    const json* v = find(key);
+    if (v == nullptr) return Status::ok();
+    if (!v->is_array()) return invalid_argument(field(key), "must be an array of strings");
+    out.clear();
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& e = (*v)[i];
+      if (!e.is_string()) {
+        return invalid_argument(field(key) + "[" + std::to_string(i) + "]", "must be a string");
+      }
+      out.push_back(e.get<std::string>());
+    }
+    return Status::ok();
+  }
+
+  Status int_list(std::string_view key, std::vector<int>& out) const {
+    const json* v = find(key);
+    if (v == nullptr) return Status::ok();
+    if (!v->is_array()) return invalid_argument(field(key), "must be an array of integers");
+    out.clear();
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& e = (*v)[i];
+      if (!e.is_number_integer()) {
+        return invalid_argument(field(key) + "[" + std::to_string(i) + "]", "must be an integer");
+      }
+      out.push_back(e.get<int>());
+    }
+    return Status::ok();
+  }
+
+  Status str_map(std::string_view key, std::map<std::string, std::string>& out) const {
+    const json* v = find(key);
+    if (v == nullptr) return Status::ok();
+    if (!v->is_object()) {
+      return invalid_argument(field(key), "must be an object of string values");
+    }
+    out.clear();
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      if (!it.value().is_string()) {
+        return invalid_argument(field(key) + "." + it.key(), "must be a string");
+      }
+      out[it.key()] = it.value().get<std::string>();
+    }
+    return Status::ok();
+  }
+
+  // Iterates an array member of objects, calling parse(element, "key[i]").
+  template <typename T, typename F>
+  Status objects(std::string_view key, std::vector<T>& out, F parse) const {
+    const json* v = find(key);
+    if (v == nullptr) return Status::ok();
+    if (!v->is_array()) return invalid_argument(field(key), "must be an array");
+    out.clear();
+    for (size_t i = 0; i < v->size(); ++i) {
+      T item;
+      ARMHIVE_RETURN_IF_ERROR(parse((*v)[i], field(key) + "[" + std::to_string(i) + "]", item));
+      out.push_back(std::move(item));
+    }
+    return Status::ok();
+  }
+
+ private:
+  const json& j_;
+  std::string prefix_;
+};
+
+#define AH_TRY(expr) ARMHIVE_RETURN_IF_ERROR(expr)
+
+Result<int64_t> ttl_from_json(const json& v, const std::string& field) {
+  if (v.is_number_integer()) {
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxTtlSeconds)) {
+      return invalid_argument(field, "must be at most 30 days (" + std::to_string(kMaxTtlSeconds) +
+                                         " s)");
+    }
+    int64_t s = v.get<int64_t>();
+    AH_TRY(check_ttl(field, s));
+    return s;
+  }
+  if (v.is_string()) {
+    ARMHIVE_ASSIGN_OR_RETURN(int64_t s, parse_duration(field, v.get<std::string>()));
+    AH_TRY(check_ttl(field, s));
+    return s;
+  }
+  return invalid_argument(field,
+                          "must be a number of seconds or a duration string like \"2h\" or \"90m\"");
+}
+
+// Output bytes: text when valid UTF-8, else base64 under `<key>_base64`.
+void put_bytes(json& j, const std::string& key, const std::string& bytes) {
+  if (is_valid_utf8(bytes)) {
+    j[key] = bytes;
+  } else {
+    j[key + "_base64"] = base64_encode(bytes);
+  }
+}
+
+Status get_bytes(const Reader& r, const std::string& key, std::string& out) {
+  std::string text, b64;
+  AH_TRY(r.str(key, text));
+  AH_TRY(r.str(key + "_base64", b64));
+  if (!text.empty() && !b64.empty()) {
+    return invalid_argument(r.field(key), "give either " + key + " or " + key + "_base64");
+  }
+  if (!b64.empty()) {
+    ARMHIVE_ASSIGN_OR_RETURN(out, base64_decode(r.field(key + "_base64"), b64));
+  } else {
+    out = std::move(text);
+  }
+  return Status::ok();
+}
+
+template <typename T>
+json optional_string(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+Status parse_vm(const json& j, const std::string& prefix, VmDto& vm) {
+  Reader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.str("name", vm.name));
+  AH_TRY(r.str("address", vm.address));
+  AH_TRY(r.str("login_user", vm.login_user));
+  AH_TRY(r.int_list("cpus", vm.cpus));
+  return Status::ok();
+}
+
+Status parse_ssh(const json& j, const std::string& prefix, SshDto& ssh) {
+  Reader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.str("user", ssh.user));
+  AH_TRY(r.str("host", ssh.host));
+  AH_TRY(r.integer("port", ssh.port));
+  AH_TRY(r.str("command", ssh.command));
+  return Status::ok();
+}
+
+Status parse_transition(const json& j, const std::string& prefix, TransitionDto& t) {
+  Reader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.str("from", t.from));
+  AH_TRY(r.str("to", t.to));
+  AH_TRY(r.str("at", t.at));
+  AH_TRY(r.str("reason", t.reason));
+  return Status::ok();
+}
+
+Status parse_lease(const json& j, const std::string& prefix, LeaseDto& l) {
+  Reader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.str("id", l.id, true));
+  AH_TRY(r.str("pool", l.pool));
+  AH_TRY(r.str("owner", l.owner));
+  AH_TRY(r.str("state", l.state, true));
+  AH_TRY(r.str("reason", l.reason));
+  AH_TRY(r.str("purpose", l.purpose));
+  AH_TRY(r.str_map("labels", l.labels));
+  AH_TRY(r.str("created_at", l.created_at));
+  AH_TRY(r.opt_str("ready_at", l.ready_at));
+  AH_TRY(r.str("expires_at", l.expires_at));
+  AH_TRY(r.opt_str("ended_at", l.ended_at));
+  AH_TRY(r.integer("ttl_seconds", l.ttl_seconds));
+  AH_TRY(r.boolean("warm_handout", l.warm_handout));
+  if (const json* vm = r.find("vm")) {
+    VmDto v;
+    AH_TRY(parse_vm(*vm, r.field("vm"), v));
+    l.vm = std::move(v);
+  }
+  if (const json* ssh = r.find("ssh")) {
+    SshDto s;
+    AH_TRY(parse_ssh(*ssh, r.field("ssh"), s));
+    l.ssh = std::move(s);
+  }
+  AH_TRY(r.objects("history", l.history, parse_transition));
+  return Status::ok();
+}
+
+Status parse_pool(const json& j, const std::string& prefix, PoolDto& p) {
+  Reader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.str("name", p.name, true));
+  AH_TRY(r.str("image", p.image));
+  AH_TRY(r.integer("vcpus", p.vcpus));
+  AH_TRY(r.integer("memory_mib", p.memory_mib));
+  AH_TRY(r.integer("disk_gib", p.disk_gib));
+  AH_TRY(r.integer("mtu", p.mtu));
+  AH_TRY(r.str("cpu_policy", p.cpu_policy));
+  AH_TRY(r.integer("min_warm", p.min_warm));
+  AH_TRY(r.integer("max", p.max));
+  AH_TRY(r.integer("default_ttl_seconds", p.default_ttl_seconds));
+  AH_TRY(r.integer("max_ttl_seconds", p.max_ttl_seconds));
+  AH_TRY(r.str_map("labels", p.labels));
+  AH_TRY(r.integer("warm", p.warm));
+  AH_TRY(r.integer("starting", p.starting));
+  AH_TRY(r.integer("leased", p.leased));
+  AH_TRY(r.integer("pending_leases", p.pending_leases));
+  return Status::ok();
+}
+
+Status parse_core(const json& j, const std::string& prefix, CoreDto& c) {
+  Reader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.integer("cpu", c.cpu, true));
+  AH_TRY(r.integer("cluster", c.cluster));
+  AH_TRY(r.integer("numa_node", c.numa_node));
+  AH_TRY(r.str("role", c.role));
+  AH_TRY(r.str("lease_id", c.lease_id));
+  AH_TRY(r.str("vm", c.vm));
+  AH_TRY(r.str("pool", c.pool));
+  return Status::ok();
+}
+
+Status parse_numa(const json& j, const std::string& prefix, NumaNodeDto& n) {
+  Reader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.integer("id", n.id));
+  AH_TRY(r.integer("memory_kib", n.memory_kib));
+  AH_TRY(r.int_list("cpus", n.cpus));
+  return Status::ok();
+}
+
+Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
+  Reader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.str("hostname", h.hostname));
+  AH_TRY(r.str("uri", h.uri));
+  AH_TRY(r.boolean("connected", h.connected));
+  AH_TRY(r.str("arch", h.arch));
+  AH_TRY(r.str("cpu_model", h.cpu_model));
+  AH_TRY(r.str("accel", h.accel));
+  AH_TRY(r.integer("memory_kib", h.memory_kib));
+  AH_TRY(r.objects("numa_nodes", h.numa_nodes, parse_numa));
+  if (const json* c = r.find("clusters")) {
+    if (!c->is_array()) return invalid_argument(r.field("clusters"), "must be an array");
+    h.clusters.clear();
+    for (size_t i = 0; i < c->size(); ++i) {
+      std::vector<int> cpus;
+      Reader inner(json{{"c", (*c)[i]}}, r.field("clusters") + "[" + std::to_string(i) + "]");
+      AH_TRY(inner.int_list("c", cpus));
+      h.clusters.push_back(std::move(cpus));
+    }
+  }
+  AH_TRY(r.objects("cores", h.cores, parse_core));
+  AH_TRY(r.number("fragmentation", h.fragmentation));
+  return Status::ok();
+}
+
+Status parse_benchmark_run(const json& j, const std::string& prefix, BenchmarkRunDto& b) {
+  Reader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.str("id", b.id, true));
+  AH_TRY(r.str("lease_id", b.lease_id));
+  AH_TRY(r.str("owner", b.owner));
+  AH_TRY(r.str("vm_name", b.vm_name));
+  AH_TRY(r.str("pool", b.pool));
+  AH_TRY(r.str("host", b.host));
+  AH_TRY(r.str("state", b.state, true));
+  AH_TRY(r.str("error", b.error));
+  AH_TRY(r.str("created_at", b.created_at));
+  AH_TRY(r.opt_str("finished_at", b.finished_at));
+  if (const json* req = r.find("request")) b.request_json = dump_json(*req);
+  if (const json* rep = r.find("report")) b.report_json = dump_json(*rep);
+  return Status::ok();
+}
+
+template <typename T, typename F>
+Result<std::vector<T>> items_from_json(const json& j, F parse) {
+  Reader r(j, "");
+  AH_TRY(r.require_object());
+  if (r.find("items") == nullptr) return r.missing("items");
+  std::vector<T> out;
+  AH_TRY(r.objects("items", out, parse));
+  return out;
+}
+
+}  // namespace
+
+Result<json> parse_json(std::string_view text, std::string_view field) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    // Re-parse with exceptions off but a callback-free sax would be needed for the position;
+    // nlohmann only reports it through the exception, which we catch here at the call site.
+    try {
+      json again = json::parse(text);
+      (void)again;
+    } catch (const json::parse_error& e) {
+      return invalid_argument(std::string(field),
+                              "is not valid JSON (at byte " + std::to_string(e.byte) + ")");
+    } catch (const std::exception&) {
+    }
+    return invalid_argument(std::string(field), "is not valid JSON");
+  }
+  return j;
+}
+
+std::string dump_json(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+json to_json(const LeaseCreateRequest& r) {
+  json j = {{"pool", r.pool}, {"ssh_keys", r.ssh_keys}, {"labels", r.labels}, {"purpose", r.purpose}};
+  if (r.ttl_seconds) j["ttl"] = *r.ttl_seconds;
+  return j;
+}
+
+Result<LeaseCreateRequest> lease_create_from_json(const json& j) {
+  Reader r(j, "");
+  AH_TRY(r.require_object());
+  AH_TRY(r.only({"pool", "ttl", "ssh_keys", "labels", "purpose"}));
+  LeaseCreateRequest out;
+  AH_TRY(r.str("pool", out.pool, true));
+  AH_TRY(check_name("pool", out.pool));
+  if (const json* ttl = r.find("ttl")) {
+    ARMHIVE_ASSIGN_OR_RETURN(int64_t s, ttl_from_json(*ttl, "ttl"));
+    out.ttl_seconds = s;
+  }
+  AH_TRY(r.str_list("ssh_keys", out.ssh_keys));
+  if (out.ssh_keys.size() > kMaxSshKeys) {
+    return invalid_argument("ssh_keys", "at most " + std::to_string(kMaxSshKeys) + " keys");
+  }
+  for (size_t i = 0; i < out.ssh_keys.size(); ++i) {
+    AH_TRY(check_ssh_key("ssh_keys[" + std::to_string(i) + "]", out.ssh_keys[i]));
+  }
+  AH_TRY(r.str_map("labels", out.labels));
+  AH_TRY(check_labels("labels", out.labels));
+  AH_TRY(r.str("purpose", out.purpose));
+  if (out.purpose != "ci" && out.purpose != "dev") {
+    return invalid_argument("purpose", "must be \"ci\" or \"dev\"");
+  }
+  return out;
+}
+
+json to_json(const LeaseRenewRequest& r) { return {{"ttl", r.ttl_seconds}}; }
+
+Result<LeaseRenewRequest> lease_renew_from_json(const json& j) {
+  Reader r(j, "");
+  AH_TRY(r.require_object());
+  AH_TRY(r.only({"ttl"}));
+  const json* ttl = r.find("ttl");
+  if (ttl == nullptr) return r.missing("ttl");
+  LeaseRenewRequest out;
+  ARMHIVE_ASSIGN_OR_RETURN(out.ttl_seconds, ttl_from_json(*ttl, "ttl"));
+  return out;
+}
+
+json to_json(const ExecRequestDto& r) {
+  json j = {{"argv", r.argv}, {"timeout_s", r.timeout_s}};
+  if (!r.stdin_data.empty()) put_bytes(j, "stdin", r.stdin_data);
+  return j;
+}
+
+Result<ExecRequestDto> exec_request_from_json(const json& j) {
+  Reader r(j, "");
+  AH_TRY(r.require_object());
+  AH_TRY(r.only({"argv", "stdin", "stdin_base64", "timeout_s"}));
+  ExecRequestDto out;
+  if (r.find("argv") == nullptr) return r.missing("argv");
+  AH_TRY(r.str_list("argv", out.argv));
+  if (out.argv.empty()) return invalid_argument("argv", "must name a program");
+  if (out.argv.size() > 4096) return invalid_argument("argv", "at most 4096 arguments");
+  if (out.argv[0].empty()) return invalid_argument("argv[0]", "must not be empty");
+  for (size_t i = 0; i < out.argv.size(); ++i) {
+    if (out.argv[i].find('\0') != std::string::npos) {
+      return invalid_argument("argv[" + std::to_string(i) + "]", "must not contain NUL");
+    }
+  }
+  AH_TRY(get_bytes(r, "stdin", out.stdin_data));
+  AH_TRY(r.integer("timeout_s", out.timeout_s));
+  if (out.timeout_s <= 0 || out.timeout_s > kMaxExecTimeoutSeconds) {
+    return invalid_argument("timeout_s", "must be between 1 and " +
+                                             std::to_string(kMaxExecTimeoutSeconds));
+  }
+  return out;
+}
+
+json to_json(const LeaseDto& l) {
+  json j = {{"id", l.id},
+            {"pool", l.pool},
+            {"owner", l.owner},
+            {"state", l.state},
+            {"reason", l.reason},
+            {"purpose", l.purpose},
+            {"labels", l.labels},
+            {"created_at", l.created_at},
+            {"ready_at", optional_string(l.ready_at)},
+            {"expires_at", l.expires_at},
+            {"ended_at", optional_string(l.ended_at)},
+            {"ttl_seconds", l.ttl_seconds},
+            {"warm_handout", l.warm_handout},
+            {"vm", nullptr},
+            {"ssh", nullptr},
+            {"history", json::array()}};
+  if (l.vm) {
+    j["vm"] = {{"name", l.vm->name},
+               {"address", l.vm->address},
+               {"login_user", l.vm->login_user},
+               {"cpus", l.vm->cpus}};
+  }
+  if (l.ssh) {
+    j["ssh"] = {{"user", l.ssh->user},
+                {"host", l.ssh->host},
+                {"port", l.ssh->port},
+                {"command", l.ssh->command}};
+  }
+  for (const auto& t : l.history) {
+    j["history"].push_back({{"from", t.from}, {"to", t.to}, {"at", t.at}, {"reason", t.reason}});
+  }
+  return j;
+}
+
+Result<LeaseDto> lease_from_json(const json& j) {
+  LeaseDto l;
+  AH_TRY(parse_lease(j, "", l));
+  return l;
+}
+
+json to_json(const LeasePage& p) {
+  json items = json::array();
+  for (const auto& l : p.items) items.push_back(to_json(l));
+  return {{"items", std::move(items)},
+          {"next_cursor", p.next_cursor.empty() ? json(nullptr) : json(p.next_cursor)}};
+}
+
+Result<LeasePage> lease_page_from_json(const json& j) {
+  Reader r(j, "");
+  AH_TRY(r.require_object());
+  LeasePage p;
+  if (r.find("items") == nullptr) return r.missing("items");
+  AH_TRY(r.objects("items", p.items, parse_lease));
+  AH_TRY(r.str("next_cursor", p.next_cursor));
+  return p;
+}
+
+json to_json(const PoolDto& p) {
+  return {{"name", p.name},
+          {"image", p.image},
+          {"vcpus", p.vcpus},
+          {"memory_mib", p.memory_mib},
+          {"disk_gib", p.disk_gib},
+          {"mtu", p.mtu},
+          {"cpu_policy", p.cpu_policy},
+          {"min_warm", p.min_warm},
+          {"max", p.max},
+          {"default_ttl_seconds", p.default_ttl_seconds},
+          {"max_ttl_seconds", p.max_ttl_seconds},
+          {"labels", p.labels},
+          {"warm", p.warm},
+          {"starting", p.starting},
+          {"leased", p.leased},
+          {"pending_leases", p.pending_leases}};
+}
+
+Result<PoolDto> pool_from_json(const json& j) {
+  PoolDto p;
+  AH_TRY(parse_pool(j, "", p));
+  return p;
+}
+
+json to_json(const HostDto& h) {
+  json numa = json::array();
+  for (const auto& n : h.numa_nodes) {
+    numa.push_back({{"id", n.id}, {"memory_kib", n.memory_kib}, {"cpus", n.cpus}});
+  }
+  json cores = json::array();
+  for (const auto& c : h.cores) {
+    cores.push_back({{"cpu", c.cpu},
+                     {"cluster", c.cluster},
+                     {"numa_node", c.numa_node},
+                     {"role", c.role},
+                     {"lease_id", c.lease_id},
+                     {"vm", c.vm},
+                     {"pool", c.pool}});
+  }
+  return {{"hostname", h.hostname},   {"uri", h.uri},
+          {"connected", h.connected}, {"arch", h.arch},
+          {"cpu_model", h.cpu_model}, {"accel", h.accel},
+          {"memory_kib", h.memory_kib}, {"numa_nodes", std::move(numa)},
+          {"clusters", h.clusters},   {"cores", std::move(cores)},
+          {"fragmentation", h.fragmentation}};
+}
+
+Result<HostDto> host_from_json(const json& j) {
+  HostDto h;
+  AH_TRY(parse_host(j, "", h));
+  return h;
+}
+
+json to_json(const EventDto& e) {
+  return {{"seq", e.seq},         {"at", e.at},     {"type", e.type},
+          {"lease_id", e.lease_id}, {"vm", e.vm},   {"pool", e.pool},
+          {"owner", e.owner},     {"state", e.state}, {"detail", e.detail}};
+}
+
+Result<EventDto> event_from_json(const json& j) {
+  Reader r(j, "");
+  AH_TRY(r.require_object());
+  EventDto e;
+  AH_TRY(r.integer("seq", e.seq, true));
+  AH_TRY(r.str("at", e.at));
+  AH_TRY(r.str("type", e.type, true));
+  AH_TRY(r.str("lease_id", e.lease_id));
+  AH_TRY(r.str("vm", e.vm));
+  AH_TRY(r.str("pool", e.pool));
+  AH_TRY(r.str("owner", e.owner));
+  AH_TRY(r.str("state", e.state));
+  AH_TRY(r.str("detail", e.detail));
+  return e;
+}
+
+json to_json(const Problem& p) {
+  json j = {{"type", p.type}, {"title", p.title}, {"status", p.status}, {"detail", p.detail}};
+  if (!p.field.empty()) j["field"] = p.field;
+  return j;
+}
+
+Result<Problem> problem_from_json(const json& j) {
+  Reader r(j, "");
+  AH_TRY(r.require_object());
+  Problem p;
+  AH_TRY(r.str("type", p.type));
+  AH_TRY(r.str("title", p.title));
+  AH_TRY(r.integer("status", p.status));
+  AH_TRY(r.str("detail", p.detail));
+  AH_TRY(r.str("field", p.field));
+  return p;
+}
+
+json to_json(const ExecResultDto& r) {
+  json j = {{"exit_code", r.exit_code},
+            {"signal", r.signal},
+            {"timed_out", r.timed_out},
+            {"stdout_truncated", r.out_truncated}};
+  put_bytes(j, "stdout", r.out);
+  put_bytes(j, "stderr", r.err);
+  return j;
+}
+
+Result<ExecResultDto> exec_result_from_json(const json& j) {
+  Reader r(j, "");
+  AH_TRY(r.require_object());
+  ExecResultDto out;
+  AH_TRY(r.integer("exit_code", out.exit_code, true));
+  AH_TRY(r.integer("signal", out.signal));
+  AH_TRY(r.boolean("timed_out", out.timed_out));
+  AH_TRY(r.boolean("stdout_truncated", out.out_truncated));
+  AH_TRY(get_bytes(r, "stdout", out.out));
+  AH_TRY(get_bytes(r, "stderr", out.err));
+  return out;
+}
+
+Result<BenchmarkRunDto> benchmark_run_dto_from_json(const json& j) {
+  BenchmarkRunDto b;
+  AH_TRY(parse_benchmark_run(j, "", b));
+  return b;
+}
+
+json to_json(const HealthDto& h) { return {{"status", h.status}, {"version", h.version}}; }
+
+Result<std::vector<PoolDto>> pools_from_json(const json& j) {
+  return items_from_json<PoolDto>(j, parse_pool);
+}
+Result<std::vector<HostDto>> hosts_from_json(const json& j) {
+  return items_from_json<HostDto>(j, parse_host);
+}
+Result<std::vector<BenchmarkRunDto>> benchmark_runs_from_json(const json& j) {
+  return items_from_json<BenchmarkRunDto>(j, parse_benchmark_run);
+}
+
+std::string_view problem_title(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk: return "OK";
+    case ErrorCode::kInvalidArgument: return "Invalid request";
+    case ErrorCode::kUnauthenticated: return "Authentication required";
+    case ErrorCode::kPermissionDenied: return "Permission denied";
+    case ErrorCode::kNotFound: return "Not found";
+    case ErrorCode::kConflict: return "Conflict";
+    case ErrorCode::kPayloadTooLarge: return "Request body too large";
+    case ErrorCode::kUnprocessable: return "Request cannot be satisfied";
+    case ErrorCode::kResourceExhausted: return "Quota or capacity exhausted";
+    case ErrorCode::kInternal: return "Internal server error";
+    case ErrorCode::kUnavailable: return "Service unavailable";
+    case ErrorCode::kTimeout: return "Timed out";
+  }
+  return "Error";
+}
+
+Problem problem_from_status(const Status& status) {
+  Problem p;
+  p.type = std::string(kProblemTypeBase) + std::string(code_name(status.code()));
+  p.title = std::string(problem_title(status.code()));
+  p.status = http_status(status.code());
+  p.detail = status.message();
+  if (!status.context().empty()) p.detail += " [" + status.context() + "]";
+  p.field = status.field();
+  if (!p.field.empty() && p.detail.find(p.field) == std::string::npos) {
+    p.detail = p.field + ": " + p.detail;
+  }
+  return p;
+}
+
+}  // namespace armhive

@@ -1,0 +1,193 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace armhive {
+
+// The wire types of the REST API (api/openapi.yaml), shared by the daemon and the CLI. They
+// mirror the JSON documents, not the daemon's core types: times are RFC 3339 strings, states
+// and roles are their wire names. JSON conversion is in api/json.h (kept out of this header so
+// that users of the plain types do not pay for nlohmann::json).
+//
+// Plain data; no thread affinity.
+
+inline constexpr size_t kMaxBodyBytes = 64 * 1024;                 // larger bodies: 413
+inline constexpr int64_t kMaxTtlSeconds = 30LL * 24 * 3600;        // 30 days: above is absurd
+inline constexpr int64_t kMaxExecTimeoutSeconds = 3600;
+inline constexpr size_t kMaxSshKeys = 32;
+inline constexpr std::string_view kProblemTypeBase = "https://armhive.dev/problems/";
+
+// POST /v1/leases
+struct LeaseCreateRequest {
+  std::string pool;
+  std::optional<int64_t> ttl_seconds;  // wire: "ttl": 7200 or "2h" / "90m" / "1h30m"
+  std::vector<std::string> ssh_keys;
+  std::map<std::string, std::string> labels;
+  std::string purpose = "ci";          // "ci" | "dev"
+};
+
+// POST /v1/leases/{id}/renew
+struct LeaseRenewRequest {
+  int64_t ttl_seconds = 0;
+};
+
+struct VmDto {
+  std::string name;
+  std::string address;
+  std::string login_user;
+  std::vector<int> cpus;
+};
+
+struct SshDto {
+  std::string user;
+  std::string host;
+  int port = 22;
+  std::string command;  // a ready-to-paste command line, for people
+};
+
+struct TransitionDto {
+  std::string from;
+  std::string to;
+  std::string at;
+  std::string reason;
+};
+
+struct LeaseDto {
+  std::string id;
+  std::string pool;
+  std::string owner;
+  std::string state;    // pending|provisioning|ready|releasing|released|expired|failed
+  std::string reason;
+  std::string purpose;
+  std::map<std::string, std::string> labels;
+  std::string created_at;
+  std::optional<std::string> ready_at;
+  std::string expires_at;
+  std::optional<std::string> ended_at;
+  int64_t ttl_seconds = 0;
+  bool warm_handout = false;
+  std::optional<VmDto> vm;
+  std::optional<SshDto> ssh;
+  std::vector<TransitionDto> history;
+};
+
+struct LeasePage {
+  std::vector<LeaseDto> items;
+  std::string next_cursor;  // empty: no more
+};
+
+struct PoolDto {
+  std::string name;
+  std::string image;
+  int vcpus = 0;
+  int64_t memory_mib = 0;
+  int64_t disk_gib = 0;
+  int mtu = 1500;
+  std::string cpu_policy;  // dedicated|shared
+  int min_warm = 0;
+  int max = 0;
+  int64_t default_ttl_seconds = 0;
+  int64_t max_ttl_seconds = 0;
+  std::map<std::string, std::string> labels;
+  int warm = 0;
+  int starting = 0;
+  int leased = 0;
+  int pending_leases = 0;
+};
+
+struct CoreDto {
+  int cpu = 0;
+  int cluster = -1;
+  int numa_node = 0;
+  std::string role;  // housekeeping|dedicated|shared
+  std::string lease_id;
+  std::string vm;
+  std::string pool;
+};
+
+struct NumaNodeDto {
+  int id = 0;
+  int64_t memory_kib = 0;
+  std::vector<int> cpus;
+};
+
+struct HostDto {
+  std::string hostname;
+  std::string uri;
+  bool connected = true;
+  std::string arch;
+  std::string cpu_model;
+  std::string accel;  // kvm|tcg
+  int64_t memory_kib = 0;
+  std::vector<NumaNodeDto> numa_nodes;
+  std::vector<std::vector<int>> clusters;  // CPUs sharing an L2
+  std::vector<CoreDto> cores;
+  double fragmentation = 0;
+};
+
+struct EventDto {
+  uint64_t seq = 0;
+  std::string at;
+  std::string type;
+  std::string lease_id;
+  std::string vm;
+  std::string pool;
+  std::string owner;
+  std::string state;
+  std::string detail;
+};
+
+// application/problem+json (RFC 7807).
+struct Problem {
+  std::string type;    // kProblemTypeBase + code name, e.g. ".../invalid-argument"
+  std::string title;
+  int status = 500;
+  std::string detail;
+  std::string field;   // the request field at fault, e.g. "ssh_keys[1]"; empty when none
+};
+
+// POST /v1/leases/{id}/exec. stdin travels as "stdin" (UTF-8 text) or "stdin_base64".
+struct ExecRequestDto {
+  std::vector<std::string> argv;
+  std::string stdin_data;
+  int64_t timeout_s = 60;
+};
+
+// Output travels as "stdout"/"stderr" when it is valid UTF-8, else as "stdout_base64"/
+// "stderr_base64"; the DTO holds the bytes.
+struct ExecResultDto {
+  int exit_code = -1;
+  int signal = 0;
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+  bool out_truncated = false;
+};
+
+// A benchmark run as GET /v1/benchmarks/{id} returns it (daemon/bench/README.md): the CLI
+// needs only the envelope; request and report stay JSON text.
+struct BenchmarkRunDto {
+  std::string id;
+  std::string lease_id;
+  std::string owner;
+  std::string vm_name;
+  std::string pool;
+  std::string host;
+  std::string state;  // queued|running|succeeded|failed
+  std::string error;
+  std::string created_at;
+  std::optional<std::string> finished_at;
+  std::string request_json;
+  std::string report_json;
+};
+
+struct HealthDto {
+  std::string status = "ok";
+  std::string version;
+};
+
+}  // namespace armhive
