@@ -1,0 +1,245 @@
+#include "daemon/store/token_store.h"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <array>
+
+#include "daemon/core/lease.h"
+
+namespace armhive {
+namespace {
+
+constexpr std::string_view kPrefix = "ah_";
+constexpr size_t kSecretChars = 40;  // 30 random bytes in base64url
+constexpr std::string_view kB64Url =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+Result<std::string> random_secret() {
+  std::array<unsigned char, 30> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    return internal_error("OpenSSL RAND_bytes failed");
+  }
+  std::string out(kPrefix);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    out += kB64Url[v >> 18];
+    out += kB64Url[(v >> 12) & 63];
+    out += kB64Url[(v >> 6) & 63];
+    out += kB64Url[v & 63];
+  }
+  return out;
+}
+
+Status check_spec(const TokenSpec& spec) {
+  ARMHIVE_RETURN_IF_ERROR(validate_name("name", spec.name));
+  if (spec.max_leases < 0) return invalid_argument("max_leases", "must not be negative");
+  if (spec.max_ttl.count() < 0) return invalid_argument("max_ttl", "must not be negative");
+  return Status::ok();
+}
+
+TokenInfo row_to_info(const SqlRow& r) {
+  TokenInfo t;
+  t.name = sql_text(r[0]);
+  t.role = token_role_from_string(sql_text(r[1])).value_or(TokenRole::kRead);
+  t.max_leases = static_cast<int>(sql_int(r[2]));
+  t.max_ttl = Seconds(sql_int(r[3]));
+  t.created_at = from_unix_ms(sql_int(r[4]));
+  if (!sql_is_null(r[5])) t.revoked_at = from_unix_ms(sql_int(r[5]));
+  return t;
+}
+
+constexpr std::string_view kColumns =
+    "name, role, max_leases, max_ttl_s, created_at, revoked_at";
+
+const std::vector<std::string> kTokenSteps = {
+    "CREATE TABLE tokens ("
+    " name TEXT PRIMARY KEY,"
+    " hash TEXT NOT NULL UNIQUE,"
+    " role TEXT NOT NULL,"
+    " max_leases INTEGER NOT NULL DEFAULT 0,"
+    " max_ttl_s INTEGER NOT NULL DEFAULT 0,"
+    " created_at INTEGER NOT NULL,"
+    " revoked_at INTEGER)",
+};
+
+const std::vector<std::string> kAuditSteps = {
+    "CREATE TABLE IF NOT EXISTS audit ("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " at INTEGER NOT NULL,"
+    " actor TEXT NOT NULL,"
+    " action TEXT NOT NULL,"
+    " lease_id TEXT NOT NULL DEFAULT '',"
+    " detail TEXT NOT NULL DEFAULT '');"
+    "CREATE INDEX IF NOT EXISTS audit_lease ON audit(lease_id, id)",
+};
+
+}  // namespace
+
+std::string_view to_string(TokenRole role) {
+  switch (role) {
+    case TokenRole::kAdmin: return "admin";
+    case TokenRole::kCi: return "ci";
+    case TokenRole::kDev: return "dev";
+    case TokenRole::kRead: return "read";
+  }
+  return "read";
+}
+
+std::optional<TokenRole> token_role_from_string(std::string_view s) {
+  if (s == "admin") return TokenRole::kAdmin;
+  if (s == "ci") return TokenRole::kCi;
+  if (s == "dev") return TokenRole::kDev;
+  if (s == "read") return TokenRole::kRead;
+  return std::nullopt;
+}
+
+std::string hash_token(std::string_view secret) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  // EVP_Digest cannot fail for SHA-256 on in-memory data short of allocation failure.
+  if (EVP_Digest(secret.data(), secret.size(), md.data(), &len, EVP_sha256(), nullptr) != 1) {
+    std::abort();
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+bool looks_like_token(std::string_view secret) {
+  if (secret.size() != kPrefix.size() + kSecretChars || secret.substr(0, 3) != kPrefix) {
+    return false;
+  }
+  for (char c : secret.substr(3)) {
+    if (kB64Url.find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
+Result<std::unique_ptr<TokenStore>> TokenStore::open(Database& db, const Clock& clock) {
+  ARMHIVE_RETURN_IF_ERROR(db.migrate("tokens", kTokenSteps));
+  return std::unique_ptr<TokenStore>(new TokenStore(db, clock));
+}
+
+Result<std::string> TokenStore::create(const TokenSpec& spec) {
+  ARMHIVE_RETURN_IF_ERROR(check_spec(spec));
+  ARMHIVE_ASSIGN_OR_RETURN(std::string secret, random_secret());
+  Status s = db_.transaction([&](Database::Tx& tx) -> Status {
+    ARMHIVE_ASSIGN_OR_RETURN(auto rows,
+                             tx.query("SELECT 1 FROM tokens WHERE name = ?", {spec.name}));
+    if (!rows.empty()) {
+      return conflict("a token named \"" + spec.name +
+                      "\" exists already (names stay taken after revoke; choose another)");
+    }
+    return tx.execute(
+        "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        {spec.name, hash_token(secret), std::string(to_string(spec.role)),
+         int64_t{spec.max_leases}, int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now())});
+  });
+  if (!s.is_ok()) return s;
+  return secret;
+}
+
+Status TokenStore::put(const TokenSpec& spec, std::string_view secret) {
+  ARMHIVE_RETURN_IF_ERROR(check_spec(spec));
+  if (!looks_like_token(secret)) {
+    return invalid_argument("token", "must be \"ah_\" followed by 40 base64url characters "
+                                     "(create one with `armhived token create`)");
+  }
+  return db_.transaction([&](Database::Tx& tx) -> Status {
+    // Another name holding the same secret would make authentication ambiguous.
+    ARMHIVE_RETURN_IF_ERROR(tx.execute("DELETE FROM tokens WHERE hash = ? AND name != ?",
+                                       {hash_token(secret), spec.name}));
+    return tx.execute(
+        "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, "
+        "role = excluded.role, max_leases = excluded.max_leases, max_ttl_s = excluded.max_ttl_s, "
+        "revoked_at = NULL",
+        {spec.name, hash_token(secret), std::string(to_string(spec.role)),
+         int64_t{spec.max_leases}, int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now())});
+  });
+}
+
+Result<TokenInfo> TokenStore::authenticate(std::string_view secret) {
+  if (!looks_like_token(secret)) {
+    return Status(ErrorCode::kUnauthenticated, "invalid or revoked token");
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(
+      auto rows, db_.query("SELECT " + std::string(kColumns) + " FROM tokens WHERE hash = ?",
+                           {hash_token(secret)}));
+  if (rows.empty()) return Status(ErrorCode::kUnauthenticated, "invalid or revoked token");
+  TokenInfo t = row_to_info(rows[0]);
+  if (t.revoked()) return Status(ErrorCode::kUnauthenticated, "invalid or revoked token");
+  return t;
+}
+
+Status TokenStore::revoke(const std::string& name) {
+  return db_.transaction([&](Database::Tx& tx) -> Status {
+    ARMHIVE_ASSIGN_OR_RETURN(auto rows, tx.query("SELECT revoked_at FROM tokens WHERE name = ?",
+                                                 {name}));
+    if (rows.empty()) return not_found("no token named \"" + name + "\"");
+    if (!sql_is_null(rows[0][0])) return Status::ok();
+    return tx.execute("UPDATE tokens SET revoked_at = ? WHERE name = ?",
+                      {to_unix_ms(clock_.now()), name});
+  });
+}
+
+Result<TokenInfo> TokenStore::get(const std::string& name) {
+  ARMHIVE_ASSIGN_OR_RETURN(
+      auto rows,
+      db_.query("SELECT " + std::string(kColumns) + " FROM tokens WHERE name = ?", {name}));
+  if (rows.empty()) return not_found("no token named \"" + name + "\"");
+  return row_to_info(rows[0]);
+}
+
+Result<std::vector<TokenInfo>> TokenStore::list() {
+  ARMHIVE_ASSIGN_OR_RETURN(
+      auto rows, db_.query("SELECT " + std::string(kColumns) + " FROM tokens ORDER BY name"));
+  std::vector<TokenInfo> out;
+  for (const auto& r : rows) out.push_back(row_to_info(r));
+  return out;
+}
+
+Result<std::unique_ptr<AuditLog>> AuditLog::open(Database& db, const Clock& clock) {
+  ARMHIVE_RETURN_IF_ERROR(db.migrate("audit", kAuditSteps));
+  return std::unique_ptr<AuditLog>(new AuditLog(db, clock));
+}
+
+Status AuditLog::record(std::string_view actor, std::string_view action,
+                        std::string_view lease_id, std::string_view detail) {
+  return db_.execute(
+      "INSERT INTO audit (at, actor, action, lease_id, detail) VALUES (?, ?, ?, ?, ?)",
+      {to_unix_ms(clock_.now()), std::string(actor), std::string(action), std::string(lease_id),
+       std::string(detail)});
+}
+
+Result<std::vector<AuditEntry>> AuditLog::recent(size_t limit, const std::string& lease_id) {
+  std::string sql = "SELECT id, at, actor, action, lease_id, detail FROM audit";
+  std::vector<SqlValue> params;
+  if (!lease_id.empty()) {
+    sql += " WHERE lease_id = ?";
+    params.emplace_back(lease_id);
+  }
+  sql += " ORDER BY id DESC LIMIT ?";
+  params.emplace_back(static_cast<int64_t>(limit));
+  ARMHIVE_ASSIGN_OR_RETURN(auto rows, db_.query(sql, params));
+  std::vector<AuditEntry> out;
+  for (const auto& r : rows) {
+    AuditEntry e;
+    e.id = sql_int(r[0]);
+    e.at = from_unix_ms(sql_int(r[1]));
+    e.actor = sql_text(r[2]);
+    e.action = sql_text(r[3]);
+    e.lease_id = sql_text(r[4]);
+    e.detail = sql_text(r[5]);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace armhive

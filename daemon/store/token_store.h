@@ -1,0 +1,105 @@
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "daemon/core/clock.h"
+#include "daemon/store/database.h"
+
+namespace armhive {
+
+// API bearer tokens. A secret ("ah_" + 40 random base64url characters) is shown once, when it
+// is created; the database keeps only its SHA-256 (hex). Names are unique, also after a
+// token is revoked (a revoked name stays taken, so the audit log's actors stay unambiguous).
+//
+// Roles: admin (everything, every lease), ci and dev (create and manage their own leases),
+// read (GET only). Quotas: max_leases concurrent non-terminal leases and max_ttl per lease;
+// 0 means "no token limit" (the pool's limits still apply).
+
+enum class TokenRole { kAdmin, kCi, kDev, kRead };
+
+std::string_view to_string(TokenRole role);
+std::optional<TokenRole> token_role_from_string(std::string_view s);
+
+struct TokenSpec {
+  std::string name;          // validate_name rules
+  TokenRole role = TokenRole::kCi;
+  int max_leases = 0;        // 0: unlimited
+  Seconds max_ttl{0};        // 0: unlimited (the pool's max_ttl still applies)
+};
+
+struct TokenInfo {
+  std::string name;
+  TokenRole role = TokenRole::kRead;
+  int max_leases = 0;
+  Seconds max_ttl{0};
+  TimePoint created_at;
+  std::optional<TimePoint> revoked_at;
+  bool revoked() const { return revoked_at.has_value(); }
+};
+
+// SHA-256 of the secret as lower-case hex (OpenSSL EVP).
+std::string hash_token(std::string_view secret);
+// Whether `secret` looks like one of ours ("ah_" + 40 base64url characters).
+bool looks_like_token(std::string_view secret);
+
+// Owns nothing but a reference to the Database (which must outlive it) and the Clock.
+// Threading: thread-safe (every call is one Database statement or transaction).
+class TokenStore {
+ public:
+  // Applies the "tokens" schema migrations.
+  static Result<std::unique_ptr<TokenStore>> open(Database& db, const Clock& clock);
+
+  // Returns the new secret. kConflict when the name is taken; kInvalidArgument for a bad
+  // name, negative quota or TTL.
+  Result<std::string> create(const TokenSpec& spec);
+  // Creates or replaces the token `spec.name` with a secret chosen elsewhere (the bootstrap
+  // admin token from a file or the environment); un-revokes it. kInvalidArgument when the
+  // secret does not look like a token.
+  Status put(const TokenSpec& spec, std::string_view secret);
+  // kUnauthenticated for an unknown or revoked secret (the message does not say which).
+  Result<TokenInfo> authenticate(std::string_view secret);
+  // kNotFound for an unknown name; revoking twice is ok.
+  Status revoke(const std::string& name);
+  Result<TokenInfo> get(const std::string& name);
+  Result<std::vector<TokenInfo>> list();  // by name
+
+ private:
+  TokenStore(Database& db, const Clock& clock) : db_(db), clock_(clock) {}
+  Database& db_;
+  const Clock& clock_;
+};
+
+// The audit log: one row per lease action (create, renew, release, exec, console, benchmark)
+// with the acting token's name. Append-only.
+struct AuditEntry {
+  int64_t id = 0;
+  TimePoint at;
+  std::string actor;
+  std::string action;
+  std::string lease_id;
+  std::string detail;
+};
+
+// Threading: thread-safe. The Database must outlive it.
+class AuditLog {
+ public:
+  // Applies the "audit" schema migrations (table audit(at, actor, action, lease_id, detail)).
+  static Result<std::unique_ptr<AuditLog>> open(Database& db, const Clock& clock);
+
+  Status record(std::string_view actor, std::string_view action, std::string_view lease_id,
+                std::string_view detail = {});
+  // Newest first; `lease_id` empty: all leases.
+  Result<std::vector<AuditEntry>> recent(size_t limit, const std::string& lease_id = {});
+
+ private:
+  AuditLog(Database& db, const Clock& clock) : db_(db), clock_(clock) {}
+  Database& db_;
+  const Clock& clock_;
+};
+
+}  // namespace armhive

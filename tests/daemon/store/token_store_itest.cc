@@ -1,0 +1,156 @@
+#include "daemon/store/token_store.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <set>
+
+namespace armhive {
+namespace {
+
+class FixedClock final : public Clock {
+ public:
+  TimePoint now() const override { return from_unix_ms(1'700'000'000'000); }
+};
+
+std::string temp_db(const char* name) {
+  auto dir = std::filesystem::temp_directory_path() / "armhive-token-test";
+  std::filesystem::create_directories(dir);
+  auto path = dir / name;
+  std::filesystem::remove(path);
+  std::filesystem::remove(path.string() + "-wal");
+  std::filesystem::remove(path.string() + "-shm");
+  return path.string();
+}
+
+TEST_CASE("tokens: created secrets authenticate, are stored only as hashes", "[store][tokens]") {
+  FixedClock clock;
+  std::string path = temp_db("tokens.db");
+  std::string secret;
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    auto store = TokenStore::open(**db, clock);
+    REQUIRE(store.is_ok());
+    auto created = (*store)->create({"gitlab-runner", TokenRole::kCi, 4, Seconds(4 * 3600)});
+    REQUIRE(created.is_ok());
+    secret = *created;
+    CHECK(secret.rfind("ah_", 0) == 0);
+    CHECK(looks_like_token(secret));
+
+    // The secret itself is nowhere in the database.
+    auto rows = (*db)->query("SELECT hash FROM tokens WHERE name = 'gitlab-runner'");
+    REQUIRE(rows.is_ok());
+    REQUIRE(rows->size() == 1);
+    CHECK(sql_text((*rows)[0][0]) == hash_token(secret));
+    CHECK(sql_text((*rows)[0][0]) != secret);
+    CHECK(sql_text((*rows)[0][0]).size() == 64);
+  }
+  // Reopening keeps the token.
+  auto db = Database::open(path);
+  REQUIRE(db.is_ok());
+  auto store = TokenStore::open(**db, clock);
+  REQUIRE(store.is_ok());
+  auto who = (*store)->authenticate(secret);
+  REQUIRE(who.is_ok());
+  CHECK(who->name == "gitlab-runner");
+  CHECK(who->role == TokenRole::kCi);
+  CHECK(who->max_leases == 4);
+  CHECK(who->max_ttl == Seconds(4 * 3600));
+  CHECK(who->created_at == clock.now());
+}
+
+TEST_CASE("tokens: unknown, malformed and revoked secrets are unauthenticated", "[store][tokens]") {
+  FixedClock clock;
+  auto db = Database::open(":memory:");
+  REQUIRE(db.is_ok());
+  auto store = TokenStore::open(**db, clock);
+  REQUIRE(store.is_ok());
+  auto secret = (*store)->create({"dev-alice", TokenRole::kDev, 0, Seconds(0)});
+  REQUIRE(secret.is_ok());
+
+  CHECK((*store)->authenticate("").status().code() == ErrorCode::kUnauthenticated);
+  CHECK((*store)->authenticate("Bearer x").status().code() == ErrorCode::kUnauthenticated);
+  std::string other = *secret;
+  other.back() = other.back() == 'A' ? 'B' : 'A';
+  CHECK((*store)->authenticate(other).status().code() == ErrorCode::kUnauthenticated);
+
+  REQUIRE((*store)->revoke("dev-alice").is_ok());
+  CHECK((*store)->revoke("dev-alice").is_ok());  // twice is fine
+  CHECK((*store)->authenticate(*secret).status().code() == ErrorCode::kUnauthenticated);
+  CHECK((*store)->revoke("nobody").code() == ErrorCode::kNotFound);
+
+  auto all = (*store)->list();
+  REQUIRE(all.is_ok());
+  REQUIRE(all->size() == 1);
+  CHECK((*all)[0].revoked());
+}
+
+TEST_CASE("tokens: names are unique and validated, secrets differ", "[store][tokens]") {
+  FixedClock clock;
+  auto db = Database::open(":memory:");
+  REQUIRE(db.is_ok());
+  auto store = TokenStore::open(**db, clock);
+  REQUIRE(store.is_ok());
+  REQUIRE((*store)->create({"ci", TokenRole::kCi, 0, Seconds(0)}).is_ok());
+  CHECK((*store)->create({"ci", TokenRole::kRead, 0, Seconds(0)}).status().code() ==
+        ErrorCode::kConflict);
+  auto bad = (*store)->create({"Bad Name", TokenRole::kCi, 0, Seconds(0)});
+  CHECK(bad.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(bad.status().field() == "name");
+  CHECK((*store)->create({"neg", TokenRole::kCi, -1, Seconds(0)}).status().field() ==
+        "max_leases");
+
+  std::set<std::string> secrets;
+  for (int i = 0; i < 20; ++i) {
+    auto s = (*store)->create({"t" + std::to_string(i), TokenRole::kRead, 0, Seconds(0)});
+    REQUIRE(s.is_ok());
+    secrets.insert(*s);
+  }
+  CHECK(secrets.size() == 20);
+}
+
+TEST_CASE("tokens: a bootstrap secret can be put and replaces the old one", "[store][tokens]") {
+  FixedClock clock;
+  auto db = Database::open(":memory:");
+  REQUIRE(db.is_ok());
+  auto store = TokenStore::open(**db, clock);
+  REQUIRE(store.is_ok());
+  std::string first = "ah_" + std::string(40, 'a');
+  std::string second = "ah_" + std::string(40, 'b');
+  CHECK((*store)->put({"admin", TokenRole::kAdmin, 0, Seconds(0)}, "short").code() ==
+        ErrorCode::kInvalidArgument);
+  REQUIRE((*store)->put({"admin", TokenRole::kAdmin, 0, Seconds(0)}, first).is_ok());
+  REQUIRE((*store)->authenticate(first).is_ok());
+  REQUIRE((*store)->revoke("admin").is_ok());
+  REQUIRE((*store)->put({"admin", TokenRole::kAdmin, 0, Seconds(0)}, second).is_ok());
+  CHECK((*store)->authenticate(first).status().code() == ErrorCode::kUnauthenticated);
+  auto who = (*store)->authenticate(second);
+  REQUIRE(who.is_ok());
+  CHECK(who->role == TokenRole::kAdmin);
+}
+
+TEST_CASE("audit log records lease actions with the actor, newest first", "[store][audit]") {
+  FixedClock clock;
+  auto db = Database::open(":memory:");
+  REQUIRE(db.is_ok());
+  auto audit = AuditLog::open(**db, clock);
+  REQUIRE(audit.is_ok());
+  REQUIRE((*audit)->record("ci", "lease.create", "l-1", "pool=tiny").is_ok());
+  REQUIRE((*audit)->record("alice", "lease.release", "l-2").is_ok());
+  REQUIRE((*audit)->record("ci", "lease.release", "l-1").is_ok());
+  auto all = (*audit)->recent(10);
+  REQUIRE(all.is_ok());
+  REQUIRE(all->size() == 3);
+  CHECK((*all)[0].action == "lease.release");
+  CHECK((*all)[0].actor == "ci");
+  CHECK((*all)[2].detail == "pool=tiny");
+  auto one = (*audit)->recent(10, "l-2");
+  REQUIRE(one.is_ok());
+  REQUIRE(one->size() == 1);
+  CHECK((*one)[0].actor == "alice");
+  // Opening again (a second daemon start) does not fail on the existing table.
+  CHECK(AuditLog::open(**db, clock).is_ok());
+}
+
+}  // namespace
+}  // namespace armhive
