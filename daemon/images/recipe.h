@@ -1,0 +1,69 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace armhive {
+
+// An image recipe: one small TOML file per image in images/recipes/ (see images/README.md for
+// the format). Parsing validates everything that can be checked without apt; package names
+// are checked against apt's cache by the resolver (package_resolver.h). Plain values.
+
+enum class RecipeKind {
+  kDebs,        // assembled from .debs with `dpkg-deb -x`, no maintainer scripts
+  kMmdebstrap,  // a full Debian system from mmdebstrap (qemu-user-static on x86)
+};
+
+// One file, directory or symlink the builder puts into the root filesystem.
+struct RecipeFile {
+  enum class Type { kFile, kDirectory, kSymlink };
+  Type type = Type::kFile;
+  std::string path;     // absolute path in the guest
+  std::string content;  // file contents (from `content` or read from `source`), or link target
+  std::string source;   // recipe-relative source path, empty for inline content
+  uint32_t mode = 0644;
+};
+
+struct Recipe {
+  std::string name;     // [a-z0-9][a-z0-9.-]*: the catalogue directory name
+  std::string version;
+  std::string arch;     // Debian architecture; only "arm64" is accepted
+  RecipeKind kind = RecipeKind::kDebs;
+  std::string suite = "bookworm";
+  std::string variant = "minbase";     // mmdebstrap --variant
+  std::vector<std::string> packages;   // Debian package names without architecture
+  // Dependencies deliberately left out of a kDebs closure (only needed by maintainer scripts).
+  std::vector<std::string> exclude;
+  std::string kernel;                  // kernel package, usually the linux-image-arm64 meta package
+  std::vector<std::string> modules;    // kDebs: modules loaded by the initramfs, in this order
+  std::string initramfs_init;          // kDebs: contents of the initramfs /init
+  std::string boot = "kernel";         // "kernel" (direct kernel boot) or "uefi"
+  std::string cmdline;
+  std::string login_user = "root";
+  uint64_t disk_size_mib = 512;
+  std::vector<std::string> prune;      // kDebs: guest paths removed from the assembled tree
+  std::vector<RecipeFile> files;
+  bool compress_kernel = false;        // store the kernel gzip-compressed (QEMU inflates it)
+  std::string corpus_path;             // empty: no benchmark corpus
+  uint64_t corpus_bytes = 0;
+  uint64_t corpus_seed = 0;
+
+  std::string source_path;  // the recipe file, "" when parsed from text
+  std::string file_name;    // its base name, e.g. "tiny.toml"
+  std::string sha256;       // hash of the recipe text and every source file it reads
+};
+
+// Parses recipe text. `base_dir` resolves `source = "..."` of [[files]] (they are read and
+// hashed here); empty forbids sources. Errors are kInvalidArgument with `field` set to the key.
+Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir);
+
+// Reads and parses a recipe file (sources relative to its directory).
+Result<Recipe> load_recipe(const std::string& path);
+
+std::string_view recipe_kind_name(RecipeKind kind);
+
+}  // namespace armhive
