@@ -1,0 +1,149 @@
+#include "daemon/virt/domain_events.h"
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include <vector>
+
+#include "daemon/virt/error.h"
+
+namespace armhive {
+
+namespace {
+
+using SubscribersPtr = std::shared_ptr<DomainEvents::Subscribers>;
+
+void free_opaque(void* opaque) { delete static_cast<SubscribersPtr*>(opaque); }
+
+const char* stopped_detail(int detail) {
+  switch (detail) {
+    case VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN: return "shutdown";
+    case VIR_DOMAIN_EVENT_STOPPED_DESTROYED: return "destroyed";
+    case VIR_DOMAIN_EVENT_STOPPED_CRASHED: return "crashed";
+    case VIR_DOMAIN_EVENT_STOPPED_MIGRATED: return "migrated";
+    case VIR_DOMAIN_EVENT_STOPPED_SAVED: return "saved";
+    case VIR_DOMAIN_EVENT_STOPPED_FAILED: return "failed";
+    case VIR_DOMAIN_EVENT_STOPPED_FROM_SNAPSHOT: return "from-snapshot";
+    default: return "unknown";
+  }
+}
+
+const char* started_detail(int detail) {
+  switch (detail) {
+    case VIR_DOMAIN_EVENT_STARTED_BOOTED: return "booted";
+    case VIR_DOMAIN_EVENT_STARTED_MIGRATED: return "migrated";
+    case VIR_DOMAIN_EVENT_STARTED_RESTORED: return "restored";
+    case VIR_DOMAIN_EVENT_STARTED_FROM_SNAPSHOT: return "from-snapshot";
+    case VIR_DOMAIN_EVENT_STARTED_WAKEUP: return "wakeup";
+    default: return "unknown";
+  }
+}
+
+int on_lifecycle(virConnectPtr /*conn*/, virDomainPtr dom, int event, int detail, void* opaque) {
+  VmEvent ev;
+  if (!lifecycle_to_vm_event(event, detail, ev)) return 0;
+  const char* name = virDomainGetName(dom);
+  ev.name = name != nullptr ? name : "";
+  (*static_cast<SubscribersPtr*>(opaque))->dispatch(ev);
+  return 0;
+}
+
+void on_agent(virConnectPtr /*conn*/, virDomainPtr dom, int state, int reason, void* opaque) {
+  VmEvent ev;
+  if (state == VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_STATE_CONNECTED) {
+    ev.kind = VmEventKind::kAgentConnected;
+  } else if (state == VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_STATE_DISCONNECTED) {
+    ev.kind = VmEventKind::kAgentDisconnected;
+  } else {
+    return;
+  }
+  switch (reason) {
+    case VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_REASON_DOMAIN_STARTED: ev.detail = "domain-started"; break;
+    case VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_REASON_CHANNEL: ev.detail = "channel"; break;
+    default: ev.detail = "unknown"; break;
+  }
+  const char* name = virDomainGetName(dom);
+  ev.name = name != nullptr ? name : "";
+  (*static_cast<SubscribersPtr*>(opaque))->dispatch(ev);
+}
+
+}  // namespace
+
+bool lifecycle_to_vm_event(int event, int detail, VmEvent& out) {
+  switch (event) {
+    case VIR_DOMAIN_EVENT_STARTED:
+      out.kind = VmEventKind::kStarted;
+      out.detail = started_detail(detail);
+      return true;
+    case VIR_DOMAIN_EVENT_STOPPED:
+      out.kind = (detail == VIR_DOMAIN_EVENT_STOPPED_CRASHED || detail == VIR_DOMAIN_EVENT_STOPPED_FAILED)
+                     ? VmEventKind::kCrashed
+                     : VmEventKind::kStopped;
+      out.detail = stopped_detail(detail);
+      return true;
+    case VIR_DOMAIN_EVENT_CRASHED:
+      out.kind = VmEventKind::kCrashed;
+      out.detail = detail == VIR_DOMAIN_EVENT_CRASHED_PANICKED ? "panicked" : "crashed";
+      return true;
+    default:
+      return false;
+  }
+}
+
+void DomainEvents::Subscribers::dispatch(const VmEvent& event) {
+  std::vector<Handler> copy;
+  {
+    std::lock_guard lock(mu);
+    copy.reserve(handlers.size());
+    for (auto& [id, h] : handlers) copy.push_back(h);
+  }
+  for (auto& h : copy) h(event);
+}
+
+Result<std::unique_ptr<DomainEvents>> DomainEvents::attach(const Connection& connection) {
+  std::unique_ptr<DomainEvents> self(new DomainEvents());
+  self->conn_ = connection.get();
+  self->subscribers_ = std::make_shared<Subscribers>();
+  auto* op1 = new SubscribersPtr(self->subscribers_);
+  self->lifecycle_id_ = virConnectDomainEventRegisterAny(
+      self->conn_.get(), nullptr, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+      VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), op1, free_opaque);
+  if (self->lifecycle_id_ < 0) {
+    delete op1;
+    return libvirt_error("register domain lifecycle events", connection.uri());
+  }
+  auto* op2 = new SubscribersPtr(self->subscribers_);
+  self->agent_id_ = virConnectDomainEventRegisterAny(
+      self->conn_.get(), nullptr, VIR_DOMAIN_EVENT_ID_AGENT_LIFECYCLE,
+      VIR_DOMAIN_EVENT_CALLBACK(on_agent), op2, free_opaque);
+  if (self->agent_id_ < 0) {
+    // Drivers without agent events (test:///) still deliver lifecycle events.
+    delete op2;
+    virResetLastError();
+  }
+  return self;
+}
+
+DomainEvents::~DomainEvents() noexcept {
+  if (!conn_) return;
+  if (lifecycle_id_ >= 0 && virConnectDomainEventDeregisterAny(conn_.get(), lifecycle_id_) < 0) {
+    virResetLastError();
+  }
+  if (agent_id_ >= 0 && virConnectDomainEventDeregisterAny(conn_.get(), agent_id_) < 0) {
+    virResetLastError();
+  }
+}
+
+int DomainEvents::subscribe(Handler handler) {
+  std::lock_guard lock(subscribers_->mu);
+  int id = subscribers_->next_id++;
+  subscribers_->handlers.emplace(id, std::move(handler));
+  return id;
+}
+
+void DomainEvents::unsubscribe(int id) {
+  std::lock_guard lock(subscribers_->mu);
+  subscribers_->handlers.erase(id);
+}
+
+}  // namespace armhive

@@ -1,0 +1,56 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "base/result.h"
+#include "daemon/core/hypervisor.h"
+#include "daemon/virt/connection.h"
+
+namespace armhive {
+
+// Domain lifecycle (VIR_DOMAIN_EVENT_ID_LIFECYCLE) and guest-agent lifecycle
+// (VIR_DOMAIN_EVENT_ID_AGENT_LIFECYCLE) events of one connection, delivered to subscribers as
+// VmEvents. Only started / stopped / crashed and agent connected / disconnected are delivered;
+// define, undefine, suspend and resume are not.
+//
+// Threading: subscribers run on the EventLoop thread (an EventLoop must be running for any
+// event to arrive): copy what you need and return at once, never call libvirt from there.
+// subscribe()/unsubscribe() may be called from any thread; a subscriber may still be running
+// for an event that was being dispatched when unsubscribe() returned.
+class DomainEvents {
+ public:
+  using Handler = std::function<void(const VmEvent&)>;
+
+  // Registers both callbacks on the connection's current virConnect. After
+  // Connection::reconnect() attach a new DomainEvents.
+  static Result<std::unique_ptr<DomainEvents>> attach(const Connection& connection);
+  ~DomainEvents() noexcept;  // deregisters the callbacks
+  DomainEvents(const DomainEvents&) = delete;
+  DomainEvents& operator=(const DomainEvents&) = delete;
+
+  int subscribe(Handler handler);  // returns an id for unsubscribe()
+  void unsubscribe(int id);
+
+  // Shared with libvirt's callback registrations (which keep it alive until freed).
+  struct Subscribers {
+    std::mutex mu;
+    std::map<int, Handler> handlers;
+    int next_id = 1;
+    void dispatch(const VmEvent& event);
+  };
+
+ private:
+  DomainEvents() = default;
+  ConnectPtr conn_;
+  std::shared_ptr<Subscribers> subscribers_;
+  int lifecycle_id_ = -1;
+  int agent_id_ = -1;
+};
+
+// Exposed for tests: the VmEvent for a libvirt lifecycle event, if it is one we deliver.
+bool lifecycle_to_vm_event(int event, int detail, VmEvent& out);
+
+}  // namespace armhive

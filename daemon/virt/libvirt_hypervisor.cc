@@ -1,0 +1,501 @@
+#include "daemon/virt/libvirt_hypervisor.h"
+
+#include <libvirt/libvirt-qemu.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "daemon/virt/error.h"
+#include "daemon/virt/handles.h"
+#include "daemon/virt/storage.h"
+
+namespace armhive {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+bool valid_name(std::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  if (s.front() == '-') return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+Status check_name(std::string_view name) {
+  if (!valid_name(name)) {
+    return invalid_argument("name", "domain name must be 1-63 characters of [a-z0-9-]");
+  }
+  return Status::ok();
+}
+
+std::string base64_encode(std::string_view in) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += kAlphabet[v & 63];
+  }
+  if (i + 1 == in.size()) {
+    uint32_t v = uint8_t(in[i]) << 16;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == in.size()) {
+    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+Result<std::string> base64_decode(std::string_view in) {
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    if (c == '=' || c == '\n' || c == '\r') continue;
+    int v = val(c);
+    if (v < 0) return internal_error("guest agent sent malformed base64");
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+int64_t read_pid(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return 0;
+  std::ifstream in(fs::path(dir) / (name + ".pid"));
+  int64_t pid = 0;
+  if (in >> pid) return pid;
+  return 0;
+}
+
+std::string first_ipv4(virDomainInterfacePtr* ifaces, int n) {
+  std::string found;
+  for (int i = 0; i < n; ++i) {
+    virDomainInterfacePtr iface = ifaces[i];
+    if (found.empty() && iface->name != nullptr && std::string_view(iface->name) != "lo") {
+      for (unsigned int j = 0; j < iface->naddrs; ++j) {
+        const virDomainIPAddress& a = iface->addrs[j];
+        if (a.type == VIR_IP_ADDR_TYPE_IPV4 && a.addr != nullptr &&
+            std::string_view(a.addr).rfind("127.", 0) != 0) {
+          found = a.addr;
+          break;
+        }
+      }
+    }
+  }
+  for (int i = 0; i < n; ++i) virDomainInterfaceFree(ifaces[i]);
+  free(ifaces);  // NOLINT: libvirt allocated the array
+  return found;
+}
+
+}  // namespace
+
+LibvirtHypervisor::LibvirtHypervisor(LibvirtHypervisorOptions options, Connection connection)
+    : options_(std::move(options)), connection_(std::move(connection)) {}
+
+LibvirtHypervisor::~LibvirtHypervisor() {
+  std::unique_ptr<DomainEvents> events;
+  {
+    std::lock_guard lock(mu_);
+    events = std::move(events_);
+  }
+}
+
+Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::open(LibvirtHypervisorOptions options) {
+  if (options.state_dir.empty() || options.state_dir.front() != '/') {
+    return invalid_argument("state_dir", "must be an absolute path");
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(Connection conn, Connection::open(options.uri));
+  std::unique_ptr<LibvirtHypervisor> h(new LibvirtHypervisor(std::move(options), std::move(conn)));
+  ARMHIVE_ASSIGN_OR_RETURN(h->events_, DomainEvents::attach(h->connection_));
+  return h;
+}
+
+Status LibvirtHypervisor::ensure_connected() {
+  if (!connection_.disconnected()) return Status::ok();
+  bool expected = false;
+  if (!reconnecting_.compare_exchange_strong(expected, true)) {
+    return unavailable("reconnecting to libvirt", connection_.uri());
+  }
+  Status s = connection_.reconnect();
+  if (s.is_ok()) {
+    auto events = DomainEvents::attach(connection_);
+    if (events.is_ok()) {
+      std::unique_ptr<DomainEvents> fresh = std::move(events).value();
+      std::unique_ptr<DomainEvents> old;
+      {
+        std::lock_guard lock(mu_);
+        if (handler_) subscription_ = fresh->subscribe(handler_);
+        old = std::exchange(events_, std::move(fresh));
+      }
+    } else {
+      s = events.status();
+    }
+  }
+  reconnecting_.store(false);
+  return s;
+}
+
+Result<DomainHandle> LibvirtHypervisor::lookup(std::string_view name) {
+  ARMHIVE_RETURN_IF_ERROR(check_name(name));
+  ARMHIVE_RETURN_IF_ERROR(ensure_connected());
+  return connection_.lookup_domain(name);
+}
+
+DomainPaths LibvirtHypervisor::paths_for(std::string_view name) const {
+  DomainPaths p;
+  fs::path vm_dir = fs::path(options_.state_dir) / "domains" / std::string(name);
+  p.overlay = (fs::path(options_.state_dir) / "overlays" / (std::string(name) + ".qcow2")).string();
+  p.console_log = (vm_dir / "console.log").string();
+  p.nvram = (vm_dir / "VARS.fd").string();
+  p.uefi_code = options_.uefi_code;
+  p.uefi_vars_template = options_.uefi_vars_template;
+  p.emulator = options_.emulator;
+  return p;
+}
+
+Status LibvirtHypervisor::remove_files(const std::string& name) {
+  DomainPaths p = paths_for(name);
+  std::error_code ec;
+  auto pool = ensure_dir_pool(connection_, options_.storage_pool,
+                              (fs::path(options_.state_dir) / "overlays").string());
+  if (pool.is_ok()) {
+    ARMHIVE_RETURN_IF_ERROR(delete_volume(pool->get(), name + ".qcow2"));
+  }
+  fs::remove(p.overlay, ec);  // made outside libvirt, or the pool is unusable
+  if (ec) return unavailable("cannot remove overlay: " + ec.message(), p.overlay);
+  fs::remove_all(fs::path(p.console_log).parent_path(), ec);
+  if (ec) return unavailable("cannot remove VM files: " + ec.message(), name);
+  return Status::ok();
+}
+
+Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
+  ARMHIVE_RETURN_IF_ERROR(validate_vm_spec(spec));
+  ARMHIVE_RETURN_IF_ERROR(ensure_connected());
+  {
+    auto existing = connection_.lookup_domain(spec.name);
+    if (existing.is_ok()) return conflict("domain already exists", spec.name);
+    if (existing.status().code() != ErrorCode::kNotFound) return existing.status();
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(uint64_t base_size, qcow2_virtual_size(spec.base_disk));
+  uint64_t capacity = spec.disk_gib == 0 ? base_size : spec.disk_gib * kGiB;
+  if (capacity < base_size) {
+    return invalid_argument("disk_gib", "smaller than the base image (" +
+                                            std::to_string(base_size >> 20) + " MiB)");
+  }
+  DomainPaths paths = paths_for(spec.name);
+  std::error_code ec;
+  if (fs::exists(paths.overlay, ec)) {
+    return conflict("overlay of a previous VM of this name still exists: destroy it first", spec.name);
+  }
+  const std::string overlays_dir = (fs::path(options_.state_dir) / "overlays").string();
+  ARMHIVE_ASSIGN_OR_RETURN(StoragePoolHandle pool,
+                           ensure_dir_pool(connection_, options_.storage_pool, overlays_dir));
+
+  auto fail = [&](Status s) {
+    Status cleanup = remove_files(spec.name);
+    (void)cleanup;  // the original failure is what the caller needs
+    return s.annotate("create " + spec.name);
+  };
+
+  fs::create_directories(fs::path(paths.console_log).parent_path(), ec);
+  if (ec) return fail(unavailable("cannot create VM directory: " + ec.message(), spec.name));
+  if (spec.kernel.empty()) {
+    fs::copy_file(paths.uefi_vars_template, paths.nvram, fs::copy_options::overwrite_existing, ec);
+    if (ec) return fail(unavailable("cannot copy UEFI vars: " + ec.message(), paths.uefi_vars_template));
+  }
+  auto overlay = create_overlay(pool.get(), spec.name + ".qcow2", spec.base_disk, capacity);
+  if (!overlay.is_ok()) return fail(overlay.status());
+  paths.overlay = *overlay;
+
+  auto xml = build_domain_xml(spec, paths, options_.accel);
+  if (!xml.is_ok()) return fail(xml.status());
+  ConnectPtr conn = connection_.get();
+  DomainHandle dom(virDomainCreateXML(conn.get(), xml->c_str(), 0));
+  if (!dom) return fail(libvirt_error("start domain", spec.name));
+  return Status::ok();
+}
+
+Status LibvirtHypervisor::destroy_vm(std::string_view name) {
+  ARMHIVE_RETURN_IF_ERROR(check_name(name));
+  ARMHIVE_RETURN_IF_ERROR(ensure_connected());
+  std::string n(name);
+  auto dom = connection_.lookup_domain(n);
+  if (dom.is_ok()) {
+    if (virDomainIsActive(dom->get()) == 1 && virDomainDestroy(dom->get()) < 0) {
+      Status s = libvirt_error("destroy domain", n);
+      // Gone or stopped in between: that is what we wanted.
+      if (s.code() != ErrorCode::kNotFound && s.code() != ErrorCode::kConflict) return s;
+    }
+    virResetLastError();
+    if (virDomainIsPersistent(dom->get()) == 1 &&
+        virDomainUndefineFlags(dom->get(), VIR_DOMAIN_UNDEFINE_NVRAM) < 0) {
+      Status s = libvirt_error("undefine domain", n);
+      if (s.code() != ErrorCode::kNotFound) return s;
+    }
+    virResetLastError();
+  } else if (dom.status().code() != ErrorCode::kNotFound) {
+    return dom.status();
+  }
+  return remove_files(n);
+}
+
+Result<std::vector<VmInfo>> LibvirtHypervisor::list_vms() {
+  ARMHIVE_RETURN_IF_ERROR(ensure_connected());
+  ConnectPtr conn = connection_.get();
+  virDomainPtr* doms = nullptr;
+  int n = virConnectListAllDomains(conn.get(), &doms, 0);
+  if (n < 0) return libvirt_error("list domains", connection_.uri());
+  std::vector<DomainHandle> handles;
+  handles.reserve(n);
+  for (int i = 0; i < n; ++i) handles.emplace_back(doms[i]);
+  free(doms);  // NOLINT: libvirt allocated the array
+
+  std::vector<VmInfo> out;
+  for (const DomainHandle& d : handles) {
+    const char* raw_name = virDomainGetName(d.get());
+    std::string name = raw_name != nullptr ? raw_name : "";
+    LibvirtString meta(virDomainGetMetadata(d.get(), VIR_DOMAIN_METADATA_ELEMENT, kMetadataUri, 0));
+    if (!meta) {
+      Status s = libvirt_error("get metadata", name);
+      if (s.code() == ErrorCode::kNotFound) continue;  // not ours (or gone since listing)
+      return s;
+    }
+    auto parsed = parse_metadata_xml(meta.get());
+    if (!parsed.is_ok()) continue;  // not an armhive element we understand
+    VmInfo info;
+    info.name = name;
+    info.vm_id = parsed->vm_id;
+    info.pool = parsed->pool;
+    info.lease_id = parsed->lease_id;
+    info.running = virDomainIsActive(d.get()) == 1;
+    LibvirtString xml(virDomainGetXMLDesc(d.get(), 0));
+    if (xml) {
+      auto desc = parse_domain_xml(xml.get());
+      if (desc.is_ok()) {
+        info.vcpu_pins = desc->vcpu_pins;
+        info.emulator_cpus = desc->emulator_cpus;
+      }
+    } else {
+      virResetLastError();
+    }
+    if (info.running) info.qemu_pid = read_pid(options_.qemu_runtime_dir, name);
+    out.push_back(std::move(info));
+  }
+  std::sort(out.begin(), out.end(), [](const VmInfo& a, const VmInfo& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<std::vector<std::string>> LibvirtHypervisor::list_vm_files() {
+  std::set<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(options_.state_dir) / "overlays", ec)) {
+    if (e.path().extension() == ".qcow2") {
+      std::string stem = e.path().stem().string();
+      if (valid_name(stem)) names.insert(stem);
+    }
+  }
+  ec.clear();
+  for (const auto& e : fs::directory_iterator(fs::path(options_.state_dir) / "domains", ec)) {
+    std::string n = e.path().filename().string();
+    if (e.is_directory() && valid_name(n)) names.insert(n);
+  }
+  return std::vector<std::string>(names.begin(), names.end());
+}
+
+Status LibvirtHypervisor::set_lease(std::string_view name, std::string_view lease_id) {
+  ARMHIVE_ASSIGN_OR_RETURN(DomainHandle dom, lookup(name));
+  std::string n(name);
+  LibvirtString meta(virDomainGetMetadata(dom.get(), VIR_DOMAIN_METADATA_ELEMENT, kMetadataUri, 0));
+  if (!meta) {
+    Status s = libvirt_error("get metadata", n);
+    if (s.code() == ErrorCode::kNotFound) return not_found("not an armhive domain (no metadata)", n);
+    return s;
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(VmMetadata m, parse_metadata_xml(meta.get()));
+  m.lease_id = std::string(lease_id);
+  ARMHIVE_ASSIGN_OR_RETURN(std::string xml, build_metadata_xml(m, false));
+  unsigned int flags = virDomainIsActive(dom.get()) == 1 ? VIR_DOMAIN_AFFECT_LIVE : VIR_DOMAIN_AFFECT_CURRENT;
+  if (virDomainSetMetadata(dom.get(), VIR_DOMAIN_METADATA_ELEMENT, xml.c_str(), kMetadataKey,
+                           kMetadataUri, flags) < 0) {
+    return libvirt_error("set lease metadata", n);
+  }
+  return Status::ok();
+}
+
+Result<std::string> LibvirtHypervisor::agent_command(std::string_view name, const std::string& cmd,
+                                                     std::chrono::milliseconds timeout) {
+  ARMHIVE_ASSIGN_OR_RETURN(DomainHandle dom, lookup(name));
+  int seconds = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
+  LibvirtString reply(virDomainQemuAgentCommand(dom.get(), cmd.c_str(), seconds, 0));
+  if (!reply) return libvirt_error("guest agent command", name);
+  return reply.str();
+}
+
+Status LibvirtHypervisor::ping_agent(std::string_view name, std::chrono::milliseconds timeout) {
+  auto r = agent_command(name, R"({"execute":"guest-ping"})", timeout);
+  return r.status();
+}
+
+Result<std::string> LibvirtHypervisor::guest_address(std::string_view name) {
+  ARMHIVE_ASSIGN_OR_RETURN(DomainHandle dom, lookup(name));
+  Status last = Status::ok();
+  for (unsigned int source : {VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT}) {
+    virDomainInterfacePtr* ifaces = nullptr;
+    int n = virDomainInterfaceAddresses(dom.get(), &ifaces, source, 0);
+    if (n < 0) {
+      last = libvirt_error(source == VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE ? "read DHCP leases"
+                                                                               : "ask the agent for addresses",
+                           name);
+      continue;
+    }
+    std::string addr = first_ipv4(ifaces, n);
+    if (!addr.empty()) return addr;
+  }
+  if (!last.is_ok() && last.code() != ErrorCode::kUnprocessable) return last;
+  return Status(ErrorCode::kUnavailable, "the guest has no IPv4 address yet", std::string(name));
+}
+
+Status LibvirtHypervisor::set_authorized_keys(std::string_view name, std::string_view user,
+                                              const std::vector<std::string>& keys) {
+  if (user.empty() || user.find('/') != std::string_view::npos) {
+    return invalid_argument("user", "not a valid user name");
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(DomainHandle dom, lookup(name));
+  std::vector<const char*> ptrs;
+  for (const auto& k : keys) {
+    if (k.find('\n') != std::string::npos) return invalid_argument("keys", "a key must be one line");
+    ptrs.push_back(k.c_str());
+  }
+  std::string u(user);
+  // flags 0: replace the whole file with `keys`.
+  if (virDomainAuthorizedSSHKeysSet(dom.get(), u.c_str(), ptrs.data(),
+                                    static_cast<unsigned int>(ptrs.size()), 0) < 0) {
+    return libvirt_error("set authorized SSH keys of " + u, name);
+  }
+  return Status::ok();
+}
+
+Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name, const GuestExecRequest& request) {
+  if (request.argv.empty()) return invalid_argument("argv", "must not be empty");
+  if (request.timeout <= std::chrono::milliseconds::zero()) {
+    return invalid_argument("timeout", "must be positive");
+  }
+  json cmd;
+  try {
+    json args = {{"path", request.argv[0]}, {"capture-output", true}};
+    args["arg"] = std::vector<std::string>(request.argv.begin() + 1, request.argv.end());
+    if (!request.stdin_data.empty()) args["input-data"] = base64_encode(request.stdin_data);
+    cmd = {{"execute", "guest-exec"}, {"arguments", args}};
+  } catch (const json::exception& e) {
+    return invalid_argument("argv", std::string("cannot encode: ") + e.what());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + request.timeout;
+  constexpr std::chrono::milliseconds kCallTimeout{10000};
+  std::string dump;
+  try {
+    dump = cmd.dump();
+  } catch (const json::exception& e) {
+    return invalid_argument("argv", std::string("arguments must be UTF-8: ") + e.what());
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(std::string started, agent_command(name, dump, std::min(kCallTimeout, request.timeout)));
+  int64_t pid = 0;
+  try {
+    pid = json::parse(started).at("return").at("pid").get<int64_t>();
+  } catch (const json::exception& e) {
+    return internal_error(std::string("unexpected guest-exec reply: ") + e.what(), std::string(name));
+  }
+
+  GuestExecResult result;
+  const std::string status_cmd =
+      json{{"execute", "guest-exec-status"}, {"arguments", {{"pid", pid}}}}.dump();
+  while (true) {
+    ARMHIVE_ASSIGN_OR_RETURN(std::string reply, agent_command(name, status_cmd, kCallTimeout));
+    try {
+      const json r = json::parse(reply).at("return");
+      if (r.value("exited", false)) {
+        result.exit_code = r.value("exitcode", -1);
+        result.signal = r.value("signal", 0);
+        if (r.contains("out-data")) {
+          ARMHIVE_ASSIGN_OR_RETURN(result.out, base64_decode(r["out-data"].get<std::string>()));
+        }
+        if (r.contains("err-data")) {
+          ARMHIVE_ASSIGN_OR_RETURN(result.err, base64_decode(r["err-data"].get<std::string>()));
+        }
+        result.out_truncated = r.value("out-truncated", false) || r.value("err-truncated", false);
+        return result;
+      }
+    } catch (const json::exception& e) {
+      return internal_error(std::string("unexpected guest-exec-status reply: ") + e.what(),
+                            std::string(name));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(options_.exec_poll_interval);
+  }
+  // Timed out: try to kill the guest process (best effort; the guest may lack kill(1)).
+  result.timed_out = true;
+  const std::string kill_cmd =
+      json{{"execute", "guest-exec"},
+           {"arguments", {{"path", "/bin/kill"}, {"arg", {"-KILL", std::to_string(pid)}}}}}
+          .dump();
+  auto killed = agent_command(name, kill_cmd, std::chrono::seconds(5));
+  (void)killed;
+  return result;
+}
+
+Result<std::string> LibvirtHypervisor::console_log(std::string_view name, size_t max_bytes) {
+  ARMHIVE_RETURN_IF_ERROR(check_name(name));
+  std::string path = paths_for(name).console_log;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found("no console log", std::string(name));
+  in.seekg(0, std::ios::end);
+  auto size = static_cast<size_t>(std::max<std::streamoff>(0, in.tellg()));
+  size_t start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(start));
+  std::string out(size - start, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return out;
+}
+
+void LibvirtHypervisor::set_event_handler(std::function<void(const VmEvent&)> handler) {
+  std::lock_guard lock(mu_);
+  if (!events_) return;
+  if (subscription_ != 0) events_->unsubscribe(subscription_);
+  handler_ = std::move(handler);
+  subscription_ = handler_ ? events_->subscribe(handler_) : 0;
+}
+
+}  // namespace armhive

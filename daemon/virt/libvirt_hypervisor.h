@@ -1,0 +1,86 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "daemon/core/hypervisor.h"
+#include "daemon/core/topology.h"
+#include "daemon/virt/connection.h"
+#include "daemon/virt/domain_events.h"
+#include "daemon/virt/domain_xml.h"
+
+namespace armhive {
+
+struct LibvirtHypervisorOptions {
+  std::string uri = "qemu:///system";
+  // Per-VM state: <state_dir>/overlays/<name>.qcow2 (the transient dir storage pool
+  // `storage_pool`), <state_dir>/domains/<name>/{console.log,VARS.fd}.
+  std::string state_dir = "/var/lib/armhive/vms";
+  std::string storage_pool = "armhive-overlays";
+  Accel accel = Accel::kTcg;  // from discover_host(): kKvm only on an arm64 host with /dev/kvm
+  std::string uefi_code = "/usr/share/AAVMF/AAVMF_CODE.fd";
+  std::string uefi_vars_template = "/usr/share/AAVMF/AAVMF_VARS.fd";
+  std::string emulator;  // empty: libvirt's default qemu-system-aarch64
+  // Where the QEMU driver keeps <name>.pid (qemu:///system); used for VmInfo::qemu_pid.
+  std::string qemu_runtime_dir = "/run/libvirt/qemu";
+  std::chrono::milliseconds exec_poll_interval{100};
+};
+
+// Hypervisor on one libvirt connection (normally qemu:///system of the local host).
+//
+// Ownership: owns its Connection and DomainEvents subscription; the caller owns the EventLoop,
+// which must be started before open() and outlive this object for events to arrive.
+//
+// Threading: every method may be called from any thread. One connection is shared; libvirt
+// calls are thread-safe and no lock of ours is held across a libvirt call (a mutex guards only
+// the event handler and the events object). Calls about the same VM must be serialised by the
+// caller (the engine's per-VM strand), as QEMU holds a per-domain job lock. Every guest-agent
+// call has a finite timeout. When the connection is found closed (libvirtd restarted), the
+// next call reconnects and re-registers events; calls racing with that get kUnavailable.
+class LibvirtHypervisor final : public Hypervisor {
+ public:
+  static Result<std::unique_ptr<LibvirtHypervisor>> open(LibvirtHypervisorOptions options);
+  ~LibvirtHypervisor() override;
+
+  Status create_vm(const VmSpec& spec) override;
+  Status destroy_vm(std::string_view name) override;
+  Result<std::vector<VmInfo>> list_vms() override;
+  Result<std::vector<std::string>> list_vm_files() override;
+  Status set_lease(std::string_view name, std::string_view lease_id) override;
+  Status ping_agent(std::string_view name, std::chrono::milliseconds timeout) override;
+  Result<std::string> guest_address(std::string_view name) override;
+  Status set_authorized_keys(std::string_view name, std::string_view user,
+                             const std::vector<std::string>& keys) override;
+  Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override;
+  Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
+  void set_event_handler(std::function<void(const VmEvent&)> handler) override;
+
+  // The paths this hypervisor uses for VM `name` (name must be valid).
+  DomainPaths paths_for(std::string_view name) const;
+  const Connection& connection() const { return connection_; }
+  const LibvirtHypervisorOptions& options() const { return options_; }
+
+  // Raw guest-agent command (JSON in, JSON reply out), timeout rounded up to whole seconds.
+  Result<std::string> agent_command(std::string_view name, const std::string& json,
+                                    std::chrono::milliseconds timeout);
+
+ private:
+  LibvirtHypervisor(LibvirtHypervisorOptions options, Connection connection);
+  Status ensure_connected();
+  Result<DomainHandle> lookup(std::string_view name);
+  Status remove_files(const std::string& name);
+
+  LibvirtHypervisorOptions options_;
+  Connection connection_;
+  std::atomic<bool> reconnecting_{false};
+  std::mutex mu_;  // guards events_, handler_, subscription_
+  std::unique_ptr<DomainEvents> events_;
+  std::function<void(const VmEvent&)> handler_;
+  int subscription_ = 0;
+};
+
+}  // namespace armhive

@@ -1,0 +1,133 @@
+#include "daemon/virt/storage.h"
+
+#include <libvirt/virterror.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+
+#include "daemon/virt/error.h"
+#include "daemon/virt/xml.h"
+
+namespace armhive {
+
+using detail::XmlDoc;
+using detail::XmlWriter;
+
+namespace {
+
+Result<std::string> pool_xml(std::string_view name, std::string_view path) {
+  XmlWriter w;
+  w.start("pool").attr("type", "dir");
+  w.element("name", name);
+  w.start("target").element("path", path).end();
+  w.end();
+  return w.finish();
+}
+
+Status start_if_inactive(virStoragePoolPtr pool, std::string_view name) {
+  int active = virStoragePoolIsActive(pool);
+  if (active < 0) return libvirt_error("check storage pool", name);
+  if (active == 0 && virStoragePoolCreate(pool, 0) < 0) {
+    return libvirt_error("start storage pool", name);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<StoragePoolHandle> ensure_dir_pool(const Connection& connection, std::string_view name,
+                                          std::string_view path) {
+  ConnectPtr conn = connection.get();
+  std::string n(name);
+  std::error_code ec;
+  std::filesystem::create_directories(std::string(path), ec);
+  if (ec) {
+    return unavailable("cannot create storage directory: " + ec.message(), std::string(path));
+  }
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    StoragePoolHandle pool(virStoragePoolLookupByName(conn.get(), n.c_str()));
+    if (pool) {
+      LibvirtString xml(virStoragePoolGetXMLDesc(pool.get(), 0));
+      if (!xml) return libvirt_error("describe storage pool", n);
+      ARMHIVE_ASSIGN_OR_RETURN(XmlDoc doc, XmlDoc::parse(xml.get()));
+      std::string existing = doc.str("string(/pool/target/path)");
+      if (std::filesystem::weakly_canonical(existing, ec) !=
+          std::filesystem::weakly_canonical(std::string(path), ec)) {
+        return conflict("storage pool " + n + " exists on " + existing + ", not " + std::string(path), n);
+      }
+      ARMHIVE_RETURN_IF_ERROR(start_if_inactive(pool.get(), n));
+      return pool;
+    }
+    virResetLastError();
+    ARMHIVE_ASSIGN_OR_RETURN(std::string xml, pool_xml(name, path));
+    StoragePoolHandle created(virStoragePoolCreateXML(conn.get(), xml.c_str(), 0));
+    if (created) return created;
+    Status s = libvirt_error("create storage pool", n);
+    // Someone else created it in between: look it up again.
+    if (attempt == 0 && (s.code() == ErrorCode::kConflict || s.code() == ErrorCode::kInternal)) continue;
+    return s;
+  }
+  return internal_error("storage pool " + n + " could neither be found nor created", n);
+}
+
+Result<uint64_t> qcow2_virtual_size(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found("base image not found", path);
+  std::array<unsigned char, 32> h{};
+  in.read(reinterpret_cast<char*>(h.data()), h.size());
+  if (in.gcount() != static_cast<std::streamsize>(h.size()) || h[0] != 'Q' || h[1] != 'F' ||
+      h[2] != 'I' || h[3] != 0xfb) {
+    return Status(ErrorCode::kInvalidArgument, "base image is not qcow2", path, "base_disk");
+  }
+  uint64_t size = 0;
+  for (int i = 24; i < 32; ++i) size = (size << 8) | h[i];  // big-endian at offset 24
+  return size;
+}
+
+Result<std::string> create_overlay(virStoragePoolPtr pool, std::string_view volume_name,
+                                   std::string_view base, uint64_t capacity_bytes) {
+  std::string vname(volume_name);
+  XmlWriter w;
+  w.start("volume").attr("type", "file");
+  w.element("name", volume_name);
+  w.start("capacity").attr("unit", "bytes").text(std::to_string(capacity_bytes)).end();
+  w.start("target");
+  w.start("format").attr("type", "qcow2").end();
+  w.element("compat", "1.1");
+  w.end();
+  w.start("backingStore");
+  w.element("path", base);
+  w.start("format").attr("type", "qcow2").end();
+  w.end();
+  w.end();
+  ARMHIVE_ASSIGN_OR_RETURN(std::string xml, w.finish());
+  StorageVolHandle vol(virStorageVolCreateXML(pool, xml.c_str(), 0));
+  if (!vol) {
+    Status s = libvirt_error("create overlay", vname);
+    if (s.message().find("already") != std::string::npos) {
+      return Status(ErrorCode::kConflict, s.message(), vname);
+    }
+    return s;
+  }
+  LibvirtString path(virStorageVolGetPath(vol.get()));
+  if (!path) return libvirt_error("get overlay path", vname);
+  return path.str();
+}
+
+Status delete_volume(virStoragePoolPtr pool, std::string_view volume_name) {
+  std::string vname(volume_name);
+  if (virStoragePoolRefresh(pool, 0) < 0) virResetLastError();
+  StorageVolHandle vol(virStorageVolLookupByName(pool, vname.c_str()));
+  if (!vol) {
+    Status s = libvirt_error("look up overlay", vname);
+    return s.code() == ErrorCode::kNotFound ? Status::ok() : s;
+  }
+  if (virStorageVolDelete(vol.get(), 0) < 0) {
+    Status s = libvirt_error("delete overlay", vname);
+    return s.code() == ErrorCode::kNotFound ? Status::ok() : s;
+  }
+  return Status::ok();
+}
+
+}  // namespace armhive

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "daemon/virt/connection.h"
+#include "daemon/virt/handles.h"
+
+namespace armhive {
+
+// A transient `dir` storage pool holding VM overlays. Free functions; every call blocks on
+// libvirt, may run on any thread and holds no lock.
+
+// Looks the pool up by name and starts it if it is defined but inactive; otherwise creates it
+// transient (virStoragePoolCreateXML) on `path`, creating the directory. A concurrent creator
+// winning the race is fine. kConflict if a pool of that name exists on another path.
+Result<StoragePoolHandle> ensure_dir_pool(const Connection& connection, std::string_view name,
+                                          std::string_view path);
+
+// Creates `<pool>/<volume_name>`, a qcow2 (compat 1.1) overlay on the qcow2 `base` with the
+// given virtual size (libvirt's volume XML requires one; see qcow2_virtual_size()). Returns the overlay's path. kConflict if it exists.
+Result<std::string> create_overlay(virStoragePoolPtr pool, std::string_view volume_name,
+                                   std::string_view base, uint64_t capacity_bytes);
+
+// The virtual size in bytes recorded in a qcow2 image's header. kNotFound if the file is
+// missing, kInvalidArgument if it is not qcow2.
+Result<uint64_t> qcow2_virtual_size(const std::string& path);
+
+// Deletes the volume if it exists (refreshing the pool first so files made outside libvirt are
+// seen). Missing is not an error.
+Status delete_volume(virStoragePoolPtr pool, std::string_view volume_name);
+
+}  // namespace armhive
