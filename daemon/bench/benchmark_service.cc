@@ -87,7 +87,7 @@ std::optional<BenchmarkState> benchmark_state_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-Status validate(const BenchmarkRequest& r) {
+Status validate_benchmark_request(const BenchmarkRequest& r) {
   if (r.lease_id.empty()) return invalid_argument("lease_id", "must be set");
   std::set<std::string> seen;
   for (const auto& s : r.suites) {
@@ -160,7 +160,7 @@ Result<BenchmarkRequest> benchmark_request_from_json(const json& body) {
   // lease_id is the caller's; validate everything else now.
   BenchmarkRequest probe = r;
   probe.lease_id = "x";
-  ARMHIVE_RETURN_IF_ERROR(validate(probe));
+  ARMHIVE_RETURN_IF_ERROR(validate_benchmark_request(probe));
   return r;
 }
 

@@ -106,7 +106,7 @@ class BenchmarkService {
 // Errors are kInvalidArgument with field set, e.g. "network.streams".
 Result<BenchmarkRequest> benchmark_request_from_json(const nlohmann::json& body);
 nlohmann::json to_json(const BenchmarkRequest& request);  // without lease_id/owner
-Status validate(const BenchmarkRequest& request);         // also checks lease_id is set
+Status validate_benchmark_request(const BenchmarkRequest& request);         // also checks lease_id is set
 
 nlohmann::json to_json(const BenchmarkRun& run);
 Result<BenchmarkRun> benchmark_run_from_json(const nlohmann::json& j);

@@ -1,0 +1,266 @@
+#include "daemon/bench/svg.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace armhive {
+namespace {
+
+constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+constexpr size_t kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
+constexpr const char* kReplacement = "\xEF\xBF\xBD";
+
+const char* colour(size_t i) { return kPalette[i % kPaletteSize]; }
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
+size_t utf8_len(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  }
+  if (n == 2 && c < 0xC2) return 0;                              // overlong
+  if (n == 3 && c == 0xE0 && b(i + 1) < 0xA0) return 0;          // overlong
+  if (n == 3 && c == 0xED && b(i + 1) >= 0xA0) return 0;         // surrogates
+  if (n == 4 && (c > 0xF4 || (c == 0xF0 && b(i + 1) < 0x90) || (c == 0xF4 && b(i + 1) >= 0x90))) {
+    return 0;
+  }
+  if (n == 3 && c == 0xEF && b(i + 1) == 0xBF && (b(i + 2) == 0xBE || b(i + 2) == 0xBF)) {
+    return 0;  // U+FFFE / U+FFFF are not XML characters
+  }
+  return n;
+}
+
+// A "nice" upper bound for an axis: 1, 2, 2.5 or 5 times a power of ten.
+double nice_max(double v) {
+  if (!(v > 0) || !std::isfinite(v)) return 1;
+  double p = std::pow(10.0, std::floor(std::log10(v)));
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+    if (m * p >= v) return m * p;
+  }
+  return 10 * p;
+}
+
+std::string text_el(double x, double y, std::string_view text, std::string_view extra = {}) {
+  std::string s = "<text x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(y, 1) + "\"";
+  if (!extra.empty()) s += " " + std::string(extra);
+  s += ">" + svg_escape(text) + "</text>";
+  return s;
+}
+
+std::string open_svg(int w, int h, std::string_view title) {
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(w) +
+                  "\" height=\"" + std::to_string(h) + "\" viewBox=\"0 0 " + std::to_string(w) +
+                  " " + std::to_string(h) + "\" role=\"img\" class=\"chart\">";
+  s += "<title>" + svg_escape(title) + "</title>";
+  s += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(w) + "\" height=\"" + std::to_string(h) +
+       "\" fill=\"#ffffff\"/>";
+  s += text_el(10, 20, title, "font-size=\"14\" font-weight=\"bold\"");
+  return s;
+}
+
+// Horizontal grid lines and y tick labels for [0, ymax] mapped to [bottom, top].
+std::string y_axis(double ymax, double left, double right, double top, double bottom,
+                   std::string_view unit) {
+  std::string s;
+  for (int i = 0; i <= 4; ++i) {
+    double v = ymax * i / 4;
+    double y = bottom - (bottom - top) * i / 4;
+    s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(y, 1) + "\" x2=\"" +
+         svg_num(right, 1) + "\" y2=\"" + svg_num(y, 1) + "\" stroke=\"#dddddd\"/>";
+    s += text_el(left - 6, y + 4, svg_num(v, v >= 100 ? 0 : v >= 10 ? 1 : 2),
+                 "font-size=\"11\" text-anchor=\"end\"");
+  }
+  s += text_el(12, (top + bottom) / 2, unit,
+               "font-size=\"11\" transform=\"rotate(-90 12 " + svg_num((top + bottom) / 2, 1) +
+                   ")\" text-anchor=\"middle\"");
+  return s;
+}
+
+}  // namespace
+
+std::string svg_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (size_t i = 0; i < text.size();) {
+    size_t n = utf8_len(text, i);
+    if (n == 0) {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    if (n > 1) {
+      out.append(text.substr(i, n));
+      i += n;
+      continue;
+    }
+    char c = text[i++];
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      case '\t':
+      case '\n': out += c; break;
+      case '\r': out += ' '; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
+          out += kReplacement;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+std::string svg_num(double v, int decimals) {
+  if (!std::isfinite(v)) return "\xE2\x80\x93";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string svg_line_chart(std::string_view title, std::string_view x_label,
+                           std::string_view y_label, const std::vector<SvgLineSeries>& series) {
+  const int w = 720, h = 320;
+  const double left = 60, right = w - 150, top = 35, bottom = h - 40;
+  double xmax = 0, ymax = 0;
+  for (const auto& s : series) {
+    for (const auto& [x, y] : s.points) {
+      if (std::isfinite(x)) xmax = std::max(xmax, x);
+      if (std::isfinite(y)) ymax = std::max(ymax, y);
+    }
+  }
+  xmax = xmax > 0 ? xmax : 1;
+  ymax = nice_max(ymax);
+  auto px = [&](double x) { return left + (right - left) * x / xmax; };
+  auto py = [&](double y) { return bottom - (bottom - top) * y / ymax; };
+
+  std::string s = open_svg(w, h, title);
+  s += y_axis(ymax, left, right, top, bottom, y_label);
+  s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(bottom, 1) + "\" x2=\"" +
+       svg_num(right, 1) + "\" y2=\"" + svg_num(bottom, 1) + "\" stroke=\"#333333\"/>";
+  for (int i = 0; i <= 4; ++i) {
+    double x = xmax * i / 4;
+    s += text_el(px(x), bottom + 15, svg_num(x, 1), "font-size=\"11\" text-anchor=\"middle\"");
+  }
+  s += text_el((left + right) / 2, h - 8, x_label, "font-size=\"11\" text-anchor=\"middle\"");
+  for (size_t i = 0; i < series.size(); ++i) {
+    const auto& se = series[i];
+    const char* col = se.emphasised ? "#000000" : colour(i);
+    std::string pts;
+    for (const auto& [x, y] : se.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      if (!pts.empty()) pts += ' ';
+      pts += svg_num(px(x), 1) + "," + svg_num(py(y), 1);
+    }
+    s += "<polyline fill=\"none\" stroke=\"" + std::string(col) + "\" stroke-width=\"" +
+         (se.emphasised ? "3" : "1.5") + "\" points=\"" + pts + "\"/>";
+    for (const auto& [x, y] : se.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      s += "<circle cx=\"" + svg_num(px(x), 1) + "\" cy=\"" + svg_num(py(y), 1) +
+           "\" r=\"2.5\" fill=\"" + col + "\"/>";
+    }
+    double ly = top + 14.0 * static_cast<double>(i);
+    s += "<rect x=\"" + svg_num(right + 12, 1) + "\" y=\"" + svg_num(ly, 1) +
+         "\" width=\"10\" height=\"10\" fill=\"" + col + "\"/>";
+    s += text_el(right + 26, ly + 9, se.name, "font-size=\"11\"");
+  }
+  s += "</svg>";
+  return s;
+}
+
+std::string svg_bar_chart(std::string_view title, std::string_view unit,
+                          const std::vector<SvgBar>& bars) {
+  const double slot = 90;
+  const int w = std::max(360, static_cast<int>(80 + slot * static_cast<double>(bars.size())));
+  const int h = 300;
+  const double left = 60, right = w - 20, top = 40, bottom = h - 60;
+  double ymax = 0;
+  for (const auto& b : bars) {
+    if (std::isfinite(b.value)) ymax = std::max(ymax, b.value);
+    if (b.high && std::isfinite(*b.high)) ymax = std::max(ymax, *b.high);
+  }
+  ymax = nice_max(ymax);
+  auto py = [&](double y) { return bottom - (bottom - top) * std::clamp(y, 0.0, ymax) / ymax; };
+
+  std::string s = open_svg(w, h, title);
+  s += y_axis(ymax, left, right, top, bottom, unit);
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const auto& b = bars[i];
+    double x = left + 15 + slot * static_cast<double>(i);
+    double bw = slot - 30;
+    double v = std::isfinite(b.value) ? b.value : 0;
+    s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(py(v), 1) + "\" width=\"" +
+         svg_num(bw, 1) + "\" height=\"" + svg_num(bottom - py(v), 1) + "\" fill=\"" + colour(i) +
+         "\"><title>" + svg_escape(b.label + ": " + svg_num(v, 2) + " " + std::string(unit)) +
+         "</title></rect>";
+    if (b.low && b.high) {
+      double cx = x + bw / 2;
+      s += "<g stroke=\"#000000\" stroke-width=\"1.5\" class=\"whisker\">";
+      s += "<line x1=\"" + svg_num(cx, 1) + "\" y1=\"" + svg_num(py(*b.low), 1) + "\" x2=\"" +
+           svg_num(cx, 1) + "\" y2=\"" + svg_num(py(*b.high), 1) + "\"/>";
+      for (double yv : {*b.low, *b.high}) {
+        s += "<line x1=\"" + svg_num(cx - 8, 1) + "\" y1=\"" + svg_num(py(yv), 1) + "\" x2=\"" +
+             svg_num(cx + 8, 1) + "\" y2=\"" + svg_num(py(yv), 1) + "\"/>";
+      }
+      s += "</g>";
+    }
+    std::string top_text = svg_num(v, v >= 100 ? 0 : 2);
+    if (!b.annotation.empty()) top_text += " " + b.annotation;
+    double label_y = py(b.high ? std::max(v, *b.high) : v) - 5;
+    s += text_el(x + bw / 2, label_y, top_text, "font-size=\"11\" text-anchor=\"middle\"");
+    // Long labels wrap onto two lines of at most 14 characters.
+    std::string l1 = b.label.substr(0, 14), l2 = b.label.size() > 14 ? b.label.substr(14, 14) : "";
+    s += text_el(x + bw / 2, bottom + 15, l1, "font-size=\"11\" text-anchor=\"middle\"");
+    if (!l2.empty()) s += text_el(x + bw / 2, bottom + 28, l2, "font-size=\"11\" text-anchor=\"middle\"");
+  }
+  s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(bottom, 1) + "\" x2=\"" +
+       svg_num(right, 1) + "\" y2=\"" + svg_num(bottom, 1) + "\" stroke=\"#333333\"/>";
+  s += "</svg>";
+  return s;
+}
+
+std::string svg_stacked_bars(std::string_view title, const std::vector<std::string>& part_names,
+                             const std::vector<SvgStackedBar>& bars) {
+  const double slot = 36;
+  const int w = std::max(420, static_cast<int>(200 + slot * static_cast<double>(bars.size())));
+  const int h = 300;
+  const double left = 60, right = w - 130, top = 35, bottom = h - 40;
+  auto py = [&](double pct) { return bottom - (bottom - top) * std::clamp(pct, 0.0, 100.0) / 100; };
+  std::string s = open_svg(w, h, title);
+  s += y_axis(100, left, right, top, bottom, "% of core time");
+  for (size_t i = 0; i < bars.size(); ++i) {
+    double x = left + 6 + slot * static_cast<double>(i);
+    double acc = 0;
+    for (size_t p = 0; p < bars[i].parts.size() && p < part_names.size(); ++p) {
+      double v = std::isfinite(bars[i].parts[p]) ? std::max(0.0, bars[i].parts[p]) : 0;
+      double y0 = py(acc), y1 = py(acc + v);
+      acc += v;
+      if (y0 - y1 <= 0) continue;
+      s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(y1, 1) + "\" width=\"" +
+           svg_num(slot - 10, 1) + "\" height=\"" + svg_num(y0 - y1, 1) + "\" fill=\"" +
+           colour(p) + "\"><title>" +
+           svg_escape(bars[i].label + " " + part_names[p] + ": " + svg_num(v, 1) + " %") +
+           "</title></rect>";
+    }
+    s += text_el(x + (slot - 10) / 2, bottom + 15, bars[i].label,
+                 "font-size=\"11\" text-anchor=\"middle\"");
+  }
+  for (size_t p = 0; p < part_names.size(); ++p) {
+    double ly = top + 14.0 * static_cast<double>(p);
+    s += "<rect x=\"" + svg_num(right + 12, 1) + "\" y=\"" + svg_num(ly, 1) +
+         "\" width=\"10\" height=\"10\" fill=\"" + colour(p) + "\"/>";
+    s += text_el(right + 26, ly + 9, part_names[p], "font-size=\"11\"");
+  }
+  s += "</svg>";
+  return s;
+}
+
+}  // namespace armhive

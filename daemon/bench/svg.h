@@ -1,0 +1,47 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace armhive {
+
+// Minimal SVG chart primitives for the self-contained HTML reports: no scripts, no external
+// assets, every text escaped. Output is well-formed XML (the tests parse it with libxml2).
+// Pure functions; any thread.
+
+// Escapes & < > " ' for XML/HTML text and attribute values. Control characters other than
+// tab/newline (not allowed in XML 1.0) become U+FFFD; invalid UTF-8 bytes likewise.
+std::string svg_escape(std::string_view text);
+
+// "%.Nf" in the C locale, trailing zeros kept; "–" for non-finite values.
+std::string svg_num(double v, int decimals);
+
+struct SvgLineSeries {
+  std::string name;
+  std::vector<std::pair<double, double>> points;  // (x, y)
+  bool emphasised = false;                        // drawn thick (e.g. the sum of streams)
+};
+std::string svg_line_chart(std::string_view title, std::string_view x_label,
+                           std::string_view y_label, const std::vector<SvgLineSeries>& series);
+
+struct SvgBar {
+  std::string label;
+  double value = 0;
+  std::optional<double> low;   // whisker (spread), e.g. min
+  std::optional<double> high;  // e.g. max
+  std::string annotation;      // printed above the bar, e.g. "×0.93"
+};
+std::string svg_bar_chart(std::string_view title, std::string_view unit,
+                          const std::vector<SvgBar>& bars);
+
+struct SvgStackedBar {
+  std::string label;
+  std::vector<double> parts;  // in the order of part_names; values in percent
+};
+std::string svg_stacked_bars(std::string_view title, const std::vector<std::string>& part_names,
+                             const std::vector<SvgStackedBar>& bars);
+
+}  // namespace armhive
