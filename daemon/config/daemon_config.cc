@@ -1,0 +1,276 @@
+#include "daemon/config/daemon_config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "api/validation.h"
+
+namespace armhive {
+namespace {
+
+// Reads typed values from one TOML table, rejecting unknown keys and wrong types.
+class TableReader {
+ public:
+  TableReader(const toml::table& table, std::string prefix)
+      : table_(table), prefix_(std::move(prefix)) {}
+
+  std::string field(std::string_view key) const { return prefix_ + std::string(key); }
+
+  Status str(std::string_view key, std::string& out) {
+    seen_.insert(std::string(key));
+    const toml::node* n = table_.get(key);
+    if (!n) return Status::ok();
+    if (!n->is_string()) return invalid_argument(field(key), "must be a string");
+    out = n->as_string()->get();
+    return Status::ok();
+  }
+  Status opt_str(std::string_view key, std::optional<std::string>& out) {
+    seen_.insert(std::string(key));
+    const toml::node* n = table_.get(key);
+    if (!n) return Status::ok();
+    if (!n->is_string()) return invalid_argument(field(key), "must be a string");
+    out = n->as_string()->get();
+    return Status::ok();
+  }
+  Status integer(std::string_view key, int64_t& out, int64_t min, int64_t max) {
+    seen_.insert(std::string(key));
+    const toml::node* n = table_.get(key);
+    if (!n) return Status::ok();
+    if (!n->is_integer()) return invalid_argument(field(key), "must be an integer");
+    int64_t v = n->as_integer()->get();
+    if (v < min || v > max) {
+      return invalid_argument(field(key), "must be between " + std::to_string(min) + " and " +
+                                              std::to_string(max));
+    }
+    out = v;
+    return Status::ok();
+  }
+  template <typename T>
+  Status integer_as(std::string_view key, T& out, int64_t min, int64_t max) {
+    int64_t v = static_cast<int64_t>(out);
+    ARMHIVE_RETURN_IF_ERROR(integer(key, v, min, max));
+    out = static_cast<T>(v);
+    return Status::ok();
+  }
+  Status number(std::string_view key, double& out, double min, double max) {
+    seen_.insert(std::string(key));
+    const toml::node* n = table_.get(key);
+    if (!n) return Status::ok();
+    if (!n->is_number()) return invalid_argument(field(key), "must be a number");
+    double v = n->is_integer() ? static_cast<double>(n->as_integer()->get())
+                               : n->as_floating_point()->get();
+    if (v < min || v > max) {
+      return invalid_argument(field(key), "must be between " + std::to_string(min) + " and " +
+                                              std::to_string(max));
+    }
+    out = v;
+    return Status::ok();
+  }
+  // Durations are strings ("2h", "90m") or integers (seconds).
+  Status duration(std::string_view key, std::chrono::milliseconds& out) {
+    seen_.insert(std::string(key));
+    const toml::node* n = table_.get(key);
+    if (!n) return Status::ok();
+    int64_t secs = 0;
+    if (n->is_integer()) {
+      secs = n->as_integer()->get();
+    } else if (n->is_string()) {
+      auto parsed = parse_duration(field(key), n->as_string()->get());
+      if (!parsed.is_ok()) return parsed.status();
+      secs = *parsed;
+    } else {
+      return invalid_argument(field(key), "must be a duration such as \"2h\" or seconds");
+    }
+    if (secs <= 0) return invalid_argument(field(key), "must be positive");
+    out = std::chrono::seconds(secs);
+    return Status::ok();
+  }
+  Status labels(std::string_view key, std::map<std::string, std::string>& out) {
+    seen_.insert(std::string(key));
+    const toml::node* n = table_.get(key);
+    if (!n) return Status::ok();
+    if (!n->is_table()) return invalid_argument(field(key), "must be a table of strings");
+    for (const auto& [k, v] : *n->as_table()) {
+      if (!v.is_string()) {
+        return invalid_argument(field(key) + "." + std::string(k.str()), "must be a string");
+      }
+      out[std::string(k.str())] = v.as_string()->get();
+    }
+    return check_labels(field(key), out);
+  }
+  void skip(std::string_view key) { seen_.insert(std::string(key)); }
+
+  Status no_unknown_keys() const {
+    for (const auto& [k, v] : table_) {
+      if (!seen_.count(std::string(k.str()))) {
+        return invalid_argument(prefix_ + std::string(k.str()), "unknown key");
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  const toml::table& table_;
+  std::string prefix_;
+  std::set<std::string> seen_;
+};
+
+const toml::table* subtable(const toml::table& t, std::string_view key, Status& status,
+                            const std::string& prefix) {
+  const toml::node* n = t.get(key);
+  if (!n) return nullptr;
+  if (!n->is_table()) status = invalid_argument(prefix + std::string(key), "must be a table");
+  return n->as_table();
+}
+
+Status parse_pool(const toml::table& t, const std::string& prefix, PoolConfig& p) {
+  TableReader r(t, prefix);
+  ARMHIVE_RETURN_IF_ERROR(r.str("name", p.name));
+  ARMHIVE_RETURN_IF_ERROR(check_name(r.field("name"), p.name));
+  ARMHIVE_RETURN_IF_ERROR(r.str("image", p.image));
+  ARMHIVE_RETURN_IF_ERROR(check_name(r.field("image"), p.image));
+  ARMHIVE_RETURN_IF_ERROR(r.integer_as("vcpus", p.vcpus, 1, 256));
+  ARMHIVE_RETURN_IF_ERROR(r.integer_as("memory_mib", p.memory_mib, 64, 4 << 20));
+  ARMHIVE_RETURN_IF_ERROR(r.integer_as("disk_gib", p.disk_gib, 0, 16384));
+  ARMHIVE_RETURN_IF_ERROR(r.str("network", p.network));
+  ARMHIVE_RETURN_IF_ERROR(r.integer_as("mtu", p.mtu, 576, 9216));
+  ARMHIVE_RETURN_IF_ERROR(r.integer_as("min_warm", p.min_warm, 0, 1024));
+  ARMHIVE_RETURN_IF_ERROR(r.integer_as("max", p.max, 1, 1024));
+  ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_starting", p.max_starting, 1, 1024));
+  std::chrono::milliseconds def = p.default_ttl, max = p.max_ttl;
+  ARMHIVE_RETURN_IF_ERROR(r.duration("default_ttl", def));
+  ARMHIVE_RETURN_IF_ERROR(r.duration("max_ttl", max));
+  p.default_ttl = std::chrono::duration_cast<Seconds>(def);
+  p.max_ttl = std::chrono::duration_cast<Seconds>(max);
+  std::string policy = p.cpu_policy == CpuPolicy::kDedicated ? "dedicated" : "shared";
+  ARMHIVE_RETURN_IF_ERROR(r.str("cpu_policy", policy));
+  if (policy == "dedicated") {
+    p.cpu_policy = CpuPolicy::kDedicated;
+  } else if (policy == "shared") {
+    p.cpu_policy = CpuPolicy::kShared;
+  } else {
+    return invalid_argument(r.field("cpu_policy"), "must be \"dedicated\" or \"shared\"");
+  }
+  ARMHIVE_RETURN_IF_ERROR(r.number("overcommit", p.overcommit, 1.0, 16.0));
+  ARMHIVE_RETURN_IF_ERROR(r.labels("labels", p.labels));
+  ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+  if (p.min_warm > p.max) return invalid_argument(r.field("min_warm"), "must not exceed max");
+  if (p.max_starting > p.max) p.max_starting = p.max;
+  if (p.default_ttl > p.max_ttl) {
+    return invalid_argument(r.field("default_ttl"), "must not exceed max_ttl");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text);
+  } catch (const toml::parse_error& err) {
+    std::ostringstream msg;
+    msg << err.description() << " at line " << err.source().begin.line << ", column "
+        << err.source().begin.column;
+    return invalid_argument("config", msg.str());
+  }
+  DaemonConfig c;
+  Status st;
+  TableReader top(root, "");
+  for (const char* k : {"server", "host", "engine", "networks", "pools"}) top.skip(k);
+  ARMHIVE_RETURN_IF_ERROR(top.no_unknown_keys());
+
+  if (const toml::table* s = subtable(root, "server", st, "")) {
+    TableReader r(*s, "server.");
+    ARMHIVE_RETURN_IF_ERROR(r.str("bind", c.bind));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("port", c.port, 0, 65535));
+    ARMHIVE_RETURN_IF_ERROR(r.str("tls_cert", c.tls_cert));
+    ARMHIVE_RETURN_IF_ERROR(r.str("tls_key", c.tls_key));
+    ARMHIVE_RETURN_IF_ERROR(r.str("bootstrap_token_file", c.bootstrap_token_file));
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+    if (c.tls_cert.empty() != c.tls_key.empty()) {
+      return invalid_argument("server.tls_key", "tls_cert and tls_key go together");
+    }
+  }
+  ARMHIVE_RETURN_IF_ERROR(st);
+  if (const toml::table* h = subtable(root, "host", st, "")) {
+    TableReader r(*h, "host.");
+    ARMHIVE_RETURN_IF_ERROR(r.str("name", c.host_name));
+    ARMHIVE_RETURN_IF_ERROR(r.str("libvirt_uri", c.libvirt_uri));
+    ARMHIVE_RETURN_IF_ERROR(r.str("state_dir", c.state_dir));
+    ARMHIVE_RETURN_IF_ERROR(r.str("catalog", c.catalog));
+    ARMHIVE_RETURN_IF_ERROR(r.str("database", c.database));
+    std::string placement(to_string(c.placement));
+    ARMHIVE_RETURN_IF_ERROR(r.str("placement", placement));
+    auto strategy = placement_strategy_from_string(placement);
+    if (!strategy) return invalid_argument("host.placement", "must be \"pack\" or \"spread\"");
+    c.placement = *strategy;
+    r.skip("cpus");
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+    if (const toml::table* cpus = subtable(*h, "cpus", st, "host.")) {
+      TableReader cr(*cpus, "host.cpus.");
+      ARMHIVE_RETURN_IF_ERROR(cr.opt_str("housekeeping", c.housekeeping_cpus));
+      ARMHIVE_RETURN_IF_ERROR(cr.opt_str("dedicated", c.dedicated_cpus));
+      ARMHIVE_RETURN_IF_ERROR(cr.opt_str("shared", c.shared_cpus));
+      ARMHIVE_RETURN_IF_ERROR(cr.no_unknown_keys());
+    }
+    ARMHIVE_RETURN_IF_ERROR(st);
+  }
+  ARMHIVE_RETURN_IF_ERROR(st);
+  if (const toml::table* e = subtable(root, "engine", st, "")) {
+    TableReader r(*e, "engine.");
+    ARMHIVE_RETURN_IF_ERROR(r.duration("boot_timeout", c.boot_timeout));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("reconcile_period", c.reconcile_period));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("threads", c.threads, 1, 64));
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+  }
+  ARMHIVE_RETURN_IF_ERROR(st);
+
+  if (const toml::node* n = root.get("networks")) {
+    if (!n->is_array_of_tables()) return invalid_argument("networks", "must be [[networks]] tables");
+    size_t i = 0;
+    for (const toml::node& item : *n->as_array()) {
+      std::string prefix = "networks[" + std::to_string(i++) + "].";
+      TableReader r(*item.as_table(), prefix);
+      NetworkConfig net;
+      ARMHIVE_RETURN_IF_ERROR(r.str("name", net.name));
+      ARMHIVE_RETURN_IF_ERROR(r.str("bridge", net.bridge));
+      ARMHIVE_RETURN_IF_ERROR(r.str("cidr", net.cidr));
+      ARMHIVE_RETURN_IF_ERROR(r.str("dhcp_start", net.dhcp_start));
+      ARMHIVE_RETURN_IF_ERROR(r.str("dhcp_end", net.dhcp_end));
+      ARMHIVE_RETURN_IF_ERROR(r.integer_as("mtu", net.mtu, 576, 9216));
+      ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+      c.networks.push_back(net);
+    }
+  }
+  if (const toml::node* n = root.get("pools")) {
+    if (!n->is_array_of_tables()) return invalid_argument("pools", "must be [[pools]] tables");
+    size_t i = 0;
+    std::set<std::string> names;
+    for (const toml::node& item : *n->as_array()) {
+      std::string prefix = "pools[" + std::to_string(i++) + "].";
+      PoolConfig p;
+      ARMHIVE_RETURN_IF_ERROR(parse_pool(*item.as_table(), prefix, p));
+      if (!names.insert(p.name).second) {
+        return invalid_argument(prefix + "name", "pool '" + p.name + "' is defined twice");
+      }
+      c.pools.push_back(std::move(p));
+    }
+  }
+  if (c.pools.empty()) return invalid_argument("pools", "configure at least one [[pools]] table");
+  return c;
+}
+
+Result<DaemonConfig> load_daemon_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return not_found("cannot read configuration file", path);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  auto c = parse_daemon_config(buf.str());
+  if (!c.is_ok()) return Status(c.status().code(), c.status().message(), path, c.status().field());
+  return c;
+}
+
+}  // namespace armhive

@@ -1,0 +1,62 @@
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "daemon/core/lease.h"
+#include "daemon/core/placement.h"
+
+namespace armhive {
+
+// armhived's configuration file (TOML). See examples/armhived.toml for every key.
+// Plain data, parsed once at start-up.
+
+struct NetworkConfig {
+  std::string name = "armhive";
+  std::string bridge = "ahbr0";
+  std::string cidr = "10.77.0.1/24";
+  std::string dhcp_start = "10.77.0.10";
+  std::string dhcp_end = "10.77.0.250";
+  int mtu = 1500;
+};
+
+struct DaemonConfig {
+  // [server]
+  std::string bind = "127.0.0.1";
+  int port = 8470;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string bootstrap_token_file;  // admin token written here on first start (0600)
+  // [host]
+  std::string host_name;              // empty: the machine's hostname
+  std::string libvirt_uri = "qemu:///system";
+  std::string state_dir = "/var/lib/armhive";
+  std::string catalog;                // empty: <state_dir>/images
+  std::string database;               // empty: <state_dir>/armhive.db
+  PlacementStrategy placement = PlacementStrategy::kPack;
+  // [host.cpus] in cpuset syntax; absent: defaults from discovery.
+  std::optional<std::string> housekeeping_cpus;
+  std::optional<std::string> dedicated_cpus;
+  std::optional<std::string> shared_cpus;
+  // [engine]
+  std::chrono::milliseconds boot_timeout{std::chrono::minutes(3)};
+  std::chrono::milliseconds reconcile_period{std::chrono::seconds(30)};
+  int threads = 4;
+  // [[networks]] and [[pools]]
+  std::vector<NetworkConfig> networks;
+  std::vector<PoolConfig> pools;
+
+  std::string catalog_dir() const { return catalog.empty() ? state_dir + "/images" : catalog; }
+  std::string database_path() const {
+    return database.empty() ? state_dir + "/armhive.db" : database;
+  }
+};
+
+// Parses TOML text. Errors are kInvalidArgument naming the key ("pools[1].max_ttl").
+Result<DaemonConfig> parse_daemon_config(std::string_view toml_text);
+Result<DaemonConfig> load_daemon_config(const std::string& path);
+
+}  // namespace armhive

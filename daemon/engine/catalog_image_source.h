@@ -1,0 +1,36 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "base/result.h"
+#include "daemon/engine/lease_engine.h"
+
+namespace armhive {
+
+// Resolves pool image names through the on-disk image catalogue (daemon/images). Each image is
+// verified (architecture, sha256 of every file) once; a name that is missing or fails
+// verification is looked up again at most every `rescan` so an image built after start-up is
+// picked up without a restart, and a repaired one is accepted.
+//
+// Threading: resolve() is thread-safe. The first resolve() of an image hashes its files
+// (a fraction of a second for the tiny image): call it once per pool before the engine starts
+// so that the engine, which calls it under its lock, never pays that cost.
+class CatalogImageSource {
+ public:
+  explicit CatalogImageSource(std::string dir,
+                              std::chrono::milliseconds rescan = std::chrono::seconds(5));
+  Result<BootImage> resolve(const std::string& name);
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::mutex mu_;
+  std::string dir_;
+  std::chrono::milliseconds rescan_;
+  std::map<std::string, BootImage> verified_;
+  std::map<std::string, std::pair<Status, std::chrono::steady_clock::time_point>> failed_;
+};
+
+}  // namespace armhive

@@ -1,0 +1,64 @@
+#include "daemon/config/daemon_config.h"
+
+#include <catch2/catch.hpp>
+
+namespace armhive {
+namespace {
+
+TEST_CASE("the example configurations parse", "[config]") {
+  for (const char* name : {"armhived.toml", "armhived-honeycomb.toml", "armhived-thunderx.toml"}) {
+    auto c = load_daemon_config(std::string(ARMHIVE_SOURCE_DIR) + "/examples/" + name);
+    INFO(name << ": " << c.status().to_string());
+    if (c.status().code() == ErrorCode::kNotFound) continue;  // not every example exists yet
+    REQUIRE(c.is_ok());
+    CHECK_FALSE(c->pools.empty());
+  }
+}
+
+TEST_CASE("a pool configuration is read with its durations and policy", "[config]") {
+  auto c = parse_daemon_config(R"(
+[host]
+state_dir = "/tmp/x"
+[host.cpus]
+housekeeping = "0"
+[[pools]]
+name = "ci"
+image = "tiny"
+vcpus = 2
+min_warm = 1
+max = 4
+default_ttl = "30m"
+max_ttl = "4h"
+cpu_policy = "shared"
+overcommit = 2
+labels = { arch = "aarch64" }
+)");
+  REQUIRE(c.is_ok());
+  CHECK(c->database_path() == "/tmp/x/armhive.db");
+  CHECK(c->housekeeping_cpus == std::optional<std::string>("0"));
+  REQUIRE(c->pools.size() == 1);
+  const PoolConfig& p = c->pools[0];
+  CHECK(p.default_ttl == std::chrono::minutes(30));
+  CHECK(p.max_ttl == std::chrono::hours(4));
+  CHECK(p.cpu_policy == CpuPolicy::kShared);
+  CHECK(p.overcommit == 2.0);
+  CHECK(p.labels.at("arch") == "aarch64");
+}
+
+TEST_CASE("configuration errors name the key", "[config]") {
+  auto field_of = [](const char* text) { return parse_daemon_config(text).status().field(); };
+  CHECK(field_of("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\nmax = 0\n") == "pools[0].max");
+  CHECK(field_of("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\nvcpu = 2\n") == "pools[0].vcpu");
+  CHECK(field_of("[[pools]]\nname = \"C I\"\nimage = \"tiny\"\n") == "pools[0].name");
+  CHECK(field_of("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\nmax_ttl = \"forever\"\n") ==
+        "pools[0].max_ttl");
+  CHECK(field_of("[server]\nport = \"eighty\"\n[[pools]]\nname=\"a\"\nimage=\"b\"\n") ==
+        "server.port");
+  CHECK(field_of("[host]\nplacement = \"random\"\n[[pools]]\nname=\"a\"\nimage=\"b\"\n") ==
+        "host.placement");
+  CHECK(field_of("") == "pools");
+  CHECK(parse_daemon_config("[[pools]\n").status().field() == "config");
+}
+
+}  // namespace
+}  // namespace armhive

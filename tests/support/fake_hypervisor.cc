@@ -1,0 +1,134 @@
+#include "tests/support/fake_hypervisor.h"
+
+namespace armhive {
+
+Status FakeHypervisor::create_vm(const VmSpec& spec) {
+  std::lock_guard lock(mu_);
+  ++creates_;
+  if (fail_create) return Status(fail_create_code, "injected create failure", spec.name);
+  if (domains_.count(spec.name)) return conflict("domain exists", spec.name);
+  domains_[spec.name] = Domain{spec, {}, 0, {}, {}};
+  files_.insert(spec.name);
+  return Status::ok();
+}
+
+Status FakeHypervisor::destroy_vm(std::string_view name) {
+  std::lock_guard lock(mu_);
+  domains_.erase(std::string(name));
+  files_.erase(std::string(name));
+  return Status::ok();
+}
+
+Result<std::vector<VmInfo>> FakeHypervisor::list_vms() {
+  std::lock_guard lock(mu_);
+  std::vector<VmInfo> out;
+  for (const auto& [name, d] : domains_) {
+    out.push_back({name, d.spec.vm_id, d.spec.pool, d.lease_id, true, d.spec.vcpu_pins,
+                   d.spec.emulator_cpus, 0});
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> FakeHypervisor::list_vm_files() {
+  std::lock_guard lock(mu_);
+  return std::vector<std::string>(files_.begin(), files_.end());
+}
+
+Status FakeHypervisor::set_lease(std::string_view name, std::string_view lease_id) {
+  std::lock_guard lock(mu_);
+  auto it = domains_.find(std::string(name));
+  if (it == domains_.end()) return not_found("no domain", std::string(name));
+  it->second.lease_id = std::string(lease_id);
+  return Status::ok();
+}
+
+Status FakeHypervisor::ping_agent(std::string_view name, std::chrono::milliseconds) {
+  std::lock_guard lock(mu_);
+  auto it = domains_.find(std::string(name));
+  if (it == domains_.end()) return not_found("no domain", std::string(name));
+  if (never_ready) return Status(ErrorCode::kTimeout, "agent not responding", std::string(name));
+  if (++it->second.pings < pings_until_ready) {
+    return Status(ErrorCode::kTimeout, "agent not responding", std::string(name));
+  }
+  return Status::ok();
+}
+
+Result<std::string> FakeHypervisor::guest_address(std::string_view name) {
+  std::lock_guard lock(mu_);
+  if (!domains_.count(std::string(name))) return not_found("no domain", std::string(name));
+  return "10.77.0." + std::to_string(next_ip_++ % 250 + 2);
+}
+
+Status FakeHypervisor::set_authorized_keys(std::string_view name, std::string_view user,
+                                           const std::vector<std::string>& keys) {
+  std::lock_guard lock(mu_);
+  auto it = domains_.find(std::string(name));
+  if (it == domains_.end()) return not_found("no domain", std::string(name));
+  if (fail_keys) return unavailable("agent rejected keys", std::string(name));
+  it->second.keys = keys;
+  it->second.key_user = std::string(user);
+  return Status::ok();
+}
+
+Result<GuestExecResult> FakeHypervisor::exec(std::string_view name,
+                                             const GuestExecRequest& request) {
+  std::lock_guard lock(mu_);
+  if (!domains_.count(std::string(name))) return not_found("no domain", std::string(name));
+  GuestExecResult r;
+  r.exit_code = 0;
+  for (const std::string& a : request.argv) r.out += a + " ";
+  return r;
+}
+
+Result<std::string> FakeHypervisor::console_log(std::string_view name, size_t) {
+  std::lock_guard lock(mu_);
+  if (!files_.count(std::string(name))) return not_found("no console log", std::string(name));
+  return std::string("[    0.000000] Booting Linux on physical CPU 0x0\n");
+}
+
+void FakeHypervisor::set_event_handler(std::function<void(const VmEvent&)> handler) {
+  std::lock_guard lock(mu_);
+  handler_ = std::move(handler);
+}
+
+void FakeHypervisor::crash(const std::string& name) {
+  std::function<void(const VmEvent&)> handler;
+  {
+    std::lock_guard lock(mu_);
+    domains_.erase(name);
+    handler = handler_;
+  }
+  if (handler) handler({name, VmEventKind::kCrashed, "killed"});
+}
+
+void FakeHypervisor::add_orphan(const std::string& name) {
+  std::lock_guard lock(mu_);
+  VmSpec spec;
+  spec.name = name;
+  spec.vm_id = "vm-orphan";
+  spec.pool = "ci";
+  domains_[name] = Domain{spec, {}, 0, {}, {}};
+  files_.insert(name);
+}
+
+void FakeHypervisor::add_stray_files(const std::string& name) {
+  std::lock_guard lock(mu_);
+  files_.insert(name);
+}
+
+std::map<std::string, FakeHypervisor::Domain> FakeHypervisor::domains() const {
+  std::lock_guard lock(mu_);
+  return domains_;
+}
+
+std::set<std::string> FakeHypervisor::files() const {
+  std::lock_guard lock(mu_);
+  return files_;
+}
+
+int FakeHypervisor::creates() const {
+  std::lock_guard lock(mu_);
+  return creates_;
+}
+
+}  // namespace armhive

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "daemon/core/hypervisor.h"
+
+namespace armhive {
+
+// In-memory Hypervisor for engine tests. Domains "boot" when the agent has been pinged
+// `pings_until_ready` times. Thread-safe. Failure knobs are plain fields set by the test before
+// the call they should affect.
+class FakeHypervisor final : public Hypervisor {
+ public:
+  struct Domain {
+    VmSpec spec;
+    std::string lease_id;
+    int pings = 0;
+    std::vector<std::string> keys;
+    std::string key_user;
+  };
+
+  Status create_vm(const VmSpec& spec) override;
+  Status destroy_vm(std::string_view name) override;
+  Result<std::vector<VmInfo>> list_vms() override;
+  Result<std::vector<std::string>> list_vm_files() override;
+  Status set_lease(std::string_view name, std::string_view lease_id) override;
+  Status ping_agent(std::string_view name, std::chrono::milliseconds timeout) override;
+  Result<std::string> guest_address(std::string_view name) override;
+  Status set_authorized_keys(std::string_view name, std::string_view user,
+                             const std::vector<std::string>& keys) override;
+  Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override;
+  Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
+  void set_event_handler(std::function<void(const VmEvent&)> handler) override;
+
+  // Simulates QEMU dying: the domain disappears (files stay) and a crash event fires.
+  void crash(const std::string& name);
+  // Adds a domain the engine never made (an orphan) and a stray file set.
+  void add_orphan(const std::string& name);
+  void add_stray_files(const std::string& name);
+
+  std::map<std::string, Domain> domains() const;
+  std::set<std::string> files() const;
+  int creates() const;
+
+  // Knobs.
+  std::atomic<int> pings_until_ready{2};
+  std::atomic<bool> fail_create{false};
+  std::atomic<ErrorCode> fail_create_code{ErrorCode::kInternal};
+  std::atomic<bool> never_ready{false};
+  std::atomic<bool> fail_keys{false};
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Domain> domains_;
+  std::set<std::string> files_;  // overlays + per-VM files, by domain name
+  std::function<void(const VmEvent&)> handler_;
+  int creates_ = 0;
+  int next_ip_ = 10;
+};
+
+}  // namespace armhive
