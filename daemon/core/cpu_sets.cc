@@ -50,8 +50,8 @@ Result<CpuList> parse_cpu_list(std::string_view field, std::string_view text) {
     std::string_view item = trim(rest.substr(0, comma));
     auto bad = [&](std::string_view why) {
       return invalid_argument(std::string(field), "bad CPU list \"" + std::string(trim(text)) +
-                                                      "\": item \"" + std::string(item) +
-                                                      "\" " + std::string(why) +
+                                                      "\": item \"" + std::string(item) + "\" " +
+                                                      std::string(why) +
                                                       " (expected e.g. \"0-3,8\")");
     };
     if (item.empty()) return bad("is empty");
@@ -128,7 +128,8 @@ Result<CpuSets> make_cpu_sets(const HostTopology& topology, const CpuSetsConfig&
   CpuSets sets;
   const std::string& p = config.field_prefix;
   if (config.housekeeping) {
-    ARMHIVE_ASSIGN_OR_RETURN(sets.housekeeping, parse_cpu_list(p + "housekeeping", *config.housekeeping));
+    ARMHIVE_ASSIGN_OR_RETURN(sets.housekeeping,
+                             parse_cpu_list(p + "housekeeping", *config.housekeeping));
   } else {
     sets.housekeeping = defaults.housekeeping;
   }
@@ -153,8 +154,9 @@ Status validate_cpu_sets(const HostTopology& topology, const CpuSets& sets,
   CpuList host;
   for (const HostCpu& c : topology.cpus) host.push_back(c.id);
   std::sort(host.begin(), host.end());
-  const std::pair<const char*, const CpuList*> named[] = {
-      {"housekeeping", &sets.housekeeping}, {"dedicated", &sets.dedicated}, {"shared", &sets.shared}};
+  const std::pair<const char*, const CpuList*> named[] = {{"housekeeping", &sets.housekeeping},
+                                                          {"dedicated", &sets.dedicated},
+                                                          {"shared", &sets.shared}};
   for (const auto& [name, list] : named) {
     if (!std::is_sorted(list->begin(), list->end()) ||
         std::adjacent_find(list->begin(), list->end()) != list->end()) {
@@ -173,9 +175,9 @@ Status validate_cpu_sets(const HostTopology& topology, const CpuSets& sets,
     for (size_t j = i + 1; j < 3; ++j) {
       CpuList both = intersect(*named[i].second, *named[j].second);
       if (!both.empty()) {
-        return invalid_argument(p + named[j].first,
-                                std::string("overlaps ") + p + named[i].first + " on CPU(s) " +
-                                    format_cpu_list(both) + ": the sets must be disjoint");
+        return invalid_argument(p + named[j].first, std::string("overlaps ") + p + named[i].first +
+                                                        " on CPU(s) " + format_cpu_list(both) +
+                                                        ": the sets must be disjoint");
       }
     }
   }
@@ -185,10 +187,9 @@ Status validate_cpu_sets(const HostTopology& topology, const CpuSets& sets,
                             "emulator threads run there");
   }
   if (config.dedicated_pools && sets.dedicated.empty()) {
-    return invalid_argument(p + "dedicated",
-                            "is empty but a pool uses dedicated CPUs (host CPUs " +
-                                format_cpu_list(host) + ", housekeeping " +
-                                format_cpu_list(sets.housekeeping) + ")");
+    return invalid_argument(p + "dedicated", "is empty but a pool uses dedicated CPUs (host CPUs " +
+                                                 format_cpu_list(host) + ", housekeeping " +
+                                                 format_cpu_list(sets.housekeeping) + ")");
   }
   if (config.shared_pools && sets.shared.empty()) {
     return invalid_argument(p + "shared", "is empty but a pool uses shared CPUs");

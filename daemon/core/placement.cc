@@ -43,10 +43,14 @@ std::optional<PlacementStrategy> placement_strategy_from_string(std::string_view
 
 std::string_view to_string(CpuRole r) {
   switch (r) {
-    case CpuRole::kHousekeeping: return "housekeeping";
-    case CpuRole::kDedicated: return "dedicated";
-    case CpuRole::kShared: return "shared";
-    case CpuRole::kUnassigned: return "unassigned";
+    case CpuRole::kHousekeeping:
+      return "housekeeping";
+    case CpuRole::kDedicated:
+      return "dedicated";
+    case CpuRole::kShared:
+      return "shared";
+    case CpuRole::kUnassigned:
+      return "unassigned";
   }
   return "unassigned";
 }
@@ -122,8 +126,8 @@ Status CoreAllocator::can_ever_fit(int vcpus, CpuPolicy policy, double overcommi
     if (vcpus > static_cast<int>(sets_.dedicated.size())) {
       return Status(ErrorCode::kUnprocessable,
                     "a " + std::to_string(vcpus) + "-vCPU dedicated VM can never fit: " + host +
-                        " has " + std::to_string(sets_.dedicated.size()) +
-                        " dedicated CPUs (" + format_cpu_list(sets_.dedicated) + ")");
+                        " has " + std::to_string(sets_.dedicated.size()) + " dedicated CPUs (" +
+                        format_cpu_list(sets_.dedicated) + ")");
     }
     return Status::ok();
   }
@@ -133,8 +137,9 @@ Status CoreAllocator::can_ever_fit(int vcpus, CpuPolicy policy, double overcommi
   }
   if (vcpus > static_cast<int>(sets_.shared.size())) {
     return Status(ErrorCode::kUnprocessable,
-                  "a " + std::to_string(vcpus) + "-vCPU shared VM can never fit: the shared set of " +
-                      host + " has " + std::to_string(sets_.shared.size()) +
+                  "a " + std::to_string(vcpus) +
+                      "-vCPU shared VM can never fit: the shared set of " + host + " has " +
+                      std::to_string(sets_.shared.size()) +
                       " CPUs and a VM gets a distinct CPU per vCPU");
   }
   int capacity = shared_capacity(sets_.shared.size(), overcommit);
@@ -162,7 +167,7 @@ Result<Placement> CoreAllocator::allocate(const PlacementRequest& request) {
   }
   ARMHIVE_RETURN_IF_ERROR(can_ever_fit(request.vcpus, request.policy, request.overcommit));
   Result<Placement> placed = request.policy == CpuPolicy::kDedicated ? allocate_dedicated(request)
-                                                                      : allocate_shared(request);
+                                                                     : allocate_shared(request);
   if (placed.is_ok()) vms_[request.vm_name] = placed.value();
   return placed;
 }
@@ -212,9 +217,11 @@ Result<Placement> CoreAllocator::allocate_dedicated(const PlacementRequest& requ
     // No node fits: take from the nodes with the most free CPUs first, so the VM spans as few
     // nodes as possible.
     std::vector<std::pair<int, int>> order;  // (free, node)
+    order.reserve(node_free.size());
     for (const auto& [node, f] : node_free) order.emplace_back(f, node);
-    std::sort(order.begin(), order.end(),
-              [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
     int remaining = n;
     std::set<int> spanned;
     for (const auto& [f, node] : order) {
@@ -251,7 +258,8 @@ Result<Placement> CoreAllocator::allocate_dedicated(const PlacementRequest& requ
   return p;
 }
 
-std::vector<int> CoreAllocator::pick_in_node(int node, int count, PlacementStrategy strategy) const {
+std::vector<int> CoreAllocator::pick_in_node(int node, int count,
+                                             PlacementStrategy strategy) const {
   struct Candidate {
     size_t order = 0;  // position in groups_ (node, cluster order)
     CpuList free;
@@ -273,8 +281,9 @@ std::vector<int> CoreAllocator::pick_in_node(int node, int count, PlacementStrat
   int remaining = count;
   if (strategy == PlacementStrategy::kSpread) {
     // Most free groups first; one CPU from each in turn.
-    std::stable_sort(cands.begin(), cands.end(),
-                     [](const Candidate& a, const Candidate& b) { return a.free.size() > b.free.size(); });
+    std::stable_sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
+      return a.free.size() > b.free.size();
+    });
     for (size_t round = 0; remaining > 0; ++round) {
       bool took = false;
       for (const Candidate& c : cands) {
@@ -309,7 +318,8 @@ std::vector<int> CoreAllocator::pick_in_node(int node, int count, PlacementStrat
     auto largest = cands.begin();
     for (auto it = cands.begin(); it != cands.end(); ++it) {
       if (std::make_tuple(-static_cast<int>(it->free.size()), it->whole, it->order) <
-          std::make_tuple(-static_cast<int>(largest->free.size()), largest->whole, largest->order)) {
+          std::make_tuple(-static_cast<int>(largest->free.size()), largest->whole,
+                          largest->order)) {
         largest = it;
       }
     }
@@ -468,7 +478,8 @@ std::vector<CpuUsage> CoreAllocator::usage() const {
     }
     out.push_back(std::move(u));
   }
-  std::sort(out.begin(), out.end(), [](const CpuUsage& a, const CpuUsage& b) { return a.cpu < b.cpu; });
+  std::sort(out.begin(), out.end(),
+            [](const CpuUsage& a, const CpuUsage& b) { return a.cpu < b.cpu; });
   return out;
 }
 

@@ -56,12 +56,12 @@ struct PlacementRequest {
 struct Placement {
   std::string vm_name;
   CpuPolicy policy = CpuPolicy::kDedicated;
-  std::vector<int> vcpu_pins;     // host CPU of vCPU i
-  CpuList emulator_cpus;          // housekeeping CPUs for QEMU's own threads
-  std::optional<int> numa_node;   // strict memory binding; nullopt when the CPUs span nodes
-  std::string note;               // for humans: "NUMA node 0, L2 clusters 3" / "spans NUMA ..."
+  std::vector<int> vcpu_pins;    // host CPU of vCPU i
+  CpuList emulator_cpus;         // housekeeping CPUs for QEMU's own threads
+  std::optional<int> numa_node;  // strict memory binding; nullopt when the CPUs span nodes
+  std::string note;              // for humans: "NUMA node 0, L2 clusters 3" / "spans NUMA ..."
 
-  CpuList cpus() const;           // the distinct CPUs of vcpu_pins, sorted
+  CpuList cpus() const;  // the distinct CPUs of vcpu_pins, sorted
 };
 
 enum class CpuRole { kHousekeeping, kDedicated, kShared, kUnassigned };
@@ -136,7 +136,7 @@ class CoreAllocator {
   CpuSets sets_;
   std::vector<Group> groups_;
   std::map<int, int> node_of_cpu_;
-  std::map<int, std::string> dedicated_owner_;   // cpu -> VM
+  std::map<int, std::string> dedicated_owner_;             // cpu -> VM
   std::map<int, std::map<std::string, int>> shared_load_;  // cpu -> VM -> vCPUs
   std::map<std::string, Placement> vms_;
 };

@@ -29,7 +29,14 @@ constexpr int kTitleH = 28;
 constexpr int kLegendH = 28;
 constexpr size_t kLabelChars = 15;  // code points of a label inside a box ("l-" + 12 hex fits)
 
-enum class Kind { kHousekeeping, kDedicatedFree, kDedicatedUsed, kSharedFree, kSharedUsed, kUnassigned };
+enum class Kind {
+  kHousekeeping,
+  kDedicatedFree,
+  kDedicatedUsed,
+  kSharedFree,
+  kSharedUsed,
+  kUnassigned
+};
 
 struct Style {
   const char* css_class;
@@ -247,7 +254,8 @@ std::string render_core_map_svg(const HostTopology& topology, const std::vector<
     b.node = c.numa_node;
     b.cluster = c.cluster;
     const auto it = by_cpu.find(c.id);
-    std::vector<const CoreUse*> entries = it == by_cpu.end() ? std::vector<const CoreUse*>{} : it->second;
+    std::vector<const CoreUse*> entries =
+        it == by_cpu.end() ? std::vector<const CoreUse*>{} : it->second;
     for (const CoreUse* u : entries) {
       if (!u->vm_name.empty() || !u->lease_id.empty()) b.users.push_back(u);
     }
@@ -269,7 +277,8 @@ std::string render_core_map_svg(const HostTopology& topology, const std::vector<
     int cy = kNodeLabel;
     int row_h = 0;
     for (auto& [cluster_id, list] : clusters) {
-      std::sort(list.begin(), list.end(), [](const Box* a, const Box* b) { return a->cpu < b->cpu; });
+      std::sort(list.begin(), list.end(),
+                [](const Box* a, const Box* b) { return a->cpu < b->cpu; });
       ClusterLayout cl;
       cl.cluster = cluster_id;
       cl.boxes = list;
@@ -315,38 +324,76 @@ std::string render_core_map_svg(const HostTopology& topology, const std::vector<
       .attr("font-family", "sans-serif")
       .attr("role", "img")
       .attr("class", "core-map");
-  std::string heading = "Core map: " + (topology.hostname.empty() ? std::string("host") : topology.hostname) +
-                        " (" + std::to_string(topology.cpus.size()) + " CPUs, " +
-                        std::to_string(nodes.size()) + " NUMA node" + (nodes.size() == 1 ? "" : "s");
+  std::string heading =
+      "Core map: " + (topology.hostname.empty() ? std::string("host") : topology.hostname) + " (" +
+      std::to_string(topology.cpus.size()) + " CPUs, " + std::to_string(nodes.size()) +
+      " NUMA node" + (nodes.size() == 1 ? "" : "s");
   if (!topology.cpu_model.empty()) heading += ", " + topology.cpu_model;
   heading += ")";
   w.start("title").text(heading).end();
-  w.start("text").attr("x", kMargin).attr("y", kMargin + 16).attr("font-size", "15")
-      .attr("font-weight", "bold").text(heading).end();
+  w.start("text")
+      .attr("x", kMargin)
+      .attr("y", kMargin + 16)
+      .attr("font-size", "15")
+      .attr("font-weight", "bold")
+      .text(heading)
+      .end();
 
   // Legend: two rows of three.
   w.start("g").attr("class", "legend");
   for (size_t i = 0; i < kStyles.size(); ++i) {
     const int lx = kMargin + static_cast<int>(i % 3) * legend_item_w;
     const int ly = kMargin + kTitleH + static_cast<int>(i / 3) * 14 - 6;
-    w.start("rect").attr("x", lx).attr("y", ly).attr("width", 12).attr("height", 10)
-        .attr("fill", kStyles[i].fill).attr("stroke", kStyles[i].stroke).end();
-    w.start("text").attr("x", lx + 16).attr("y", ly + 9).attr("font-size", "11")
-        .text(std::string(kStyles[i].legend) + " (" + std::to_string(counts[i]) + ")").end();
+    w.start("rect")
+        .attr("x", lx)
+        .attr("y", ly)
+        .attr("width", 12)
+        .attr("height", 10)
+        .attr("fill", kStyles[i].fill)
+        .attr("stroke", kStyles[i].stroke)
+        .end();
+    w.start("text")
+        .attr("x", lx + 16)
+        .attr("y", ly + 9)
+        .attr("font-size", "11")
+        .text(std::string(kStyles[i].legend) + " (" + std::to_string(counts[i]) + ")")
+        .end();
   }
   w.end();
 
   for (const NodeLayout& n : nodes) {
     w.start("g").attr("class", "numa-node").attr("data-node", n.node);
-    w.start("rect").attr("x", kMargin).attr("y", n.y).attr("width", n.w).attr("height", n.h)
-        .attr("rx", "6").attr("fill", "#fafafa").attr("stroke", "#424242").end();
-    w.start("text").attr("x", kMargin + kNodePad).attr("y", n.y + 16).attr("font-size", "13")
-        .attr("font-weight", "bold").text("NUMA node " + std::to_string(n.node)).end();
+    w.start("rect")
+        .attr("x", kMargin)
+        .attr("y", n.y)
+        .attr("width", n.w)
+        .attr("height", n.h)
+        .attr("rx", "6")
+        .attr("fill", "#fafafa")
+        .attr("stroke", "#424242")
+        .end();
+    w.start("text")
+        .attr("x", kMargin + kNodePad)
+        .attr("y", n.y + 16)
+        .attr("font-size", "13")
+        .attr("font-weight", "bold")
+        .text("NUMA node " + std::to_string(n.node))
+        .end();
     for (const ClusterLayout& cl : n.clusters) {
       w.start("g").attr("class", "cluster").attr("data-cluster", cl.cluster);
-      w.start("rect").attr("x", cl.x).attr("y", cl.y).attr("width", cl.w).attr("height", cl.h)
-          .attr("rx", "4").attr("fill", "none").attr("stroke", "#bdbdbd").end();
-      w.start("text").attr("x", cl.x + kClusterPad).attr("y", cl.y + 12).attr("font-size", "10")
+      w.start("rect")
+          .attr("x", cl.x)
+          .attr("y", cl.y)
+          .attr("width", cl.w)
+          .attr("height", cl.h)
+          .attr("rx", "4")
+          .attr("fill", "none")
+          .attr("stroke", "#bdbdbd")
+          .end();
+      w.start("text")
+          .attr("x", cl.x + kClusterPad)
+          .attr("y", cl.y + 12)
+          .attr("font-size", "10")
           .attr("fill", "#616161")
           .text(cl.cluster >= 0 ? "L2 cluster " + std::to_string(cl.cluster) : "L2 cluster unknown")
           .end();
@@ -354,17 +401,33 @@ std::string render_core_map_svg(const HostTopology& topology, const std::vector<
         const Style& s = style(b->kind);
         w.start("g").attr("class", std::string("cpu ") + s.css_class).attr("data-cpu", b->cpu);
         w.start("title").text(box_title(*b)).end();
-        w.start("rect").attr("x", b->x).attr("y", b->y).attr("width", kBoxW).attr("height", kBoxH)
-            .attr("rx", "3").attr("fill", s.fill).attr("stroke", s.stroke);
+        w.start("rect")
+            .attr("x", b->x)
+            .attr("y", b->y)
+            .attr("width", kBoxW)
+            .attr("height", kBoxH)
+            .attr("rx", "3")
+            .attr("fill", s.fill)
+            .attr("stroke", s.stroke);
         if (b->kind == Kind::kUnassigned) w.attr("stroke-dasharray", "3,2");
         w.end();
-        w.start("text").attr("x", b->x + 5).attr("y", b->y + 15).attr("font-size", "11")
-            .attr("font-weight", "bold").attr("fill", s.text)
-            .text("CPU " + std::to_string(b->cpu)).end();
+        w.start("text")
+            .attr("x", b->x + 5)
+            .attr("y", b->y + 15)
+            .attr("font-size", "11")
+            .attr("font-weight", "bold")
+            .attr("fill", s.text)
+            .text("CPU " + std::to_string(b->cpu))
+            .end();
         const std::string label = truncate_utf8(xml_safe(box_label(*b)), kLabelChars);
         if (!label.empty()) {
-          w.start("text").attr("x", b->x + 5).attr("y", b->y + 31).attr("font-size", "10")
-              .attr("fill", s.text).text(label).end();
+          w.start("text")
+              .attr("x", b->x + 5)
+              .attr("y", b->y + 31)
+              .attr("font-size", "10")
+              .attr("fill", s.text)
+              .text(label)
+              .end();
         }
         w.end();
       }

@@ -62,9 +62,11 @@ class ParsedSvg {
   std::unique_ptr<xmlXPathContext, CtxFree> ctx_;
 };
 
-std::vector<CoreUse> free_cores(const HostTopology& t, const std::string& default_role = "dedicated") {
+std::vector<CoreUse> free_cores(const HostTopology& t,
+                                const std::string& default_role = "dedicated") {
   std::vector<CoreUse> out;
-  for (const HostCpu& c : t.cpus) out.push_back({c.id, c.id == 0 ? "housekeeping" : default_role, "", "", ""});
+  for (const HostCpu& c : t.cpus)
+    out.push_back({c.id, c.id == 0 ? "housekeeping" : default_role, "", "", ""});
   return out;
 }
 
@@ -93,7 +95,7 @@ TEST_CASE("core map: one box per CPU, grouped by node and cluster", "[http][core
   CHECK(svg.text(box(2) + "/s:title") ==
         "CPU 2: dedicated, leased\nNUMA node 0, L2 cluster 1\nlease l-0123456789ab, VM "
         "armhive-vm-1, pool ci");
-  CHECK(svg.text(box(2) + "/s:text[2]") == "l-0123456789ab");  // a whole lease id fits
+  CHECK(svg.text(box(2) + "/s:text[2]") == "l-0123456789ab");   // a whole lease id fits
   CHECK(svg.text(box(9) + "/s:text[2]") == "armhive-very-l…");  // longer labels are cut
   CHECK(svg.text(box(5) + "/s:text[2]") == "free");
   // The legend counts what the map shows.
@@ -139,7 +141,8 @@ TEST_CASE("core map: hostile names are escaped, never markup", "[http][core_map]
         std::string::npos);
   CHECK(svg.text(box(6) + "/s:text[2]") == quotes);
   // Control characters and invalid UTF-8 become U+FFFD instead of breaking the document.
-  CHECK(svg.text(box(7) + "/s:title").find("VM bad\xEF\xBF\xBD\xEF\xBF\xBDutf8") != std::string::npos);
+  CHECK(svg.text(box(7) + "/s:title").find("VM bad\xEF\xBF\xBD\xEF\xBF\xBDutf8") !=
+        std::string::npos);
   CHECK(svg.text(box(7) + "/s:title").find("lease l-\xc3\xa9\xEF\xBF\xBD") != std::string::npos);
   CHECK(svg.text("/s:svg/s:title").find("Core map: <host>&") == 0);
   // CPU 8 appears once, listing both entries (free + a hostile one).

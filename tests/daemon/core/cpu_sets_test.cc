@@ -19,8 +19,8 @@ TEST_CASE("cpu lists parse Linux cpuset syntax", "[core][cpu_sets]") {
 }
 
 TEST_CASE("bad cpu lists are invalid arguments naming the field and the item", "[core][cpu_sets]") {
-  for (const char* bad : {"a", "1-", "-1", "3-1", "1,,2", "1;2", "0x3", "1-2-3", "99999999", ",",
-                          "0-9000", "+1"}) {
+  for (const char* bad :
+       {"a", "1-", "-1", "3-1", "1,,2", "1;2", "0x3", "1-2-3", "99999999", ",", "0-9000", "+1"}) {
     INFO(bad);
     Result<CpuList> r = parse_cpu_list("cpus.dedicated", bad);
     REQUIRE_FALSE(r.is_ok());

@@ -95,6 +95,9 @@ void check_invariants(const CoreAllocator& a, const std::map<std::string, Placem
       CHECK(inserted);  // never double-booked
     }
   }
+  for (const auto& [vm, p] : model) {
+    for (int e : p.emulator_cpus) CHECK_FALSE(held.contains(e));  // emulator off guest cores
+  }
   CHECK(a.placements().size() == model.size());
   CHECK(shared_vcpus == a.shared_vcpus_in_use());
   CHECK(shared_vcpus <= static_cast<int>(shared_ratio * static_cast<double>(sets.shared.size())));
@@ -133,10 +136,12 @@ void run_random_sequences(const HostTopology& topology, const CpuSetsConfig& cfg
         const bool want_shared = !sets.shared.empty() && rng() % 4 == 0;
         const int vcpus = 1 + static_cast<int>(rng() % static_cast<uint32_t>(max_vcpus));
         const std::string name = "vm-" + std::to_string(seq) + "-" + std::to_string(step);
-        PlacementRequest req = want_shared ? shared(name, std::min<int>(vcpus, static_cast<int>(sets.shared.size())), shared_ratio)
-                                           : dedicated(name, vcpus,
-                                                       rng() % 5 == 0 ? PlacementStrategy::kSpread
-                                                                      : PlacementStrategy::kPack);
+        PlacementRequest req =
+            want_shared
+                ? shared(name, std::min<int>(vcpus, static_cast<int>(sets.shared.size())),
+                         shared_ratio)
+                : dedicated(name, vcpus,
+                            rng() % 5 == 0 ? PlacementStrategy::kSpread : PlacementStrategy::kPack);
         const FreeView before = free_view(a);
         const int shared_before = a.shared_vcpus_in_use();
         Result<Placement> p = a.allocate(req);
@@ -145,7 +150,8 @@ void run_random_sequences(const HostTopology& topology, const CpuSetsConfig& cfg
           CHECK(p.status().code() == ErrorCode::kResourceExhausted);
           CHECK_FALSE(p.status().message().empty());
           if (want_shared) {
-            CHECK(shared_before + req.vcpus > static_cast<int>(shared_ratio * static_cast<double>(sets.shared.size())));
+            CHECK(shared_before + req.vcpus >
+                  static_cast<int>(shared_ratio * static_cast<double>(sets.shared.size())));
           } else {
             CHECK(before.total < req.vcpus);  // refused only when there really is no room
           }
