@@ -178,8 +178,9 @@ std::string text_of(xmlNodePtr node) {
 
 namespace {
 bool parse_int(std::string_view s, int& out) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.remove_suffix(1);
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size() && out >= 0;
@@ -190,7 +191,9 @@ Result<std::vector<int>> parse_cpu_list(std::string_view list) {
   std::set<int> in;
   std::set<int> ex;
   std::string_view rest = list;
-  while (!rest.empty() && (rest.back() == '\n' || rest.back() == ' ')) rest.remove_suffix(1);
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!rest.empty() && space(rest.back())) rest.remove_suffix(1);
+  while (!rest.empty() && space(rest.front())) rest.remove_prefix(1);
   if (rest.empty()) return std::vector<int>{};
   while (true) {
     size_t comma = rest.find(',');

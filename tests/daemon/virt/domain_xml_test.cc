@@ -237,6 +237,7 @@ TEST_CASE("CPU lists parse and format like libvirt's", "[virt][domain_xml]") {
   CHECK(detail::parse_cpu_list("0-3,8,10-11").value() == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
   CHECK(detail::parse_cpu_list("0-7,^3").value() == std::vector<int>{0, 1, 2, 4, 5, 6, 7});
   CHECK(detail::parse_cpu_list("5\n").value() == std::vector<int>{5});
+  CHECK(detail::parse_cpu_list("\t0-1\n").value() == std::vector<int>{0, 1});
   CHECK_FALSE(detail::parse_cpu_list("3-1").is_ok());
   CHECK_FALSE(detail::parse_cpu_list("a").is_ok());
   CHECK(detail::format_cpu_list({0, 1, 2, 3, 8, 10, 11}) == "0-3,8,10-11");
