@@ -1,7 +1,6 @@
 #include "daemon/images/package_index.h"
 
 #include <algorithm>
-#include <deque>
 #include <filesystem>
 #include <set>
 
@@ -109,25 +108,58 @@ Status AptPackageIndex::ensure_lists(std::string_view arch) {
   return Status::ok();
 }
 
-Result<PackageInfo> AptPackageIndex::show(std::string_view name, std::string_view arch) {
-  std::string key = std::string(name) + ":" + std::string(arch);
-  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-  ARMHIVE_RETURN_IF_ERROR(ensure_lists(arch));
-  for (const std::string& spec : {key, std::string(name)}) {
-    auto r = runner_.run({.argv = {"apt-cache", "show", "--no-all-versions", spec},
-                          .timeout = std::chrono::minutes(1)});
-    if (!r.is_ok()) return r.status().annotate("apt-cache show");
-    if (!r->ok()) continue;
-    for (auto& p : parse_control_stanzas(r->out)) {
-      if (p.name == name && (p.arch == arch || p.arch == "all")) {
-        memo_.emplace(key, p);
-        return p;
-      }
+Result<std::map<std::string, PackageInfo>> PackageIndex::show_many(
+    const std::vector<std::string>& names, std::string_view arch) {
+  std::map<std::string, PackageInfo> out;
+  for (const auto& n : names) {
+    auto p = show(n, arch);
+    if (p.is_ok()) {
+      out.emplace(n, *p);
+    } else if (p.status().code() != ErrorCode::kNotFound) {
+      return p.status();
     }
   }
+  return out;
+}
+
+Result<PackageInfo> AptPackageIndex::show(std::string_view name, std::string_view arch) {
+  ARMHIVE_ASSIGN_OR_RETURN(auto found, show_many({std::string(name)}, arch));
+  if (auto it = found.find(std::string(name)); it != found.end()) return it->second;
   return not_found("no " + std::string(arch) + " package \"" + std::string(name) +
                        "\" in apt's cache",
                    std::string(name));
+}
+
+Result<std::map<std::string, PackageInfo>> AptPackageIndex::show_many(
+    const std::vector<std::string>& names, std::string_view arch) {
+  std::map<std::string, PackageInfo> out;
+  std::vector<std::string> ask;
+  for (const auto& n : names) {
+    if (auto it = memo_.find(n + ":" + std::string(arch)); it != memo_.end()) {
+      out.emplace(n, it->second);
+    } else if (std::find(ask.begin(), ask.end(), n) == ask.end()) {
+      ask.push_back(n);
+    }
+  }
+  if (ask.empty()) return out;
+  ARMHIVE_RETURN_IF_ERROR(ensure_lists(arch));
+  // First NAME:ARCH, then plain NAME for the ones left (Architecture: all packages).
+  for (int pass = 0; pass < 2 && !ask.empty(); ++pass) {
+    std::vector<std::string> argv = {"apt-cache", "show", "--no-all-versions"};
+    for (const auto& n : ask) argv.push_back(pass == 0 ? n + ":" + std::string(arch) : n);
+    auto r = runner_.run({.argv = argv, .timeout = std::chrono::minutes(2)});
+    if (!r.is_ok()) return r.status().annotate("apt-cache show");
+    // apt-cache exits non-zero only when nothing at all matched (or on real errors, which
+    // then also show as missing packages).
+    for (auto& p : parse_control_stanzas(r->out)) {
+      if (p.arch != arch && !(p.arch == "all" && pass == 1)) continue;
+      if (std::find(ask.begin(), ask.end(), p.name) == ask.end()) continue;
+      memo_.emplace(p.name + ":" + std::string(arch), p);
+      out.emplace(p.name, p);
+    }
+    std::erase_if(ask, [&](const std::string& n) { return out.contains(n); });
+  }
+  return out;
 }
 
 Result<ResolvedPackages> resolve_packages(const Recipe& recipe, PackageIndex& index) {
@@ -162,54 +194,63 @@ Result<ResolvedPackages> resolve_packages(const Recipe& recipe, PackageIndex& in
   std::set<std::string> excluded(recipe.exclude.begin(), recipe.exclude.end());
   std::map<std::string, PackageInfo> chosen;
   std::set<std::string> provided;
-  std::deque<std::string> queue;
+  std::vector<std::string> level;  // packages added in the last round
 
   auto add = [&](const PackageInfo& p) {
+    if (chosen.contains(p.name)) return;
     chosen.emplace(p.name, p);
     for (const auto& group : parse_dependency_field(p.provides))
       for (const auto& alt : group) provided.insert(alt);
-    queue.push_back(p.name);
+    level.push_back(p.name);
+  };
+  auto satisfied = [&](const std::vector<std::string>& group) {
+    return std::any_of(group.begin(), group.end(), [&](const std::string& a) {
+      return chosen.contains(a) || excluded.contains(a) || provided.contains(a);
+    });
   };
 
+  ARMHIVE_ASSIGN_OR_RETURN(auto listed, index.show_many(recipe.packages, recipe.arch));
   for (const auto& name : recipe.packages) {
-    auto p = index.show(name, recipe.arch);
-    if (!p.is_ok()) {
-      if (p.status().code() == ErrorCode::kNotFound)
-        return invalid_argument("packages", "unknown package \"" + name + "\": apt has no " +
-                                                recipe.arch + " package of that name");
-      return p.status();
-    }
-    if (!chosen.contains(p->name)) add(*p);
+    auto it = listed.find(name);
+    if (it == listed.end())
+      return invalid_argument("packages", "unknown package \"" + name + "\": apt has no " +
+                                              recipe.arch + " package of that name");
+    add(it->second);
   }
 
-  if (recipe.kind == RecipeKind::kDebs) {
-    while (!queue.empty()) {
-      PackageInfo p = chosen.at(queue.front());
-      queue.pop_front();
+  // Breadth-first, one apt-cache call per round for every candidate alternative.
+  while (recipe.kind == RecipeKind::kDebs && !level.empty()) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> open;  // (dependent, group)
+    std::vector<std::string> wanted;
+    for (const auto& name : level) {
+      const PackageInfo& p = chosen.at(name);
       auto groups = parse_dependency_field(p.pre_depends);
       auto deps = parse_dependency_field(p.depends);
       groups.insert(groups.end(), deps.begin(), deps.end());
-      for (const auto& group : groups) {
-        bool satisfied = std::any_of(group.begin(), group.end(), [&](const std::string& a) {
-          return chosen.contains(a) || excluded.contains(a) || provided.contains(a);
-        });
-        if (satisfied) continue;
-        bool found = false;
-        for (const auto& alt : group) {
-          auto d = index.show(alt, recipe.arch);
-          if (d.is_ok()) {
-            add(*d);
-            found = true;
-            break;
-          }
-          if (d.status().code() != ErrorCode::kNotFound) return d.status();
+      for (auto& g : groups) {
+        if (satisfied(g)) continue;
+        for (const auto& a : g) wanted.push_back(a);
+        open.emplace_back(name, std::move(g));
+      }
+    }
+    level.clear();
+    if (open.empty()) break;
+    ARMHIVE_ASSIGN_OR_RETURN(auto found, index.show_many(wanted, recipe.arch));
+    for (const auto& [dependent, group] : open) {
+      if (satisfied(group)) continue;  // an earlier group of this round chose it
+      bool done = false;
+      for (const auto& alt : group) {
+        if (auto it = found.find(alt); it != found.end()) {
+          add(it->second);
+          done = true;
+          break;
         }
-        if (!found) {
-          std::string alts;
-          for (const auto& a : group) alts += (alts.empty() ? "" : " | ") + a;
-          return invalid_argument("packages", "cannot resolve dependency \"" + alts + "\" of \"" +
-                                                  p.name + "\" (add a package or exclude it)");
-        }
+      }
+      if (!done) {
+        std::string alts;
+        for (const auto& a : group) alts += (alts.empty() ? "" : " | ") + a;
+        return invalid_argument("packages", "cannot resolve dependency \"" + alts + "\" of \"" +
+                                                dependent + "\" (add a package or exclude it)");
       }
     }
   }

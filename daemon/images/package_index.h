@@ -31,6 +31,10 @@ class PackageIndex {
   // The candidate version of `name` for `arch` (falling back to an Architecture: all package).
   // kNotFound when apt knows no such (non-virtual) package.
   virtual Result<PackageInfo> show(std::string_view name, std::string_view arch) = 0;
+  // Several at once (apt-cache is slow to start): the found ones, keyed by name; absent names
+  // are simply missing. The default asks show() for each.
+  virtual Result<std::map<std::string, PackageInfo>> show_many(const std::vector<std::string>& names,
+                                                               std::string_view arch);
 };
 
 // `apt-cache show --no-all-versions NAME:ARCH` through a ProcessRunner. Runs `apt-get update`
@@ -39,6 +43,8 @@ class AptPackageIndex final : public PackageIndex {
  public:
   explicit AptPackageIndex(ProcessRunner& runner) : runner_(runner) {}
   Result<PackageInfo> show(std::string_view name, std::string_view arch) override;
+  Result<std::map<std::string, PackageInfo>> show_many(const std::vector<std::string>& names,
+                                                       std::string_view arch) override;
 
  private:
   Status ensure_lists(std::string_view arch);
