@@ -1,0 +1,225 @@
+// armhived: wires the real implementations together and runs until SIGINT/SIGTERM.
+// Everything with behaviour lives in the module libraries; this file only connects them.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <spdlog/spdlog.h>
+
+#include "base/metrics.h"
+#include "base/process_runner.h"
+#include "daemon/bench/benchmark_runner.h"
+#include "daemon/config/daemon_config.h"
+#include "daemon/core/cpu_sets.h"
+#include "daemon/engine/catalog_image_source.h"
+#include "daemon/engine/lease_engine.h"
+#include "daemon/engine/lease_target_resolver.h"
+#include "daemon/http/server.h"
+#include "daemon/http/token_commands.h"
+#include "daemon/store/lease_store.h"
+#include "daemon/store/token_store.h"
+#include "daemon/virt/event_loop.h"
+#include "daemon/virt/host_discovery.h"
+#include "daemon/virt/libvirt_hypervisor.h"
+#include "daemon/virt/network.h"
+
+namespace armhive {
+namespace {
+
+int fail(const Status& s, std::string_view what) {
+  spdlog::critical("{}: {}", what, s.to_string());
+  return 1;
+}
+
+std::string machine_hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
+  return buf;
+}
+
+// Creates an admin token named "admin" on first start and writes its secret to `path` (0600),
+// so a fresh installation can be driven without a manual step. Never overwrites the file.
+Status bootstrap_admin(TokenStore& tokens, const std::string& path) {
+  if (path.empty()) return Status::ok();
+  if (tokens.get("admin").is_ok() && std::filesystem::exists(path)) return Status::ok();
+  if (tokens.get("admin").is_ok()) {
+    return conflict("token 'admin' exists but " + path +
+                    " is missing: revoke it with `armhived token revoke admin` to re-bootstrap");
+  }
+  auto secret = tokens.create({.name = "admin", .role = TokenRole::kAdmin});
+  if (!secret.is_ok()) return secret.status();
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream out(path, std::ios::trunc);
+  out << *secret << "\n";
+  out.close();
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read |
+                                         std::filesystem::perms::owner_write);
+  if (!out) return unavailable("cannot write the bootstrap token", path);
+  spdlog::info("created admin token; its secret is in {}", path);
+  return Status::ok();
+}
+
+int serve(const DaemonConfig& config) {
+  std::error_code ec;
+  std::filesystem::create_directories(config.state_dir, ec);
+  auto db = Database::open(config.database_path());
+  if (!db.is_ok()) return fail(db.status(), "database");
+  auto leases = LeaseStore::open(**db);
+  if (!leases.is_ok()) return fail(leases.status(), "lease store");
+  SystemClock clock;
+  auto tokens = TokenStore::open(**db, clock);
+  if (!tokens.is_ok()) return fail(tokens.status(), "token store");
+  auto audit = AuditLog::open(**db, clock);
+  if (!audit.is_ok()) return fail(audit.status(), "audit log");
+  if (Status s = bootstrap_admin(**tokens, config.bootstrap_token_file); !s.is_ok()) {
+    return fail(s, "bootstrap token");
+  }
+
+  // libvirt: the event loop must exist before any connection.
+  auto loop = EventLoop::start();
+  if (!loop.is_ok()) return fail(loop.status(), "libvirt event loop");
+  auto probe = Connection::open(config.libvirt_uri);
+  if (!probe.is_ok()) return fail(probe.status(), "connecting to libvirt");
+  auto topology = discover_host(*probe, {});
+  if (!topology.is_ok()) return fail(topology.status(), "host discovery");
+  topology->hostname = config.host_name.empty() ? machine_hostname() : config.host_name;
+  for (const NetworkConfig& n : config.networks) {
+    Status s = ensure_network(*probe, {n.name, n.bridge, n.cidr, n.dhcp_start, n.dhcp_end, n.mtu});
+    if (!s.is_ok()) return fail(s, "network " + n.name);
+  }
+  spdlog::info("host {}: {} {} CPUs, {} NUMA node(s), {} MiB, {}", topology->hostname,
+               topology->arch, topology->cpus.size(), topology->cells.size(),
+               topology->memory_kib / 1024,
+               topology->accel == Accel::kKvm ? "KVM" : "TCG (emulated guests)");
+
+  LibvirtHypervisorOptions hv_options;
+  hv_options.uri = config.libvirt_uri;
+  hv_options.state_dir = config.state_dir + "/vms";
+  hv_options.accel = topology->accel;
+  auto hypervisor = LibvirtHypervisor::open(hv_options);
+  if (!hypervisor.is_ok()) return fail(hypervisor.status(), "libvirt hypervisor");
+
+  CpuSetsConfig sets_config;
+  sets_config.housekeeping = config.housekeeping_cpus;
+  sets_config.dedicated = config.dedicated_cpus;
+  sets_config.shared = config.shared_cpus;
+  sets_config.dedicated_pools = sets_config.shared_pools = false;
+  for (const PoolConfig& p : config.pools) {
+    (p.cpu_policy == CpuPolicy::kDedicated ? sets_config.dedicated_pools
+                                           : sets_config.shared_pools) = true;
+  }
+  sets_config.field_prefix = "host.cpus.";
+  auto sets = make_cpu_sets(*topology, sets_config);
+  if (!sets.is_ok()) return fail(sets.status(), "CPU sets");
+  auto allocator = CoreAllocator::create(*topology, *sets);
+  if (!allocator.is_ok()) return fail(allocator.status(), "CPU allocator");
+  spdlog::info("CPUs: housekeeping {}, dedicated {}, shared {}", format_cpu_list(sets->housekeeping),
+               format_cpu_list(sets->dedicated), format_cpu_list(sets->shared));
+
+  CatalogImageSource images(config.catalog_dir());
+  for (const PoolConfig& p : config.pools) {
+    auto image = images.resolve(p.image);
+    if (!image.is_ok()) {
+      spdlog::warn("pool {}: image '{}' not usable yet ({}); its leases will wait", p.name,
+                   p.image, image.status().message());
+    }
+  }
+
+  Metrics metrics;
+  EngineOptions engine_options;
+  engine_options.pools = config.pools;
+  engine_options.strategy = config.placement;
+  engine_options.threads = config.threads;
+  engine_options.boot_timeout = config.boot_timeout;
+  engine_options.reconcile_period = config.reconcile_period;
+  LeaseEngine engine(engine_options, **hypervisor, **leases, std::move(allocator).value(),
+                     [&images](const std::string& name) { return images.resolve(name); }, clock,
+                     &metrics, topology->hostname);
+  if (Status s = engine.start(); !s.is_ok()) return fail(s, "lease engine");
+
+  SubprocessRunner runner;
+  BenchmarkRunnerOptions bench_options;
+  bench_options.runs_dir = config.state_dir + "/benchmarks";
+  BenchmarkRunner benchmarks(**hypervisor, runner,
+                             make_lease_target_resolver(engine, *topology, images), clock,
+                             bench_options);
+  if (Status s = benchmarks.load(); !s.is_ok()) {
+    spdlog::warn("benchmarks: earlier runs not loaded: {}", s.to_string());
+  }
+
+  HttpOptions http_options;
+  http_options.bind_address = config.bind;
+  http_options.port = config.port;
+  http_options.tls_cert_file = config.tls_cert;
+  http_options.tls_key_file = config.tls_key;
+  http_options.log = [](std::string_view line) { spdlog::info("{}", line); };
+  HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);
+  if (Status s = server.start(); !s.is_ok()) {
+    engine.stop();
+    return fail(s, "HTTP server");
+  }
+  spdlog::info("armhived listening on {}", server.url());
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: stopping (VMs keep running and are re-adopted on restart)", sig);
+  server.stop();
+  engine.stop();
+  return 0;
+}
+
+}  // namespace
+}  // namespace armhive
+
+int main(int argc, char** argv) {
+  using namespace armhive;
+  // Block the stop signals in every thread; serve() waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  CLI::App app{"armhived: a pool of ephemeral aarch64 VMs for CI, leased over a REST API"};
+  app.set_version_flag("--version", "armhived 0.1.0");
+  std::string config_path = "/etc/armhive/armhived.toml";
+  app.add_option("-c,--config", config_path, "Configuration file")->capture_default_str();
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Debug logging");
+  CLI::App* token = app.add_subcommand("token", "Manage API tokens: create, revoke, list");
+  token->allow_extras();
+  token->prefix_command();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+
+  auto config = load_daemon_config(config_path);
+  if (!config.is_ok()) {
+    std::cerr << "armhived: configuration error in " << config_path << ": "
+              << config.status().message()
+              << (config.status().field().empty() ? "" : " (key " + config.status().field() + ")")
+              << "\n";
+    return 2;
+  }
+  if (*token) {
+    auto db = Database::open(config->database_path());
+    if (!db.is_ok()) {
+      std::cerr << "armhived: " << db.status().to_string() << "\n";
+      return 1;
+    }
+    return run_token_command(token->remaining(), **db, std::cout, std::cerr);
+  }
+  return serve(*config);
+}
