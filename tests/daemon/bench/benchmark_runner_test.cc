@@ -1,0 +1,368 @@
+#include "daemon/bench/benchmark_runner.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+
+#include "daemon/bench/report.h"
+#include "tests/daemon/bench/bench_test_util.h"
+
+namespace armhive {
+namespace {
+
+using bench_test::fixture_path;
+using bench_test::read_fixture;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string joined(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+// A guest that has iperf3 and zstd unless told otherwise. Records every exec.
+class FakeHypervisor final : public Hypervisor {
+ public:
+  using Handler = std::function<Result<GuestExecResult>(const std::vector<std::string>&)>;
+
+  Status create_vm(const VmSpec&) override { return Status::ok(); }
+  Status destroy_vm(std::string_view) override { return Status::ok(); }
+  Result<std::vector<VmInfo>> list_vms() override { return std::vector<VmInfo>{}; }
+  Result<std::vector<std::string>> list_vm_files() override { return std::vector<std::string>{}; }
+  Status set_lease(std::string_view, std::string_view) override { return Status::ok(); }
+  Status ping_agent(std::string_view, std::chrono::milliseconds) override { return Status::ok(); }
+  Result<std::string> guest_address(std::string_view) override { return std::string("192.0.2.10"); }
+  Status set_authorized_keys(std::string_view, std::string_view, const std::vector<std::string>&) override {
+    return Status::ok();
+  }
+  Result<std::string> console_log(std::string_view, size_t) override { return std::string(); }
+  void set_event_handler(std::function<void(const VmEvent&)>) override {}
+
+  Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override {
+    {
+      std::lock_guard lock(mu);
+      execs.push_back(std::string(name) + ": " + joined(request.argv));
+    }
+    if (override_handler) {
+      if (auto r = override_handler(request.argv)) return *r;
+    }
+    const auto& a = request.argv;
+    GuestExecResult ok;
+    ok.exit_code = 0;
+    if (a[0] == "cat") {
+      ok.out = "4242\n";
+    } else if (a[0] == "zstd" && a.size() > 1 && a[1] == "--version") {
+      ok.out = read_fixture("zstd_version.out");
+    } else if (a[0] == "zstd") {
+      ok.out = read_fixture(a[3] == "-T1" ? "zstd_b3_t1_quiet.out" : "zstd_b3_t2_quiet.out");
+    }
+    return ok;
+  }
+
+  bool saw(const std::string& needle) {
+    std::lock_guard lock(mu);
+    for (const auto& e : execs) {
+      if (e.find(needle) != std::string::npos) return true;
+    }
+    return false;
+  }
+  size_t index_of(const std::string& needle) {
+    std::lock_guard lock(mu);
+    for (size_t i = 0; i < execs.size(); ++i) {
+      if (execs[i].find(needle) != std::string::npos) return i;
+    }
+    return SIZE_MAX;
+  }
+
+  // Returns nullopt to fall through to the default behaviour.
+  std::function<std::optional<Result<GuestExecResult>>(const std::vector<std::string>&)> override_handler;
+  std::mutex mu;
+  std::vector<std::string> execs;
+};
+
+class FakeProcesses final : public ProcessRunner {
+ public:
+  Result<ProcessResult> run(const ProcessRequest& request) override {
+    {
+      std::lock_guard lock(mu);
+      runs.push_back(joined(request.argv));
+    }
+    if (override_handler) {
+      if (auto r = override_handler(request.argv)) return *r;
+    }
+    ProcessResult r;
+    r.exit_code = 0;
+    bool reverse = std::find(request.argv.begin(), request.argv.end(), "-R") != request.argv.end();
+    if (request.argv[0] == "iperf3") r.out = read_fixture(reverse ? "iperf3_reverse_p4.json" : "iperf3_forward_p4.json");
+    return r;
+  }
+  std::function<std::optional<Result<ProcessResult>>(const std::vector<std::string>&)> override_handler;
+  std::mutex mu;
+  std::vector<std::string> runs;
+};
+
+class FixedClock final : public Clock {
+ public:
+  TimePoint now() const override { return from_unix_ms(1'796'000'000'000); }
+};
+
+struct Harness {
+  fs::path dir = fs::temp_directory_path() /
+                 ("armhive-bench-runs-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+  FakeHypervisor hv;
+  FakeProcesses procs;
+  FixedClock clock;
+  LeaseTarget target;
+
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+  Harness() {
+    target.vm_name = "armhive-vm-1";
+    target.address = "192.0.2.10";
+    target.pool = "ci";
+    target.host = "devhost";
+    target.host_arch = "x86_64";
+    target.guest_arch = "aarch64";
+    target.cpus = {1};
+    target.vcpus = 2;
+    target.mtu = 1500;
+    target.emulated = true;
+    target.corpus_bytes = 8388608;
+    target.corpus_seed = 7;
+  }
+  ~Harness() { fs::remove_all(dir); }
+
+  BenchmarkRunnerOptions options() {
+    BenchmarkRunnerOptions o;
+    o.runs_dir = dir.string();
+    o.proc_root = fixture_path("proc_before");
+    o.sys_root = fixture_path("sys");
+    o.client_retry_delay = 0ms;
+    return o;
+  }
+  std::unique_ptr<BenchmarkRunner> runner() {
+    auto resolve = [this](const std::string& lease) -> Result<LeaseTarget> {
+      if (lease != "l-1") return not_found("no such lease", lease);
+      return target;
+    };
+    auto r = std::make_unique<BenchmarkRunner>(hv, procs, resolve, clock, options());
+    REQUIRE(r->load().is_ok());
+    return r;
+  }
+};
+
+BenchmarkRequest request(std::vector<std::string> suites = {}) {
+  BenchmarkRequest r;
+  r.lease_id = "l-1";
+  r.owner = "alice";
+  r.suites = std::move(suites);
+  r.compression.repeats = 3;
+  return r;
+}
+
+TEST_CASE("runner: a full run succeeds, is consistent, stored, listed and reloaded", "[bench]") {
+  Harness h;
+  std::string id;
+  {
+    auto runner = h.runner();
+    auto started = runner->start(request());
+    REQUIRE(started.is_ok());
+    CHECK(started->state == BenchmarkState::kQueued);
+    id = started->id;
+    auto run = runner->wait(id, 60s);
+    REQUIRE(run.is_ok());
+    INFO(run->error);
+    REQUIRE(run->state == BenchmarkState::kSucceeded);
+    const auto& rep = run->report;
+    CHECK(check_benchmark_report(rep).is_ok());
+    CHECK(rep["emulated"] == true);
+    CHECK(rep["network"]["runs"].size() == 2);
+    CHECK(rep["network"]["runs"][1]["direction"] == "guest-to-host");
+    CHECK(rep["compression"]["guest"].size() == 2);  // -T1 and -T2 (2 vCPUs)
+    CHECK(rep["compression"]["guest"][1]["threads"] == 2);
+    CHECK(rep["compression"]["guest"][0]["compress_mb_s"]["n"] == 3);
+    CHECK(rep["compression"]["zstd_version"] == "1.5.4");
+    CHECK(rep["compression"]["guest_host_ratio"]["available"] == false);
+    CHECK_THAT(rep["compression"]["guest_host_ratio"]["reason"].get<std::string>(), Catch::Contains("TCG"));
+    CHECK(rep["sensors"]["before"].size() == 4);
+
+    // The guest server was started, daemonised, and stopped through its pidfile.
+    CHECK(h.hv.saw("iperf3 -s -D -1 -p 5201 --pidfile /run/armhive-iperf3-" + id + ".pid"));
+    CHECK(h.hv.saw("kill 4242"));
+    CHECK(h.hv.saw("zstd -q -b3 -T1 -i1 /usr/share/armhive/corpus.bin"));
+    CHECK(h.hv.saw("zstd -q -b3 -T2 -i1 /usr/share/armhive/corpus.bin"));
+    // The host client used fixed client ports and both directions.
+    CHECK(h.procs.runs.at(0) ==
+          "iperf3 -c 192.0.2.10 -p 5201 -P 4 --cport 5000 -t 5 -i 1 -J --connect-timeout 5000");
+    CHECK(h.procs.runs.at(1).find(" -R") != std::string::npos);
+
+    CHECK(fs::exists(h.dir / (id + ".json")));
+    CHECK(runner->list({.vm_name = "armhive-vm-1"}).size() == 1);
+    CHECK(runner->list({.host = "elsewhere"}).empty());
+    auto html = runner->report_html({id});
+    REQUIRE(html.is_ok());
+    CHECK(html->find("EMULATED") != std::string::npos);
+    auto csv = runner->report_csv({id});
+    REQUIRE(csv.is_ok());
+    CHECK(csv->find("network.host-to-guest.mtu1500.gbit_s") != std::string::npos);
+    CHECK(runner->report_html({"b-nope"}).status().code() == ErrorCode::kNotFound);
+    CHECK(runner->report_html({}).status().code() == ErrorCode::kInvalidArgument);
+  }
+  auto again = h.runner();
+  auto loaded = again->get(id);
+  REQUIRE(loaded.is_ok());
+  CHECK(loaded->state == BenchmarkState::kSucceeded);
+  CHECK(loaded->report["network"]["runs"].size() == 2);
+}
+
+TEST_CASE("runner: requests are validated and leases resolved before queueing", "[bench]") {
+  Harness h;
+  auto runner = h.runner();
+  auto bad = request({"disk"});
+  CHECK(runner->start(bad).status().field() == "suites");
+  auto unknown = request();
+  unknown.lease_id = "l-404";
+  CHECK(runner->start(unknown).status().code() == ErrorCode::kNotFound);
+  CHECK(runner->list({}).empty());
+}
+
+TEST_CASE("runner: iperf3 missing in the guest fails the run clearly", "[bench]") {
+  Harness h;
+  h.hv.override_handler = [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+    if (a[0] == "iperf3") {
+      return Result<GuestExecResult>(Status(ErrorCode::kUnavailable,
+          "guest-exec: Failed to execute child process \xE2\x80\x9Ciperf3\xE2\x80\x9D (No such file or directory)"));
+    }
+    return std::nullopt;
+  };
+  auto runner = h.runner();
+  auto run = runner->wait(runner->start(request({"network"}))->id, 60s);
+  REQUIRE(run.is_ok());
+  CHECK(run->state == BenchmarkState::kFailed);
+  CHECK_THAT(run->error, Catch::Contains("starting the iperf3 server in the guest"));
+  CHECK_THAT(run->error, Catch::Contains("No such file"));
+  CHECK(h.procs.runs.empty());             // no client against a missing server
+  CHECK(h.hv.saw("rm -f /run/armhive-iperf3-"));  // the stop path ran anyway
+}
+
+TEST_CASE("runner: a guest exec timeout fails the run and still stops the server", "[bench]") {
+  Harness h;
+  h.hv.override_handler = [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+    if (a[0] == "iperf3") {
+      GuestExecResult r;
+      r.timed_out = true;
+      return Result<GuestExecResult>(r);
+    }
+    return std::nullopt;
+  };
+  auto runner = h.runner();
+  auto run = runner->wait(runner->start(request())->id, 60s);
+  REQUIRE(run.is_ok());
+  CHECK(run->state == BenchmarkState::kFailed);
+  CHECK_THAT(run->error, Catch::Contains("timed out"));
+  CHECK(run->report["error_code"] == "timeout");
+  size_t start = h.hv.index_of("iperf3 -s");
+  size_t kill = h.hv.index_of("kill 4242");
+  REQUIRE(start != SIZE_MAX);
+  REQUIRE(kill != SIZE_MAX);
+  CHECK(kill > start);
+  CHECK_FALSE(h.hv.saw("zstd"));  // the run ended at the first failure
+}
+
+TEST_CASE("runner: a host client timeout or a missing host iperf3 fails and stops the server", "[bench]") {
+  Harness h;
+  bool missing = GENERATE(false, true);
+  h.procs.override_handler = [missing](const std::vector<std::string>&) -> std::optional<Result<ProcessResult>> {
+    if (missing) return Result<ProcessResult>(Status(ErrorCode::kNotFound, "iperf3: not found in PATH"));
+    ProcessResult r;
+    r.timed_out = true;
+    return Result<ProcessResult>(r);
+  };
+  auto runner = h.runner();
+  auto run = runner->wait(runner->start(request({"network"}))->id, 60s);
+  REQUIRE(run.is_ok());
+  CHECK(run->state == BenchmarkState::kFailed);
+  CHECK_THAT(run->error, Catch::Contains(missing ? "not installed on the host" : "timed out"));
+  CHECK(h.hv.saw("kill 4242"));
+}
+
+TEST_CASE("runner: a refused connection is retried, then reported", "[bench]") {
+  Harness h;
+  h.procs.override_handler = [](const std::vector<std::string>&) -> std::optional<Result<ProcessResult>> {
+    ProcessResult r;
+    r.exit_code = 1;
+    r.out = read_fixture("iperf3_refused.json");
+    return Result<ProcessResult>(r);
+  };
+  auto runner = h.runner();
+  auto run = runner->wait(runner->start(request({"network"}))->id, 60s);
+  REQUIRE(run.is_ok());
+  CHECK(run->state == BenchmarkState::kFailed);
+  CHECK_THAT(run->error, Catch::Contains("unable to connect to server"));
+  CHECK(h.procs.runs.size() == 3);
+}
+
+TEST_CASE("runner: MTU runs set and restore the guest MTU; zstd failures are clear", "[bench]") {
+  Harness h;
+  h.hv.override_handler = [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+    if (a[0] == "zstd" && a[1] == "-q") {
+      GuestExecResult r;
+      r.exit_code = 1;
+      r.out = read_fixture("zstd_missing_file.out");
+      return Result<GuestExecResult>(r);
+    }
+    return std::nullopt;
+  };
+  auto runner = h.runner();
+  auto req = request();
+  req.network.mtus = {1500, 9000};
+  req.network.both_directions = false;
+  auto run = runner->wait(runner->start(req)->id, 60s);
+  REQUIRE(run.is_ok());
+  CHECK(h.hv.saw("ip link set dev eth0 mtu 9000"));
+  CHECK(h.hv.index_of("ip link set dev eth0 mtu 1500") < h.hv.index_of("mtu 9000"));
+  CHECK(run->report["network"]["runs"].size() == 2);
+  CHECK(run->report["network"]["runs"][1]["mtu"] == 9000);
+  CHECK(run->state == BenchmarkState::kFailed);
+  CHECK_THAT(run->error, Catch::Contains("Error loading files"));
+}
+
+TEST_CASE("runner: runs on one VM are serialised and all finish", "[bench]") {
+  Harness h;
+  std::mutex mu;
+  int active = 0, max_active = 0;
+  h.hv.override_handler = [&](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+    if (a[0] == "zstd" && a[1] == "--version") {
+      std::lock_guard lock(mu);
+      max_active = std::max(max_active, ++active);
+    }
+    if (a[0] == "zstd" && a[1] == "-q" && a[3] == "-T2") {
+      std::lock_guard lock(mu);
+      --active;  // the last command of a compression run
+    }
+    return std::nullopt;
+  };
+  h.target.vcpus = 2;
+  auto runner = h.runner();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto req = request({"compression"});
+    req.compression.repeats = 1;
+    ids.push_back(runner->start(req)->id);
+  }
+  for (const auto& id : ids) {
+    auto run = runner->wait(id, 60s);
+    REQUIRE(run.is_ok());
+    CHECK(run->state == BenchmarkState::kSucceeded);
+  }
+  CHECK(max_active == 1);
+  CHECK(runner->list({.lease_id = "l-1"}).size() == 3);
+  CHECK(runner->list({.lease_id = "l-1", .limit = 2}).size() == 2);
+}
+
+}  // namespace
+}  // namespace armhive
