@@ -1,0 +1,235 @@
+// End-to-end: the tiny image from the e2e catalogue ($ARMHIVE_E2E_STATE/images, built by the
+// "e2e: build tiny image" fixture) booted twice through LibvirtHypervisor under the sandboxed
+// libvirtd (this process runs inside its network namespace). Checks what a lease user relies
+// on: the agent answers, a key installed through the agent lets a real OpenSSH client in,
+// iperf3 and zstd run, the benchmark corpus is the one the manifest names, and two VMs from
+// one image have their own hostname, machine-id and SSH host key.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "base/process_runner.h"
+#include "daemon/images/catalog.h"
+#include "daemon/virt/event_loop.h"
+#include "daemon/virt/host_discovery.h"
+#include "daemon/virt/libvirt_hypervisor.h"
+#include "daemon/virt/network.h"
+
+namespace armhive {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+struct Guest {
+  std::string name;
+  std::string hostname;
+  std::string address;
+};
+
+// Runs argv in the guest through the agent; fails the test on a transport error.
+GuestExecResult guest_exec(Hypervisor& hv, const std::string& vm, std::vector<std::string> argv) {
+  auto r = hv.exec(vm, GuestExecRequest{std::move(argv), "", std::chrono::seconds(60)});
+  INFO("guest-exec in " << vm << ": " << r.status().to_string());
+  REQUIRE(r.is_ok());
+  return *r;
+}
+
+TEST_CASE("the tiny image boots to a responding agent, takes an SSH key through it, runs "
+          "iperf3 and zstd, and gives every VM its own identity", "[images][e2e]") {
+  const fs::path state = env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e");
+  auto catalog = ImageCatalog::open((state / "images").string());
+  INFO(catalog.status().to_string());
+  REQUIRE(catalog.is_ok());
+  auto image = catalog->find("tiny");
+  INFO(image.status().to_string());
+  REQUIRE(image.is_ok());
+  Status verified = catalog->verify(*image);
+  INFO(verified.to_string());
+  REQUIRE(verified.is_ok());
+  REQUIRE(image->boot == "kernel");
+
+  auto loop = EventLoop::start();
+  REQUIRE(loop.is_ok());
+  const std::string uri = env_or("ARMHIVE_IMAGES_E2E_URI", "qemu:///system");
+  auto conn = Connection::open(uri);
+  REQUIRE(conn.is_ok());
+  auto host = discover_host(*conn, {});
+  REQUIRE(host.is_ok());
+
+  const fs::path work = state / "images-e2e";
+  fs::remove_all(work);
+  fs::create_directories(work);
+  LibvirtHypervisorOptions opts;
+  opts.uri = uri;
+  opts.state_dir = (work / "vms").string();
+  opts.storage_pool = "armhive-images-e2e";
+  opts.accel = host->accel;
+  auto hv_result = LibvirtHypervisor::open(opts);
+  INFO(hv_result.status().to_string());
+  REQUIRE(hv_result.is_ok());
+  LibvirtHypervisor& hv = **hv_result;
+
+  NetworkSpec net{"armhive-images-e2e", "ahimge2e0", "10.231.8.1/24", "10.231.8.10",
+                  "10.231.8.100", 1500};
+  REQUIRE(ensure_network(hv.connection(), net).is_ok());
+
+  std::vector<Guest> guests = {{"armhive-images-e2e-1", "img-e2e-one", ""},
+                               {"armhive-images-e2e-2", "img-e2e-two", ""}};
+  struct Cleanup {
+    LibvirtHypervisor& hv;
+    const std::vector<Guest>& guests;
+    const NetworkSpec& net;
+    fs::path work;
+    ~Cleanup() {
+      for (const auto& g : guests) (void)hv.destroy_vm(g.name);
+      (void)remove_network(hv.connection(), net.name);
+      std::error_code ec;
+      fs::remove_all(work, ec);
+    }
+  } cleanup{hv, guests, net, work};
+
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < guests.size(); ++i) {
+    VmSpec spec;
+    spec.name = guests[i].name;
+    spec.vm_id = "vm-images-e2e-" + std::to_string(i + 1);
+    spec.pool = "images-e2e";
+    spec.base_disk = image->disk.path;
+    spec.kernel = image->kernel.path;
+    spec.initrd = image->initrd.path;
+    spec.cmdline = image->cmdline + " armhive.hostname=" + guests[i].hostname;
+    spec.vcpus = 1;
+    spec.memory_mib = 512;
+    spec.network = net.name;
+    Status created = hv.create_vm(spec);
+    INFO(created.to_string());
+    REQUIRE(created.is_ok());
+  }
+
+  // The agent answers on both.
+  for (const auto& g : guests) {
+    bool agent = false;
+    const auto deadline = Clock::now() + std::chrono::seconds(240);
+    while (Clock::now() < deadline && !agent) {
+      agent = hv.ping_agent(g.name, std::chrono::seconds(2)).is_ok();
+      if (!agent) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    std::string log = hv.console_log(g.name, 8192).value_or("");
+    INFO("console of " << g.name << ":\n" << log);
+    REQUIRE(agent);
+    std::printf("images e2e: %s agent answered %.1f s after the first create_vm (%s)\n",
+                g.name.c_str(), std::chrono::duration<double>(Clock::now() - t0).count(),
+                host->accel == Accel::kKvm ? "kvm" : "tcg, emulated");
+  }
+
+  // A key installed through the agent lets a real OpenSSH client log in.
+  SubprocessRunner runner;
+  const fs::path key = work / "id_ed25519";
+  auto keygen = runner.run(
+      {.argv = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "armhive-e2e", "-f",
+                key.string()}});
+  REQUIRE(keygen.is_ok());
+  REQUIRE(keygen->ok());
+  const std::string pubkey = trim(read_file(key.string() + ".pub"));
+  Status keys = hv.set_authorized_keys(guests[0].name, image->login_user, {pubkey});
+  INFO(keys.to_string());
+  REQUIRE(keys.is_ok());
+
+  for (auto& g : guests) {
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (Clock::now() < deadline) {
+      auto addr = hv.guest_address(g.name);
+      if (addr.is_ok() && !addr->empty()) {
+        g.address = *addr;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    INFO(g.name << " has no IPv4 address");
+    REQUIRE_FALSE(g.address.empty());
+  }
+
+  ProcessResult ssh;
+  for (int attempt = 0; attempt < 20; ++attempt) {  // sshd may still be generating keys
+    auto r = runner.run(
+        {.argv = {"ssh", "-i", key.string(), "-o", "StrictHostKeyChecking=no", "-o",
+                  "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+                  "-o", "LogLevel=ERROR", image->login_user + "@" + guests[0].address,
+                  "hostname; iperf3 --version; zstd --version; sha256sum " + image->corpus_path},
+         .timeout = std::chrono::seconds(60)});
+    REQUIRE(r.is_ok());
+    ssh = *r;
+    if (ssh.ok()) break;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  INFO("ssh stdout:\n" << ssh.out << "\nssh stderr:\n" << ssh.err);
+  REQUIRE(ssh.ok());
+  CHECK(ssh.out.find(guests[0].hostname + "\n") == 0);
+  CHECK(ssh.out.find("iperf 3.") != std::string::npos);
+  CHECK(ssh.out.find("Zstandard CLI") != std::string::npos);
+  CHECK(ssh.out.find(image->corpus_sha256) != std::string::npos);
+
+  // Without the key (second VM never got it) the same client is refused.
+  auto refused = runner.run(
+      {.argv = {"ssh", "-i", key.string(), "-o", "StrictHostKeyChecking=no", "-o",
+                "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
+                "-o", "LogLevel=ERROR", image->login_user + "@" + guests[1].address, "true"},
+       .timeout = std::chrono::seconds(60)});
+  REQUIRE(refused.is_ok());
+  CHECK_FALSE(refused->ok());
+
+  // The tools run through the agent too, and each VM has its own identity.
+  std::vector<std::string> hostnames, machine_ids, host_keys;
+  for (const auto& g : guests) {
+    auto iperf = guest_exec(hv, g.name, {"/usr/bin/iperf3", "--version"});
+    CHECK(iperf.exit_code == 0);
+    CHECK(iperf.out.find("iperf 3.") != std::string::npos);
+    auto zstd = guest_exec(hv, g.name, {"/usr/bin/zstd", "--version"});
+    CHECK(zstd.exit_code == 0);
+    CHECK(zstd.out.find("Zstandard CLI") != std::string::npos);
+    hostnames.push_back(trim(guest_exec(hv, g.name, {"/bin/hostname"}).out));
+    machine_ids.push_back(trim(guest_exec(hv, g.name, {"/bin/cat", "/etc/machine-id"}).out));
+    auto hk = guest_exec(hv, g.name, {"/usr/bin/dropbearkey", "-y", "-f",
+                                      "/run/dropbear/ed25519_host_key"});
+    CHECK(hk.exit_code == 0);
+    host_keys.push_back(hk.out);
+  }
+  CHECK(hostnames[0] == guests[0].hostname);
+  CHECK(hostnames[1] == guests[1].hostname);
+  CHECK(machine_ids[0].size() == 32);
+  CHECK(machine_ids[1].size() == 32);
+  CHECK(machine_ids[0] != machine_ids[1]);
+  CHECK(host_keys[0].find("ssh-ed25519 ") != std::string::npos);
+  CHECK(host_keys[0] != host_keys[1]);
+
+  for (const auto& g : guests) CHECK(hv.destroy_vm(g.name).is_ok());
+  CHECK(hv.list_vms()->empty());
+}
+
+}  // namespace
+}  // namespace armhive
