@@ -269,3 +269,54 @@ TEST_CASE("a real aarch64 guest boots to userspace, pinned as its domain says, a
 
 }  // namespace
 }  // namespace armhive
+
+namespace armhive {
+namespace {
+
+TEST_CASE("a UEFI guest starts on AAVMF with its own vars file, removed with it",
+          "[virt][e2e][uefi]") {
+  TinyImage img = load_tiny_image();
+  auto loop = EventLoop::start();
+  REQUIRE(loop.is_ok());
+  const std::string uri = env_or("ARMHIVE_VIRT_E2E_URI", "qemu:///system");
+  fs::path state = fs::path(env_or("ARMHIVE_E2E_STATE", fs::temp_directory_path().string())) /
+                   "virt-e2e-uefi";
+  fs::remove_all(state);
+  LibvirtHypervisorOptions opts;
+  opts.uri = uri;
+  opts.state_dir = (state / "vms").string();
+  opts.storage_pool = "armhive-virt-e2e-uefi";
+  auto hv = LibvirtHypervisor::open(opts);
+  REQUIRE(hv.is_ok());
+  NetworkSpec net{"armhive-virt-e2e", "ahvirte2e0", "10.231.7.1/24", "10.231.7.10",
+                  "10.231.7.100", 1500};
+  REQUIRE(ensure_network((*hv)->connection(), net).is_ok());
+
+  VmSpec spec;
+  spec.name = "armhive-virt-e2e-uefi";
+  spec.vm_id = "vm-virt-e2e-uefi";
+  spec.pool = "uefi";
+  spec.base_disk = img.disk;  // any qcow2: the test only needs the firmware to start
+  spec.memory_mib = 512;
+  spec.network = net.name;
+  Status created = (*hv)->create_vm(spec);
+  INFO(created.to_string());
+  REQUIRE(created.is_ok());
+  const DomainPaths paths = (*hv)->paths_for(spec.name);
+  CHECK(fs::exists(paths.nvram));
+  CHECK(fs::file_size(paths.nvram) == fs::file_size(opts.uefi_vars_template));
+  auto vms = (*hv)->list_vms();
+  REQUIRE(vms.is_ok());
+  REQUIRE(vms->size() == 1);
+  CHECK(vms->front().running);
+
+  REQUIRE((*hv)->destroy_vm(spec.name).is_ok());
+  CHECK_FALSE(fs::exists(paths.nvram));
+  CHECK_FALSE(fs::exists(paths.overlay));
+  CHECK((*hv)->list_vm_files()->empty());
+  CHECK(remove_network((*hv)->connection(), net.name).is_ok());
+  fs::remove_all(state);
+}
+
+}  // namespace
+}  // namespace armhive
