@@ -1,0 +1,235 @@
+// End-to-end: a real benchmark (network + compression) against a tiny-image aarch64 guest under
+// the sandboxed libvirtd (this process runs inside the sandbox's network namespace; iperf3
+// traffic goes only to the guest on the namespace's isolated network). The HTML report is
+// rendered by headless Chromium; report and screenshot are kept in $ARMHIVE_E2E_STATE/artifacts.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "base/process_runner.h"
+#include "daemon/bench/benchmark_runner.h"
+#include "daemon/bench/report.h"
+#include "daemon/virt/event_loop.h"
+#include "daemon/virt/host_discovery.h"
+#include "daemon/virt/libvirt_hypervisor.h"
+#include "daemon/virt/network.h"
+
+namespace armhive {
+namespace {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+using nlohmann::json;
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chromium renders",
+          "[bench][e2e]") {
+  const fs::path e2e_state = env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e");
+  const fs::path image_dir = env_or("ARMHIVE_BENCH_E2E_IMAGE_DIR", (e2e_state / "images" / "tiny").string());
+  const fs::path manifest_path = image_dir / "manifest.json";
+  INFO("tiny image manifest " << manifest_path);
+  REQUIRE(fs::exists(manifest_path));
+  json manifest = json::parse(slurp(manifest_path), nullptr, false);
+  REQUIRE_FALSE(manifest.is_discarded());
+  auto file_of = [&](const char* key) {
+    return (image_dir / manifest["files"][key]["path"].get<std::string>()).string();
+  };
+
+  auto loop = EventLoop::start();
+  REQUIRE(loop.is_ok());
+  const std::string uri = env_or("ARMHIVE_BENCH_E2E_URI", "qemu:///system");
+  auto conn = Connection::open(uri);
+  REQUIRE(conn.is_ok());
+  auto host = discover_host(*conn, {});
+  REQUIRE(host.is_ok());
+
+  const fs::path state = e2e_state / "bench-e2e";
+  const fs::path artifacts = e2e_state / "artifacts";
+  fs::remove_all(state);
+  fs::create_directories(artifacts);
+  LibvirtHypervisorOptions opts;
+  opts.uri = uri;
+  opts.state_dir = (state / "vms").string();
+  opts.storage_pool = "armhive-bench-e2e";
+  opts.accel = host->accel;
+  auto hv = LibvirtHypervisor::open(opts);
+  REQUIRE(hv.is_ok());
+
+  NetworkSpec net{"armhive-bench-e2e", "ahbenche2e0", "10.231.9.1/24", "10.231.9.10", "10.231.9.100", 1500};
+  REQUIRE(ensure_network((*hv)->connection(), net).is_ok());
+
+  VmSpec spec;
+  spec.name = "armhive-bench-e2e-1";
+  spec.vm_id = "vm-bench-e2e-1";
+  spec.pool = "bench";
+  spec.base_disk = file_of("disk");
+  spec.kernel = file_of("kernel");
+  spec.initrd = manifest["files"].contains("initrd") ? file_of("initrd") : "";
+  spec.cmdline = manifest.value("cmdline", "console=ttyAMA0") + " armhive.hostname=bench-e2e";
+  spec.vcpus = 2;
+  spec.memory_mib = 512;
+  spec.network = net.name;
+  spec.mtu = net.mtu;
+  Status created = (*hv)->create_vm(spec);
+  INFO(created.to_string());
+  REQUIRE(created.is_ok());
+
+  // Whatever happens below, the VM and the network go away.
+  struct Cleanup {
+    LibvirtHypervisor& hv;
+    std::string vm, net;
+    ~Cleanup() {
+      (void)hv.destroy_vm(vm);
+      (void)remove_network(hv.connection(), net);
+    }
+  } cleanup{**hv, spec.name, net.name};
+
+  bool agent = false;
+  for (auto deadline = SteadyClock::now() + std::chrono::seconds(240); SteadyClock::now() < deadline;) {
+    if ((*hv)->ping_agent(spec.name, std::chrono::seconds(2)).is_ok()) {
+      agent = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  INFO("console: " << (*hv)->console_log(spec.name, 3000).value_or(""));
+  REQUIRE(agent);
+  Result<std::string> addr = unavailable("no address yet");
+  for (int i = 0; i < 120 && !addr.is_ok(); ++i) {
+    addr = (*hv)->guest_address(spec.name);
+    if (!addr.is_ok()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  REQUIRE(addr.is_ok());
+
+  LeaseTarget target;
+  target.vm_name = spec.name;
+  target.address = *addr;
+  target.pool = spec.pool;
+  target.host = host->hostname;
+  target.host_arch = host->arch;
+  target.guest_arch = "aarch64";
+  target.vcpus = spec.vcpus;
+  target.mtu = spec.mtu;
+  target.emulated = host->accel != Accel::kKvm;
+  if (manifest.contains("corpus")) {
+    target.corpus_path = manifest["corpus"].value("path", target.corpus_path);
+    target.corpus_bytes = manifest["corpus"].value("bytes", uint64_t{0});
+    target.corpus_seed = manifest["corpus"].value("seed", uint64_t{0});
+    target.corpus_sha256 = manifest["corpus"].value("sha256", "");
+    target.corpus_description = "tiny image corpus";
+  }
+
+  SubprocessRunner processes;
+  SystemClock clock;
+  BenchmarkRunnerOptions bopts;
+  bopts.runs_dir = (state / "runs").string();
+  bopts.zstd_timeout = std::chrono::minutes(3);
+  BenchmarkRunner runner(**hv, processes,
+                         [&](const std::string& lease) -> Result<LeaseTarget> {
+                           if (lease != "l-e2e") return not_found("no such lease", lease);
+                           return target;
+                         },
+                         clock, bopts);
+  REQUIRE(runner.load().is_ok());
+
+  BenchmarkRequest req;
+  req.lease_id = "l-e2e";
+  req.owner = "e2e";
+  req.network.streams = 2;
+  req.network.duration_s = 3;
+  req.network.interval_s = 1;
+  req.compression.repeats = 2;
+  auto started = runner.start(req);
+  REQUIRE(started.is_ok());
+  auto run = runner.wait(started->id, std::chrono::minutes(12));
+  REQUIRE(run.is_ok());
+  INFO("error: " << run->error);
+  INFO("report: " << run->report.dump(1).substr(0, 4000));
+  REQUIRE(run->state == BenchmarkState::kSucceeded);
+
+  const json& rep = run->report;
+  CHECK(check_benchmark_report(rep).is_ok());
+  CHECK(rep["emulated"] == (host->accel != Accel::kKvm));
+  REQUIRE(rep["network"]["runs"].size() == 2);
+  for (const auto& r : rep["network"]["runs"]) {
+    CHECK(r["ports"] == json({5000, 5001}));
+    CHECK(r["total"]["received_bits_per_second"].get<double>() > 0);
+    double last_sum = 0, streams = 0;
+    for (const auto& s : r["intervals"].back()["streams"]) streams += s["bits_per_second"].get<double>();
+    last_sum = r["intervals"].back()["sum"]["bits_per_second"].get<double>();
+    CHECK(streams == Approx(last_sum).epsilon(0.005));
+    CHECK(r["host_cpu"]["available"] == true);
+  }
+  const json& comp = rep["compression"];
+  REQUIRE(comp["guest"].size() == 2);
+  for (const auto& s : comp["guest"]) {
+    CHECK(s["compressed_bytes"].get<uint64_t>() < s["input_bytes"].get<uint64_t>());
+    CHECK(s["compress_mb_s"]["median"].get<double>() > 0);
+    CHECK(s["decompress_mb_s"]["median"].get<double>() > 0);
+  }
+  if (target.corpus_bytes) CHECK(comp["guest"][0]["input_bytes"] == target.corpus_bytes);
+
+  // Nothing left behind in the guest: no iperf3 server, no pidfile.
+  auto pids = (*hv)->exec(spec.name, {.argv = {"pidof", "iperf3"}, .timeout = std::chrono::seconds(30)});
+  REQUIRE(pids.is_ok());
+  CHECK(pids->exit_code != 0);
+  CHECK(pids->out.empty());
+
+  // The HTML report renders in headless Chromium.
+  auto html = runner.report_html({run->id});
+  REQUIRE(html.is_ok());
+  const fs::path page = artifacts / "bench-report.html";
+  const fs::path shot = artifacts / "bench-report.png";
+  std::ofstream(page) << *html;
+  std::ofstream(artifacts / "bench-report.json") << to_json(*run).dump(1);
+  std::ofstream(artifacts / "bench-report.csv") << *runner.report_csv({run->id});
+  fs::remove(shot);
+  const fs::path profile = state / "chromium-profile";
+  fs::create_directories(profile);
+  auto chromium = processes.run(
+      {.argv = {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run",
+                "--user-data-dir=" + profile.string(), "--screenshot=" + shot.string(),
+                "--window-size=1280,2000", "file://" + page.string()},
+       .timeout = std::chrono::minutes(3)});
+  REQUIRE(chromium.is_ok());
+  INFO("chromium stderr: " << chromium->err.substr(0, 2000));
+  CHECK(chromium->exit_code == 0);
+  CHECK(fs::exists(shot));
+  if (fs::exists(shot)) CHECK(fs::file_size(shot) > 10000);
+
+  const auto& fwd = rep["network"]["runs"][0];
+  const auto& rev = rep["network"]["runs"][1];
+  std::printf("bench e2e (%s): host->guest %.3f Gbit/s, guest->host %.3f Gbit/s; zstd -3 -T1 %.1f MB/s "
+              "(min %.1f, max %.1f), -T2 %.1f MB/s, decompress -T1 %.1f MB/s; zstd %s; report %s\n",
+              rep["emulated"].get<bool>() ? "EMULATED" : "native",
+              fwd["total"]["received_bits_per_second"].get<double>() / 1e9,
+              rev["total"]["received_bits_per_second"].get<double>() / 1e9,
+              comp["guest"][0]["compress_mb_s"]["median"].get<double>(),
+              comp["guest"][0]["compress_mb_s"]["min"].get<double>(),
+              comp["guest"][0]["compress_mb_s"]["max"].get<double>(),
+              comp["guest"][1]["compress_mb_s"]["median"].get<double>(),
+              comp["guest"][0]["decompress_mb_s"]["median"].get<double>(),
+              comp.value("zstd_version", "?").c_str(), page.c_str());
+  fs::remove_all(profile);
+}
+
+}  // namespace
+}  // namespace armhive
