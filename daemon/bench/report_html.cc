@@ -224,7 +224,7 @@ std::string compression_section(const json& c, bool emulated) {
            svg_num(r.value("decompress", 0.0), 3) + "</td></tr>";
     }
     s += "</table>";
-  } else if (ratio.contains("reason")) {
+  } else if (ratio.contains("reason") && str(ratio, "reason") != str(host, "reason")) {
     s += "<p class=\"note\">No guest/host ratio: " + esc(str(ratio, "reason")) + "</p>";
   }
   std::string charts;

@@ -137,7 +137,16 @@ std::string svg_line_chart(std::string_view title, std::string_view x_label,
       if (std::isfinite(y)) ymax = std::max(ymax, y);
     }
   }
+  // x ticks at a round step (1, 2 or 5 times a power of ten), at most 6 of them.
   xmax = xmax > 0 ? xmax : 1;
+  double xstep = std::pow(10.0, std::floor(std::log10(xmax / 6)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (xmax / (m * xstep) <= 6) {
+      xstep *= m;
+      break;
+    }
+  }
+  xmax = std::ceil(xmax / xstep - 1e-9) * xstep;
   ymax = nice_max(ymax);
   auto px = [&](double x) { return left + (right - left) * x / xmax; };
   auto py = [&](double y) { return bottom - (bottom - top) * y / ymax; };
@@ -146,9 +155,8 @@ std::string svg_line_chart(std::string_view title, std::string_view x_label,
   s += y_axis(ymax, left, right, top, bottom, y_label);
   s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(bottom, 1) + "\" x2=\"" +
        svg_num(right, 1) + "\" y2=\"" + svg_num(bottom, 1) + "\" stroke=\"#333333\"/>";
-  for (int i = 0; i <= 4; ++i) {
-    double x = xmax * i / 4;
-    s += text_el(px(x), bottom + 15, svg_num(x, 1), "font-size=\"11\" text-anchor=\"middle\"");
+  for (double x = 0; x <= xmax + xstep / 2; x += xstep) {
+    s += text_el(px(x), bottom + 15, svg_num(x, xstep < 1 ? 1 : 0), "font-size=\"11\" text-anchor=\"middle\"");
   }
   s += text_el((left + right) / 2, h - 8, x_label, "font-size=\"11\" text-anchor=\"middle\"");
   for (size_t i = 0; i < series.size(); ++i) {
