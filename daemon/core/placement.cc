@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -39,6 +40,24 @@ std::optional<PlacementStrategy> placement_strategy_from_string(std::string_view
   if (s == "pack") return PlacementStrategy::kPack;
   if (s == "spread") return PlacementStrategy::kSpread;
   return std::nullopt;
+}
+
+Status compare_recorded_pins(const std::string& vm_name, const std::vector<int>& recorded,
+                             const std::vector<int>& running) {
+  const std::set<int> rec(recorded.begin(), recorded.end());
+  const std::set<int> run(running.begin(), running.end());
+  if (rec == run) return Status::ok();
+  std::vector<int> only_rec;
+  std::vector<int> only_run;
+  std::set_difference(rec.begin(), rec.end(), run.begin(), run.end(), std::back_inserter(only_rec));
+  std::set_difference(run.begin(), run.end(), rec.begin(), rec.end(), std::back_inserter(only_run));
+  std::string msg = "recorded CPUs " + format_cpu_list(recorded) +
+                    " disagree with the running "
+                    "domain's pins " +
+                    format_cpu_list(running);
+  if (!only_rec.empty()) msg += "; only recorded: " + format_cpu_list(only_rec);
+  if (!only_run.empty()) msg += "; only running: " + format_cpu_list(only_run);
+  return conflict(msg, vm_name);
 }
 
 std::string_view to_string(CpuRole r) {

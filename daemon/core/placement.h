@@ -64,6 +64,14 @@ struct Placement {
   CpuList cpus() const;  // the distinct CPUs of vcpu_pins, sorted
 };
 
+// Restart check: compares the CPUs the database recorded for a VM (Lease::cpus) with the pins
+// of its running domain (VmInfo::vcpu_pins). Ok when they name the same CPUs; otherwise
+// kConflict (context: the VM) naming the CPUs found on only one side, so the engine can report
+// the disagreement and fix it (the running domain is the truth for adopt(); the record is
+// rewritten or the VM destroyed).
+Status compare_recorded_pins(const std::string& vm_name, const std::vector<int>& recorded,
+                             const std::vector<int>& running);
+
 enum class CpuRole { kHousekeeping, kDedicated, kShared, kUnassigned };
 // "housekeeping", "dedicated", "shared", "unassigned" (the strings of CoreUse::role).
 std::string_view to_string(CpuRole r);

@@ -416,6 +416,16 @@ TEST_CASE("adopt reports double-booked and out-of-set cores", "[core][placement]
   CHECK(a.adopt("vm-e", {}, CpuPolicy::kDedicated).code() == ErrorCode::kInvalidArgument);
 }
 
+TEST_CASE("recorded pins are checked against the running domain", "[core][placement]") {
+  CHECK(compare_recorded_pins("vm-a", {2, 3}, {3, 2}).is_ok());
+  Status s = compare_recorded_pins("vm-a", {2, 3, 4}, {2, 3, 5, 6});
+  CHECK(s.code() == ErrorCode::kConflict);
+  CHECK(s.context() == "vm-a");
+  CHECK(contains(s.message(), "recorded CPUs 2-4 disagree with the running domain's pins 2-3,5-6"));
+  CHECK(contains(s.message(), "only recorded: 4; only running: 5-6"));
+  CHECK(compare_recorded_pins("vm-b", {}, {1}).code() == ErrorCode::kConflict);
+}
+
 TEST_CASE("the two-CPU development host pins one VM to CPU 1", "[core][placement]") {
   CoreAllocator a = make_allocator(two_cpu_topology());
   Result<Placement> p = a.allocate(dedicated("dev", 1));
