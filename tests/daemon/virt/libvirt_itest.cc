@@ -50,10 +50,22 @@ class EventRecorder {
   std::vector<VmEvent> events_;
 };
 
+// A temporary directory removed when the test ends.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& tag)
+      : path(fs::temp_directory_path() / ("armhive-virt-" + tag + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 // A private test:/// state per connection: test:///ABS/PATH.xml needs a node file.
-std::string private_test_uri() {
-  fs::path dir = fs::temp_directory_path() / ("armhive-virt-itest-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+std::string private_test_uri(const fs::path& dir) {
   fs::path node = dir / "node.xml";
   FILE* f = std::fopen(node.c_str(), "w");
   REQUIRE(f != nullptr);
@@ -109,7 +121,8 @@ TEST_CASE("libvirt errors on a missing domain name it and map to kNotFound", "[v
 TEST_CASE("define, start, events, metadata round trip, destroy, undefine", "[virt][libvirt]") {
   auto loop = EventLoop::start();
   REQUIRE(loop.is_ok());
-  auto conn = Connection::open(private_test_uri());
+  TempDir tmp("itest");
+  auto conn = Connection::open(private_test_uri(tmp.path));
   REQUIRE(conn.is_ok());
   auto events = DomainEvents::attach(*conn);
   REQUIRE(events.is_ok());
@@ -159,10 +172,9 @@ TEST_CASE("LibvirtHypervisor on test:/// creates, lists, leases and destroys a V
           "[virt][libvirt][hypervisor]") {
   auto loop = EventLoop::start();
   REQUIRE(loop.is_ok());
-  fs::path state = fs::temp_directory_path() / ("armhive-virt-hv-" + std::to_string(::getpid()));
-  fs::remove_all(state);
+  TempDir tmp("hv");
+  const fs::path& state = tmp.path;
   fs::path base = state / "base.qcow2";
-  fs::create_directories(state);
   {
     // A qcow2 header is all the test driver (and our size probe) looks at: 1 GiB virtual size.
     unsigned char header[32] = {'Q', 'F', 'I', 0xfb, 0, 0, 0, 3};
@@ -174,7 +186,7 @@ TEST_CASE("LibvirtHypervisor on test:/// creates, lists, leases and destroys a V
   }
 
   LibvirtHypervisorOptions opts;
-  opts.uri = private_test_uri();
+  opts.uri = private_test_uri(state);
   opts.state_dir = (state / "vms").string();
   opts.qemu_runtime_dir.clear();
   auto hv = LibvirtHypervisor::open(opts);
@@ -224,7 +236,59 @@ TEST_CASE("LibvirtHypervisor on test:/// creates, lists, leases and destroys a V
   CHECK((*hv)->list_vm_files()->empty());
   CHECK((*hv)->destroy_vm("armhive-vm-a1").is_ok());  // idempotent
   CHECK((*hv)->destroy_vm("../../etc").code() == ErrorCode::kInvalidArgument);
-  fs::remove_all(state);
+
+  // Several VMs created and destroyed from parallel threads share the pool and connection.
+  std::vector<std::thread> threads;
+  std::vector<Status> results(4);
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      VmSpec s = spec;
+      s.name = "armhive-vm-p" + std::to_string(i);
+      s.vm_id = "vm-p" + std::to_string(i);
+      results[i] = (*hv)->create_vm(s);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& r : results) CHECK(r.to_string() == Status::ok().to_string());
+  CHECK((*hv)->list_vms()->size() == 4);
+  CHECK((*hv)->list_vm_files()->size() == 4);
+  threads.clear();
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] { results[i] = (*hv)->destroy_vm("armhive-vm-p" + std::to_string(i)); });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& r : results) CHECK(r.to_string() == Status::ok().to_string());
+  CHECK((*hv)->list_vms()->empty());
+  CHECK((*hv)->list_vm_files()->empty());
+}
+
+TEST_CASE("create_vm refuses a base image that is not qcow2 and leaves nothing behind",
+          "[virt][libvirt][hypervisor]") {
+  TempDir tmp("hv-bad");
+  fs::path base = tmp.path / "raw.img";
+  {
+    FILE* f = std::fopen(base.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs("not a qcow2 image, just bytes......", f);
+    std::fclose(f);
+  }
+  LibvirtHypervisorOptions opts;
+  opts.uri = private_test_uri(tmp.path);
+  opts.state_dir = (tmp.path / "vms").string();
+  auto hv = LibvirtHypervisor::open(opts);
+  REQUIRE(hv.is_ok());
+  VmSpec spec;
+  spec.name = "armhive-vm-bad";
+  spec.vm_id = "vm-bad";
+  spec.base_disk = base.string();
+  spec.kernel = "/boot/vmlinuz";
+  Status s = (*hv)->create_vm(spec);
+  CHECK(s.code() == ErrorCode::kInvalidArgument);
+  CHECK(s.field() == "base_disk");
+  spec.base_disk = (tmp.path / "missing.qcow2").string();
+  CHECK((*hv)->create_vm(spec).code() == ErrorCode::kNotFound);
+  CHECK((*hv)->list_vms()->empty());
+  CHECK((*hv)->list_vm_files()->empty());
 }
 
 TEST_CASE("host discovery on test:///default", "[virt][libvirt]") {
