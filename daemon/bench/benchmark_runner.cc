@@ -150,6 +150,12 @@ Result<BenchmarkRun> BenchmarkRunner::start(const BenchmarkRequest& request) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return unavailable("the benchmark service is shutting down");
+    if (auto q = queues_.find(target->vm_name);
+        q != queues_.end() && q->second.jobs.size() >= options_.max_queued_per_vm) {
+      return Status(ErrorCode::kResourceExhausted,
+                    std::to_string(q->second.jobs.size()) + " benchmark runs are already queued for this VM",
+                    target->vm_name);
+    }
     do {
       run.id = new_run_id();
     } while (runs_.count(run.id));

@@ -111,7 +111,18 @@ std::string settings_table(const BenchmarkRun& r) {
   return s;
 }
 
-std::string network_section(const json& net) {
+// "vm" for host CPUs pinned to the VM, "hk" for housekeeping ones (IRQs, emulator threads).
+std::string core_role(const json& settings, int cpu) {
+  auto has = [&](const char* key) {
+    for (const auto& c : settings.value(key, json::array())) {
+      if (c.is_number_integer() && c.get<int>() == cpu) return true;
+    }
+    return false;
+  };
+  return has("pinned_cpus") ? "vm" : has("housekeeping_cpus") ? "hk" : "";
+}
+
+std::string network_section(const json& net, const json& settings) {
   std::string s = "<h2>Network (iperf3)</h2>";
   std::vector<SvgBar> totals;
   std::string table =
@@ -159,7 +170,7 @@ std::string network_section(const json& net) {
     if (hc.value("available", false)) {
       std::vector<SvgStackedBar> bars;
       for (const auto& c : hc.value("cores", json::array())) {
-        bars.push_back({"cpu" + str(c, "cpu"),
+        bars.push_back({"cpu" + str(c, "cpu"), core_role(settings, c.value("cpu", -1)),
                         {c.value("user", 0.0), c.value("system", 0.0), c.value("irq", 0.0),
                          c.value("softirq", 0.0), c.value("other", 0.0), c.value("idle", 0.0)}});
       }
@@ -179,6 +190,8 @@ std::string network_section(const json& net) {
          "</div>";
   }
   s += "<div class=\"charts\">" + charts + "</div>";
+  s += "<p>Host CPU split: user includes nice, idle includes iowait; under each core, "
+       "<b>vm</b> marks a core pinned to this VM, <b>hk</b> a housekeeping core.</p>";
   return s;
 }
 
@@ -295,7 +308,9 @@ std::string single_report(const BenchmarkRun& r) {
   }
   if (!r.error.empty()) body += "<p class=\"note\">Failed: " + esc(r.error) + "</p>";
   body += "<h2>Settings</h2>" + settings_table(r);
-  if (auto n = rep.find("network"); n != rep.end() && n->is_object()) body += network_section(*n);
+  if (auto n = rep.find("network"); n != rep.end() && n->is_object()) {
+    body += network_section(*n, rep.value("settings", json::object()));
+  }
   if (auto c = rep.find("compression"); c != rep.end() && c->is_object()) body += compression_section(*c, emulated);
   if (auto se = rep.find("sensors"); se != rep.end() && se->is_object()) body += sensors_section(*se);
   return page("armhive benchmark " + r.id + " " + run_title(r), body);

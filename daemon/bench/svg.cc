@@ -239,8 +239,8 @@ std::string svg_stacked_bars(std::string_view title, const std::vector<std::stri
                              const std::vector<SvgStackedBar>& bars) {
   const double slot = 36;
   const int w = std::max(420, static_cast<int>(200 + slot * static_cast<double>(bars.size())));
-  const int h = 300;
-  const double left = 60, right = w - 130, top = 35, bottom = h - 40;
+  const int h = 310;
+  const double left = 60, right = w - 130, top = 35, bottom = h - 50;
   auto py = [&](double pct) { return bottom - (bottom - top) * std::clamp(pct, 0.0, 100.0) / 100; };
   std::string s = open_svg(w, h, title);
   s += y_axis(100, left, right, top, bottom, "% of core time");
@@ -260,6 +260,10 @@ std::string svg_stacked_bars(std::string_view title, const std::vector<std::stri
     }
     s += text_el(x + (slot - 10) / 2, bottom + 15, bars[i].label,
                  "font-size=\"11\" text-anchor=\"middle\"");
+    if (!bars[i].sublabel.empty()) {
+      s += text_el(x + (slot - 10) / 2, bottom + 28, bars[i].sublabel,
+                   "font-size=\"10\" text-anchor=\"middle\" fill=\"#555555\"");
+    }
   }
   for (size_t p = 0; p < part_names.size(); ++p) {
     double ly = top + 14.0 * static_cast<double>(p);

@@ -39,6 +39,7 @@ std::string svg_bar_chart(std::string_view title, std::string_view unit,
 
 struct SvgStackedBar {
   std::string label;
+  std::string sublabel;       // second line under the bar, e.g. the core's role ("vm", "hk")
   std::vector<double> parts;  // in the order of part_names; values in percent
 };
 std::string svg_stacked_bars(std::string_view title, const std::vector<std::string>& part_names,

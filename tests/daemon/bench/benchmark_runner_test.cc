@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <functional>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "daemon/bench/report.h"
 #include "tests/daemon/bench/bench_test_util.h"
@@ -362,6 +364,57 @@ TEST_CASE("runner: runs on one VM are serialised and all finish", "[bench]") {
   CHECK(max_active == 1);
   CHECK(runner->list({.lease_id = "l-1"}).size() == 3);
   CHECK(runner->list({.lease_id = "l-1", .limit = 2}).size() == 2);
+}
+
+TEST_CASE("runner: the per-VM queue is bounded; the destructor fails what is still queued", "[bench]") {
+  Harness h;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false, blocked = false;
+  h.hv.override_handler = [&](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+    if (a[0] == "zstd" && a[1] == "--version") {
+      std::unique_lock lock(mu);
+      blocked = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return release; });
+    }
+    return std::nullopt;
+  };
+  std::vector<std::string> ids;
+  {
+    BenchmarkRunnerOptions o = h.options();
+    o.max_queued_per_vm = 2;
+    auto resolve = [&](const std::string&) -> Result<LeaseTarget> { return h.target; };
+    BenchmarkRunner runner(h.hv, h.procs, resolve, h.clock, o);
+    auto req = request({"compression"});
+    req.compression.repeats = 1;
+    ids.push_back(runner.start(req)->id);
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return blocked; });  // the first run is running, the queue is empty
+    }
+    ids.push_back(runner.start(req)->id);
+    ids.push_back(runner.start(req)->id);
+    auto refused = runner.start(req);
+    CHECK(refused.status().code() == ErrorCode::kResourceExhausted);
+    CHECK(runner.get(ids[1])->state == BenchmarkState::kQueued);
+    std::thread releaser([&] {
+      std::lock_guard lock(mu);
+      release = true;
+      cv.notify_all();
+    });
+    releaser.join();
+    // Destroyed now: the running run may finish, the queued ones must not be left "queued".
+  }
+  BenchmarkRunnerOptions o = h.options();
+  BenchmarkRunner reloaded(h.hv, h.procs, [&](const std::string&) -> Result<LeaseTarget> { return h.target; },
+                           h.clock, o);
+  REQUIRE(reloaded.load().is_ok());
+  for (const auto& id : ids) {
+    auto run = reloaded.get(id);
+    REQUIRE(run.is_ok());
+    CHECK((run->state == BenchmarkState::kSucceeded || run->state == BenchmarkState::kFailed));
+  }
 }
 
 }  // namespace

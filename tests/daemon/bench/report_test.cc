@@ -141,6 +141,8 @@ TEST_CASE("HTML report is well-formed, self-contained, escaped, with the charts"
   CHECK(xml_count(html, "//s:svg") == 6);
   CHECK(xml_count(html, "//s:svg[s:title[starts-with(., 'Throughput per interval')]]//s:polyline") == 10);
   CHECK(xml_count(html, "//s:svg[s:title[starts-with(., 'Host CPU split')]]") == 1);
+  CHECK(xml_count(html, "//s:svg[s:title[starts-with(., 'Host CPU split')]]//s:text[.='hk']") == 1);
+  CHECK(xml_count(html, "//s:svg[s:title[starts-with(., 'Host CPU split')]]//s:text[.='vm']") == 1);
   CHECK(xml_count(html, "//s:g[@class='whisker']") == 4);
   CHECK(xml_count(html, "//h:table[@class='settings']//h:th[.='pinned host cores']") == 1);
   CHECK(html.find("2,3") != std::string::npos);
