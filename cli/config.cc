@@ -1,0 +1,103 @@
+#include "cli/config.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <toml++/toml.h>
+
+namespace armhive {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+std::string default_config_path() {
+  if (std::string p = env("ARMHIVE_CONFIG"); !p.empty()) return p;
+  if (std::string x = env("XDG_CONFIG_HOME"); !x.empty()) return x + "/armhive/config.toml";
+  if (std::string h = env("HOME"); !h.empty()) return h + "/.config/armhive/config.toml";
+  return {};
+}
+
+struct FileSettings {
+  std::string server, token, token_file, ca_file;
+  bool insecure = false;
+};
+
+Result<FileSettings> read_config(const std::string& path, bool required) {
+  FileSettings out;
+  if (path.empty()) return out;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    if (required) return invalid_argument("config", "no config file " + path);
+    return out;
+  }
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    return invalid_argument("config", path + ":" + std::to_string(e.source().begin.line) + ": " +
+                                          std::string(e.description()));
+  }
+  for (auto&& [k, v] : t) {
+    std::string key(k.str());
+    if (key == "insecure") {
+      auto b = v.value<bool>();
+      if (!b) return invalid_argument("config", path + ": insecure must be true or false");
+      out.insecure = *b;
+      continue;
+    }
+    auto s = v.value<std::string>();
+    if (!s) return invalid_argument("config", path + ": " + key + " must be a string");
+    if (key == "server") {
+      out.server = *s;
+    } else if (key == "token") {
+      out.token = *s;
+    } else if (key == "token_file") {
+      out.token_file = *s;
+    } else if (key == "ca_file") {
+      out.ca_file = *s;
+    } else {
+      return invalid_argument("config", path + ": unknown key \"" + key +
+                                            "\" (server, token, token_file, ca_file, insecure)");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string expand_home(const std::string& path) {
+  if (path.rfind("~/", 0) == 0) {
+    std::string home = env("HOME");
+    if (!home.empty()) return home + path.substr(1);
+  }
+  return path;
+}
+
+Result<ClientOptions> resolve_client_options(const CliSettings& flags) {
+  bool explicit_config = !flags.config_path.empty();
+  std::string path = explicit_config ? expand_home(flags.config_path) : default_config_path();
+  ARMHIVE_ASSIGN_OR_RETURN(FileSettings file, read_config(path, explicit_config));
+  if (file.token.empty() && !file.token_file.empty()) {
+    std::ifstream in(expand_home(file.token_file));
+    if (!in) return invalid_argument("config", path + ": cannot read token_file " + file.token_file);
+    std::getline(in, file.token);
+    while (!file.token.empty() && std::isspace(static_cast<unsigned char>(file.token.back()))) {
+      file.token.pop_back();
+    }
+  }
+  ClientOptions o;
+  auto pick = [](const std::string& a, const std::string& b, const std::string& c) {
+    return !a.empty() ? a : !b.empty() ? b : c;
+  };
+  o.server = pick(flags.server, env("ARMHIVE_SERVER"), file.server);
+  if (o.server.empty()) o.server = std::string(kDefaultServer);
+  o.token = pick(flags.token, env("ARMHIVE_TOKEN"), file.token);
+  o.ca_file = expand_home(pick(flags.ca_file, env("ARMHIVE_CA_FILE"), file.ca_file));
+  o.insecure = flags.insecure || file.insecure;
+  return o;
+}
+
+}  // namespace armhive

@@ -1,0 +1,35 @@
+#pragma once
+
+#include <string>
+
+#include "api/client.h"
+#include "base/result.h"
+
+namespace armhive {
+
+// Where the CLI finds its server and token, first match wins:
+//   1. --server / --token (and --ca-file, --insecure)
+//   2. ARMHIVE_SERVER / ARMHIVE_TOKEN (ARMHIVE_CA_FILE)
+//   3. the config file: --config, else $ARMHIVE_CONFIG, else
+//      $XDG_CONFIG_HOME/armhive/config.toml, else ~/.config/armhive/config.toml:
+//        server = "https://armhive.example:8470"
+//        token = "ah_..."            # or token_file = "~/.config/armhive/token"
+//        ca_file = "/etc/armhive/ca.pem"
+//        insecure = false
+//   4. http://127.0.0.1:8470 and no token
+struct CliSettings {
+  std::string server;
+  std::string token;
+  std::string ca_file;
+  bool insecure = false;
+  std::string config_path;  // explicit --config
+};
+
+// A missing default config file is not an error; a missing explicit one, a TOML syntax error or
+// a wrong type is kInvalidArgument naming the file and key.
+Result<ClientOptions> resolve_client_options(const CliSettings& flags);
+
+// "~/x" -> "$HOME/x".
+std::string expand_home(const std::string& path);
+
+}  // namespace armhive

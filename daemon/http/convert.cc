@@ -1,0 +1,113 @@
+#include "daemon/http/convert.h"
+
+namespace armhive {
+
+std::string ssh_command(const std::string& user, const std::string& host, int port) {
+  std::string cmd = "ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null";
+  if (port != 22) cmd += " -p " + std::to_string(port);
+  cmd += " " + user + "@" + host;
+  return cmd;
+}
+
+LeaseDto to_dto(const Lease& l) {
+  LeaseDto d;
+  d.id = l.id;
+  d.pool = l.pool;
+  d.owner = l.owner;
+  d.state = std::string(to_string(l.state));
+  d.reason = l.reason;
+  d.purpose = std::string(to_string(l.purpose));
+  d.labels = l.labels;
+  d.created_at = to_rfc3339(l.created_at);
+  if (to_unix_ms(l.ready_at) != 0) d.ready_at = to_rfc3339(l.ready_at);
+  d.expires_at = to_rfc3339(l.expires_at);
+  if (to_unix_ms(l.ended_at) != 0) d.ended_at = to_rfc3339(l.ended_at);
+  d.ttl_seconds = l.ttl.count();
+  d.warm_handout = l.warm_handout;
+  if (!l.vm_name.empty()) {
+    d.vm = VmDto{l.vm_name, l.address, l.login_user, l.cpus};
+  }
+  if (!l.address.empty() && l.state == LeaseState::kReady) {
+    SshDto s;
+    s.user = l.login_user.empty() ? "root" : l.login_user;
+    s.host = l.address;
+    s.port = 22;
+    s.command = ssh_command(s.user, s.host, s.port);
+    d.ssh = s;
+  }
+  for (const auto& t : l.history) {
+    d.history.push_back({std::string(to_string(t.from)), std::string(to_string(t.to)),
+                         to_rfc3339(t.at), t.reason});
+  }
+  return d;
+}
+
+PoolDto to_dto(const PoolStatus& p) {
+  PoolDto d;
+  d.name = p.config.name;
+  d.image = p.config.image;
+  d.vcpus = p.config.vcpus;
+  d.memory_mib = static_cast<int64_t>(p.config.memory_mib);
+  d.disk_gib = static_cast<int64_t>(p.config.disk_gib);
+  d.mtu = p.config.mtu;
+  d.cpu_policy = p.config.cpu_policy == CpuPolicy::kDedicated ? "dedicated" : "shared";
+  d.min_warm = p.config.min_warm;
+  d.max = p.config.max;
+  d.default_ttl_seconds = p.config.default_ttl.count();
+  d.max_ttl_seconds = p.config.max_ttl.count();
+  d.labels = p.config.labels;
+  d.warm = p.warm;
+  d.starting = p.starting;
+  d.leased = p.leased;
+  d.pending_leases = p.pending_leases;
+  return d;
+}
+
+HostDto to_dto(const HostView& h) {
+  HostDto d;
+  const HostTopology& t = h.topology;
+  d.hostname = t.hostname;
+  d.uri = h.uri;
+  d.connected = h.connected;
+  d.arch = t.arch;
+  d.cpu_model = t.cpu_model;
+  d.accel = t.accel == Accel::kKvm ? "kvm" : "tcg";
+  d.memory_kib = static_cast<int64_t>(t.memory_kib);
+  for (const auto& c : t.cells) {
+    d.numa_nodes.push_back({c.id, static_cast<int64_t>(c.memory_kib), c.cpus});
+  }
+  for (const auto& [id, cpus] : t.clusters()) {
+    if (id >= 0) d.clusters.push_back(cpus);
+  }
+  for (const auto& c : h.cores) {
+    CoreDto cd;
+    cd.cpu = c.cpu;
+    if (const HostCpu* cpu = t.cpu(c.cpu)) {
+      cd.cluster = cpu->cluster;
+      cd.numa_node = cpu->numa_node;
+    }
+    cd.role = c.role;
+    cd.lease_id = c.lease_id;
+    cd.vm = c.vm_name;
+    cd.pool = c.pool;
+    d.cores.push_back(std::move(cd));
+  }
+  d.fragmentation = h.fragmentation;
+  return d;
+}
+
+EventDto to_dto(const Event& e) {
+  EventDto d;
+  d.seq = e.seq;
+  d.at = to_rfc3339(e.at);
+  d.type = e.type;
+  d.lease_id = e.lease_id;
+  d.vm = e.vm_name;
+  d.pool = e.pool;
+  d.owner = e.owner;
+  d.state = e.state;
+  d.detail = e.detail;
+  return d;
+}
+
+}  // namespace armhive

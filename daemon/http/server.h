@@ -1,0 +1,71 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "api/types.h"
+#include "base/metrics.h"
+#include "base/result.h"
+
+namespace armhive {
+
+class LeaseService;
+class BenchmarkService;
+class TokenStore;
+class AuditLog;
+
+inline constexpr int kDefaultPort = 8470;
+
+struct HttpOptions {
+  std::string bind_address = "127.0.0.1";  // loopback unless configured otherwise
+  int port = kDefaultPort;                 // 0: an ephemeral port (see HttpServer::port())
+  // Both set: HTTPS (httplib::SSLServer). One without the other is a configuration error.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Worker threads. Long-polls and event streams each hold one for their duration.
+  int threads = 64;
+  size_t max_body_bytes = kMaxBodyBytes;   // larger request bodies: 413
+  std::chrono::seconds read_timeout{30};
+  std::chrono::seconds write_timeout{30};
+  std::chrono::seconds max_wait{300};      // cap on ?wait=ready&timeout=
+  std::chrono::milliseconds event_keepalive{5000};  // newline on an idle event stream
+  std::string version = "0.1.0";
+  // Receives one line per request and per server error; may be empty. Called from worker
+  // threads concurrently.
+  std::function<void(std::string_view line)> log;
+};
+
+// The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,
+// per-token authorization and quotas, problem+json errors, the audit log and /metrics.
+//
+// Ownership: the server references (does not own) the services, stores and metrics; they
+// must outlive it. `benchmarks` may be null: the benchmark endpoints then answer 503.
+// Threading: start() and stop() from one controlling thread; requests are served on an
+// internal pool of HttpOptions::threads workers that call the services concurrently.
+class HttpServer {
+ public:
+  HttpServer(HttpOptions options, LeaseService& leases, BenchmarkService* benchmarks,
+             TokenStore& tokens, AuditLog& audit, Metrics& metrics);
+  ~HttpServer();  // stops
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts serving in the background. kUnavailable when the address cannot be
+  // bound or the TLS files cannot be loaded; kInvalidArgument for inconsistent options.
+  Status start();
+  // Stops accepting, ends event streams and long-polls (within about a second) and joins the
+  // workers. Idempotent.
+  void stop();
+
+  int port() const;         // the bound port (useful with port 0); 0 before start()
+  std::string url() const;  // "http://127.0.0.1:PORT" (https with TLS)
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace armhive

@@ -1,0 +1,113 @@
+#include "tests/daemon/http/api_fixture.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace armhive {
+namespace {
+
+std::string must(Result<std::string> r) {
+  if (!r.is_ok()) {
+    std::fprintf(stderr, "fixture: %s\n", r.status().to_string().c_str());
+    std::abort();
+  }
+  return *r;
+}
+
+void record(const std::string& method, const std::string& path, const HttpReply& reply) {
+  const char* dir = std::getenv("ARMHIVE_API_RESPONSES_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  static std::atomic<int> counter{0};
+  std::filesystem::create_directories(dir);
+  nlohmann::json body;
+  if (reply.content_type.find("json") != std::string::npos) {
+    if (reply.content_type.find("ndjson") != std::string::npos) {
+      body = nlohmann::json::array();
+      size_t pos = 0;
+      while (pos < reply.body.size()) {
+        size_t nl = reply.body.find('\n', pos);
+        std::string line = reply.body.substr(pos, nl - pos);
+        if (!line.empty()) body.push_back(nlohmann::json::parse(line, nullptr, false));
+        if (nl == std::string::npos) break;
+        pos = nl + 1;
+      }
+    } else {
+      body = nlohmann::json::parse(reply.body, nullptr, false);
+    }
+  } else {
+    body = reply.body.substr(0, 4096);
+  }
+  std::string q = path.substr(0, path.find('?'));
+  nlohmann::json j = {{"method", method},
+                      {"path", q},
+                      {"status", reply.status},
+                      {"content_type", reply.content_type},
+                      {"body", body}};
+  char name[64];
+  std::snprintf(name, sizeof name, "/%d-%06d.json", static_cast<int>(getpid()), ++counter);
+  std::ofstream(std::string(dir) + name) << j.dump(1, ' ', false,
+                                                   nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+ApiFixture::ApiFixture(bool with_benchmarks) {
+  auto opened = Database::open(":memory:");
+  if (!opened.is_ok()) std::abort();
+  db = std::move(opened).value();
+  auto t = TokenStore::open(*db, clock);
+  auto a = AuditLog::open(*db, clock);
+  if (!t.is_ok() || !a.is_ok()) std::abort();
+  tokens = std::move(t).value();
+  audit = std::move(a).value();
+  admin = must(tokens->create({"admin", TokenRole::kAdmin, 0, Seconds(0)}));
+  ci_a = must(tokens->create({"ci-a", TokenRole::kCi, 2, Seconds(4 * 3600)}));
+  ci_b = must(tokens->create({"ci-b", TokenRole::kCi, 0, Seconds(0)}));
+  reader = must(tokens->create({"reader", TokenRole::kRead, 0, Seconds(0)}));
+  if (with_benchmarks) benchmarks = std::make_unique<FakeBenchmarkService>(leases);
+  HttpOptions o;
+  o.port = 0;
+  o.threads = 8;
+  o.event_keepalive = std::chrono::milliseconds(200);
+  o.version = "test";
+  server = std::make_unique<HttpServer>(o, leases, benchmarks.get(), *tokens, *audit, metrics);
+  Status s = server->start();
+  if (!s.is_ok()) {
+    std::fprintf(stderr, "fixture: %s\n", s.to_string().c_str());
+    std::abort();
+  }
+}
+
+ApiFixture::~ApiFixture() { server->stop(); }
+
+HttpReply ApiFixture::request(const std::string& method, const std::string& path,
+                              const std::string& token, const std::string& body,
+                              const std::map<std::string, std::string>& headers) {
+  httplib::Client cli(url());
+  cli.set_read_timeout(std::chrono::seconds(60));
+  httplib::Headers h;
+  for (const auto& [k, v] : headers) h.emplace(k, v);
+  if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+  httplib::Result res = method == "GET"    ? cli.Get(path, h)
+                        : method == "POST" ? cli.Post(path, h, body, "application/json")
+                                           : cli.Delete(path, h);
+  HttpReply reply;
+  if (!res) {
+    reply.status = -1;
+    reply.body = httplib::to_string(res.error());
+    return reply;
+  }
+  reply.status = res->status;
+  reply.content_type = res->get_header_value("Content-Type");
+  reply.body = res->body;
+  for (const auto& [k, v] : res->headers) reply.headers[k] = v;
+  record(method, path, reply);
+  return reply;
+}
+
+}  // namespace armhive

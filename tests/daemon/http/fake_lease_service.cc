@@ -1,0 +1,409 @@
+#include "tests/daemon/http/fake_lease_service.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+namespace armhive {
+namespace {
+
+std::string hex_id(const char* prefix, uint64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s%012llx", prefix, static_cast<unsigned long long>(n));
+  return buf;
+}
+
+}  // namespace
+
+FakeLeaseService::FakeLeaseService() : now_(from_unix_ms(1'790'000'000'000)) {
+  PoolConfig tiny;
+  tiny.name = "tiny";
+  tiny.image = "tiny";
+  tiny.vcpus = 2;
+  tiny.memory_mib = 512;
+  tiny.min_warm = 2;
+  tiny.max = 4;
+  tiny.default_ttl = Seconds(3600);
+  tiny.max_ttl = Seconds(8 * 3600);
+  PoolConfig slow = tiny;
+  slow.name = "slow";
+  slow.min_warm = 0;
+  slow.max_ttl = Seconds(2 * 3600);
+  slow.cpu_policy = CpuPolicy::kShared;
+  pools_["tiny"] = tiny;
+  pools_["slow"] = slow;
+}
+
+void FakeLeaseService::event_locked(const std::string& type, const Lease& l) {
+  Event e;
+  e.seq = next_seq_++;
+  e.at = now_;
+  e.type = type;
+  e.lease_id = l.id;
+  e.vm_name = l.vm_name;
+  e.pool = l.pool;
+  e.owner = l.owner;
+  e.state = std::string(to_string(l.state));
+  events_.push_back(e);
+}
+
+void FakeLeaseService::transition_locked(Lease& l, LeaseState to, const std::string& reason) {
+  l.history.push_back({l.state, to, now_, reason});
+  l.state = to;
+  l.reason = reason;
+  if (to == LeaseState::kReady) {
+    l.ready_at = now_;
+    l.vm_name = "armhive-vm-" + l.id.substr(2);
+    l.address = "192.168.122." + std::to_string(10 + leases_.size());
+    l.login_user = "armhive";
+    l.cpus = {2, 3};
+  }
+  if (is_terminal(to)) l.ended_at = now_;
+  event_locked("lease." + std::string(to_string(to)), l);
+  cv_.notify_all();
+}
+
+Result<Lease> FakeLeaseService::create_lease(const LeaseRequest& r) {
+  std::lock_guard lock(mu_);
+  auto pool = pools_.find(r.pool);
+  if (pool == pools_.end()) return not_found("no pool \"" + r.pool + "\"");
+  if (!r.idempotency_key.empty()) {
+    for (const auto& l : leases_) {
+      if (l.owner == r.owner && l.idempotency_key == r.idempotency_key) return l;
+    }
+  }
+  Seconds ttl = r.ttl.value_or(pool->second.default_ttl);
+  if (ttl > pool->second.max_ttl) {
+    return Status(ErrorCode::kUnprocessable,
+                  "pool \"" + r.pool + "\" allows at most " +
+                      std::to_string(pool->second.max_ttl.count()) + " s",
+                  {}, "ttl");
+  }
+  Lease l;
+  l.id = hex_id("l-", next_id_++);
+  l.pool = r.pool;
+  l.owner = r.owner;
+  l.purpose = r.purpose;
+  l.ssh_keys = r.ssh_keys;
+  l.labels = r.labels;
+  l.idempotency_key = r.idempotency_key;
+  l.ttl = ttl;
+  l.created_at = now_;
+  l.expires_at = now_ + ttl;
+  event_locked("lease.created", l);
+  if (r.pool == "tiny") {
+    l.warm_handout = true;
+    transition_locked(l, LeaseState::kReady, "warm VM handed out");
+  } else {
+    l.reason = "waiting for capacity";
+  }
+  leases_.push_back(l);
+  cv_.notify_all();
+  return l;
+}
+
+Result<Lease> FakeLeaseService::get_lease(const std::string& id) {
+  std::lock_guard lock(mu_);
+  for (const auto& l : leases_) {
+    if (l.id == id) return l;
+  }
+  return not_found("no lease \"" + id + "\"");
+}
+
+Result<std::vector<Lease>> FakeLeaseService::list_leases(const LeaseFilter& f) {
+  std::lock_guard lock(mu_);
+  std::vector<Lease> out;
+  bool past_cursor = f.after_id.empty();
+  for (const auto& l : leases_) {
+    if (!past_cursor) {
+      past_cursor = l.id == f.after_id;
+      continue;
+    }
+    if (f.owner && l.owner != *f.owner) continue;
+    if (f.pool && l.pool != *f.pool) continue;
+    if (f.state && l.state != *f.state) continue;
+    if (!f.include_ended && is_terminal(l.state)) continue;
+    bool labels_ok = true;
+    for (const auto& [k, v] : f.labels) {
+      auto it = l.labels.find(k);
+      labels_ok = labels_ok && it != l.labels.end() && it->second == v;
+    }
+    if (!labels_ok) continue;
+    out.push_back(l);
+    if (out.size() >= f.limit) break;
+  }
+  return out;
+}
+
+Result<Lease> FakeLeaseService::wait_lease(const std::string& id,
+                                           std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  auto find = [&]() -> Lease* {
+    for (auto& l : leases_) {
+      if (l.id == id) return &l;
+    }
+    return nullptr;
+  };
+  if (find() == nullptr) return not_found("no lease \"" + id + "\"");
+  cv_.wait_for(lock, timeout, [&] {
+    Lease* l = find();
+    return l->state == LeaseState::kReady || is_terminal(l->state);
+  });
+  return *find();
+}
+
+Result<Lease> FakeLeaseService::renew_lease(const std::string& id, Seconds ttl) {
+  std::lock_guard lock(mu_);
+  for (auto& l : leases_) {
+    if (l.id != id) continue;
+    if (is_terminal(l.state)) return conflict("lease \"" + id + "\" has ended", id);
+    if (ttl > pools_[l.pool].max_ttl) {
+      return Status(ErrorCode::kUnprocessable, "pool \"" + l.pool + "\" allows at most " +
+                                                   std::to_string(pools_[l.pool].max_ttl.count()) +
+                                                   " s",
+                    {}, "ttl");
+    }
+    l.ttl = ttl;
+    l.expires_at = now_ + ttl;
+    event_locked("lease.renewed", l);
+    return l;
+  }
+  return not_found("no lease \"" + id + "\"");
+}
+
+Result<Lease> FakeLeaseService::release_lease(const std::string& id) {
+  std::lock_guard lock(mu_);
+  for (auto& l : leases_) {
+    if (l.id != id) continue;
+    if (is_terminal(l.state)) return conflict("lease \"" + id + "\" has already ended", id);
+    if (l.state != LeaseState::kPending) transition_locked(l, LeaseState::kReleasing, "released");
+    transition_locked(l, LeaseState::kReleased, "released by its owner");
+    return l;
+  }
+  return not_found("no lease \"" + id + "\"");
+}
+
+Result<GuestExecResult> FakeLeaseService::exec(const std::string& lease_id,
+                                               const GuestExecRequest& request) {
+  std::lock_guard lock(mu_);
+  const Lease* lease = nullptr;
+  for (const auto& l : leases_) {
+    if (l.id == lease_id) lease = &l;
+  }
+  if (lease == nullptr) return not_found("no lease \"" + lease_id + "\"");
+  if (lease->state != LeaseState::kReady) {
+    return conflict("lease \"" + lease_id + "\" is " + std::string(to_string(lease->state)) +
+                    ", not ready");
+  }
+  last_exec_ = request;
+  GuestExecResult r;
+  r.exit_code = 0;
+  const std::string& cmd = request.argv[0];
+  if (cmd == "echo") {
+    for (size_t i = 1; i < request.argv.size(); ++i) r.out += (i > 1 ? " " : "") + request.argv[i];
+    r.out += "\n";
+  } else if (cmd == "cat") {
+    r.out = request.stdin_data;
+  } else if (cmd == "false") {
+    r.exit_code = 1;
+    r.err = "failed\n";
+  } else if (cmd == "exit" && request.argv.size() > 1) {
+    r.exit_code = std::atoi(request.argv[1].c_str());
+  } else if (cmd == "binary") {
+    r.out = std::string("\xff\xfe\x00\x01", 4);
+  } else if (cmd == "throw") {
+    throw std::runtime_error("fake exec blew up");  // the server must turn this into a 500
+  } else if (cmd == "sleep") {
+    r.exit_code = -1;
+    r.timed_out = true;
+  } else {
+    r.exit_code = 127;
+    r.err = cmd + ": not found\n";
+  }
+  return r;
+}
+
+Result<std::string> FakeLeaseService::console(const std::string& lease_id, size_t max_bytes) {
+  auto l = get_lease(lease_id);
+  if (!l.is_ok()) return l.status();
+  std::string log = "[    0.000000] Booting Linux on physical CPU 0x0\nWelcome to armhive tiny\n";
+  if (log.size() > max_bytes) log = log.substr(log.size() - max_bytes);
+  return log;
+}
+
+std::vector<PoolStatus> FakeLeaseService::pools() {
+  std::lock_guard lock(mu_);
+  std::vector<PoolStatus> out;
+  for (const auto& [name, cfg] : pools_) {
+    PoolStatus s;
+    s.config = cfg;
+    s.warm = name == "tiny" ? 2 : 0;
+    for (const auto& l : leases_) {
+      if (l.pool != name) continue;
+      if (l.state == LeaseState::kReady) ++s.leased;
+      if (l.state == LeaseState::kPending) ++s.pending_leases;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<HostView> FakeLeaseService::hosts() {
+  std::lock_guard lock(mu_);
+  HostView h;
+  h.uri = "qemu:///system";
+  h.topology.hostname = "honeycomb";
+  h.topology.arch = "aarch64";
+  h.topology.cpu_model = "cortex-a72";
+  h.topology.accel = Accel::kKvm;
+  h.topology.memory_kib = 32 * 1024 * 1024;
+  NumaCell cell;
+  cell.id = 0;
+  cell.memory_kib = h.topology.memory_kib;
+  for (int i = 0; i < 4; ++i) {
+    HostCpu c;
+    c.id = i;
+    c.core = i;
+    c.cluster = i / 2;
+    c.siblings = {i};
+    h.topology.cpus.push_back(c);
+    cell.cpus.push_back(i);
+  }
+  h.topology.cells.push_back(cell);
+  h.cores.push_back({0, "housekeeping", "", "", ""});
+  h.cores.push_back({1, "housekeeping", "", "", ""});
+  const Lease* ready = nullptr;
+  for (const auto& l : leases_) {
+    if (l.state == LeaseState::kReady && l.pool == "tiny") ready = &l;
+  }
+  for (int cpu : {2, 3}) {
+    CoreUse c{cpu, "dedicated", "", "", ""};
+    if (ready != nullptr) {
+      c.vm_name = ready->vm_name;
+      c.lease_id = ready->id;
+      c.pool = ready->pool;
+    }
+    h.cores.push_back(c);
+  }
+  h.fragmentation = 0;
+  return {h};
+}
+
+std::vector<Event> FakeLeaseService::events_since(uint64_t after,
+                                                  std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  auto has_new = [&] { return !events_.empty() && events_.back().seq > after; };
+  cv_.wait_for(lock, timeout, has_new);
+  std::vector<Event> out;
+  for (const auto& e : events_) {
+    if (e.seq > after) out.push_back(e);
+  }
+  return out;
+}
+
+void FakeLeaseService::make_ready(const std::string& id) {
+  std::lock_guard lock(mu_);
+  for (auto& l : leases_) {
+    if (l.id == id && !is_terminal(l.state) && l.state != LeaseState::kReady) {
+      transition_locked(l, LeaseState::kProvisioning, "booting");
+      transition_locked(l, LeaseState::kReady, "booted");
+    }
+  }
+}
+
+void FakeLeaseService::emit(const std::string& type, const std::string& lease_id,
+                            const std::string& owner) {
+  std::lock_guard lock(mu_);
+  Lease l;
+  l.id = lease_id;
+  l.owner = owner;
+  event_locked(type, l);
+  cv_.notify_all();
+}
+
+GuestExecRequest FakeLeaseService::last_exec() const {
+  std::lock_guard lock(mu_);
+  return last_exec_;
+}
+
+Result<BenchmarkRun> FakeBenchmarkService::start(const BenchmarkRequest& request) {
+  auto lease = leases_.get_lease(request.lease_id);
+  if (!lease.is_ok()) return lease.status();
+  if (lease->state != LeaseState::kReady) {
+    return conflict("lease \"" + request.lease_id + "\" has no ready VM");
+  }
+  std::lock_guard lock(mu_);
+  BenchmarkRun run;
+  run.id = hex_id("b-", runs_.size() + 1);
+  run.lease_id = request.lease_id;
+  run.owner = request.owner;
+  run.vm_name = lease->vm_name;
+  run.pool = lease->pool;
+  run.host = "honeycomb";
+  run.state = BenchmarkState::kQueued;
+  run.created_at = lease->created_at;
+  run.request = request;
+  if (run.request.suites.empty()) run.request.suites = {"network", "compression"};
+  runs_.push_back(run);
+  return run;
+}
+
+Result<BenchmarkRun> FakeBenchmarkService::get(const std::string& id) {
+  std::lock_guard lock(mu_);
+  for (auto& r : runs_) {
+    if (r.id != id) continue;
+    r.state = BenchmarkState::kSucceeded;
+    r.finished_at = r.created_at + Seconds(30);
+    r.report = {{"compression", {{"single_thread_mb_s", {{"median", 410.5}}}}}};
+    return r;
+  }
+  return not_found("no benchmark run \"" + id + "\"");
+}
+
+std::vector<BenchmarkRun> FakeBenchmarkService::list(const BenchmarkFilter& f) {
+  std::lock_guard lock(mu_);
+  std::vector<BenchmarkRun> out;
+  for (auto it = runs_.rbegin(); it != runs_.rend() && out.size() < f.limit; ++it) {
+    if (f.owner && it->owner != *f.owner) continue;
+    if (f.lease_id && it->lease_id != *f.lease_id) continue;
+    out.push_back(*it);
+  }
+  return out;
+}
+
+Result<std::string> FakeBenchmarkService::report_html(const std::vector<std::string>& ids) {
+  if (ids.empty()) return invalid_argument("ids", "none given");
+  std::string html = "<!DOCTYPE html><html><body><h1>armhive benchmark</h1>";
+  for (const auto& id : ids) {
+    auto r = get(id);
+    if (!r.is_ok()) return r.status();
+    html += "<p>" + id + "</p>";
+  }
+  return html + "</body></html>";
+}
+
+Result<std::string> FakeBenchmarkService::report_csv(const std::vector<std::string>& ids) {
+  std::string csv = "run,suite,metric,value\n";
+  for (const auto& id : ids) {
+    auto r = get(id);
+    if (!r.is_ok()) return r.status();
+    csv += id + ",compression,single_thread_mb_s,410.5\n";
+  }
+  return csv;
+}
+
+Result<nlohmann::json> FakeBenchmarkService::compare(const std::vector<std::string>& ids) {
+  nlohmann::json runs = nlohmann::json::array();
+  double base = 410.5;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto r = get(ids[i]);
+    if (!r.is_ok()) return r.status();
+    double v = base * (1.0 + 0.5 * static_cast<double>(i));
+    runs.push_back({{"id", ids[i]},
+                    {"metrics", {{"compression.single_thread_mb_s", v}}},
+                    {"ratios", {{"compression.single_thread_mb_s", v / base}}}});
+  }
+  return nlohmann::json{{"baseline", ids[0]}, {"runs", runs}};
+}
+
+}  // namespace armhive

@@ -1,0 +1,73 @@
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "daemon/bench/benchmark_service.h"
+#include "daemon/engine/lease_service.h"
+
+namespace armhive {
+
+// A hand-written LeaseService for API tests. Pools:
+//   "tiny": warm — leases are ready at once (vm + address), default ttl 1h, max ttl 8h
+//   "slow": leases stay pending until make_ready(id) (for long-poll tests), max ttl 2h
+// Guest exec: "echo A B" -> "A B\n"; "cat" -> stdin; "false" -> exit 1; "binary" -> bytes
+// that are not UTF-8; "sleep" -> timed out; "exit N" -> exit N.
+// Thread-safe; waits are real condition-variable waits with the given timeouts.
+class FakeLeaseService final : public LeaseService {
+ public:
+  FakeLeaseService();
+
+  Result<Lease> create_lease(const LeaseRequest& request) override;
+  Result<Lease> get_lease(const std::string& id) override;
+  Result<std::vector<Lease>> list_leases(const LeaseFilter& filter) override;
+  Result<Lease> wait_lease(const std::string& id, std::chrono::milliseconds timeout) override;
+  Result<Lease> renew_lease(const std::string& id, Seconds ttl) override;
+  Result<Lease> release_lease(const std::string& id) override;
+  Result<GuestExecResult> exec(const std::string& lease_id,
+                               const GuestExecRequest& request) override;
+  Result<std::string> console(const std::string& lease_id, size_t max_bytes) override;
+  std::vector<PoolStatus> pools() override;
+  std::vector<HostView> hosts() override;
+  std::vector<Event> events_since(uint64_t after, std::chrono::milliseconds timeout) override;
+
+  // Test controls.
+  void make_ready(const std::string& id);
+  void emit(const std::string& type, const std::string& lease_id, const std::string& owner);
+  GuestExecRequest last_exec() const;
+
+ private:
+  void event_locked(const std::string& type, const Lease& l);
+  void transition_locked(Lease& l, LeaseState to, const std::string& reason);
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, PoolConfig> pools_;
+  std::vector<Lease> leases_;  // in creation order
+  std::vector<Event> events_;
+  uint64_t next_id_ = 1;
+  uint64_t next_seq_ = 1;
+  GuestExecRequest last_exec_;
+  TimePoint now_;
+};
+
+// A BenchmarkService double: runs are created queued and reported as succeeded when read.
+class FakeBenchmarkService final : public BenchmarkService {
+ public:
+  explicit FakeBenchmarkService(LeaseService& leases) : leases_(leases) {}
+  Result<BenchmarkRun> start(const BenchmarkRequest& request) override;
+  Result<BenchmarkRun> get(const std::string& id) override;
+  std::vector<BenchmarkRun> list(const BenchmarkFilter& filter) override;
+  Result<std::string> report_html(const std::vector<std::string>& ids) override;
+  Result<std::string> report_csv(const std::vector<std::string>& ids) override;
+  Result<nlohmann::json> compare(const std::vector<std::string>& ids) override;
+
+ private:
+  LeaseService& leases_;
+  std::mutex mu_;
+  std::vector<BenchmarkRun> runs_;
+};
+
+}  // namespace armhive
