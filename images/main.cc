@@ -7,6 +7,7 @@
 // $ARMHIVE_DEB_CACHE, then /var/cache/armhive/debs.
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -54,9 +55,13 @@ int cmd_build(const std::string& recipe_path, const std::string& catalog, const 
                                 .cache_dir = cache,
                                 .force = force,
                                 .keep_work = keep_work,
-                                .progress = [](std::string_view line) {
-                                  std::printf("[%s] %.*s\n", "build", static_cast<int>(line.size()),
-                                              line.data());
+                                .progress = [started = std::chrono::steady_clock::now()](
+                                                std::string_view line) {
+                                  double s = std::chrono::duration<double>(
+                                                 std::chrono::steady_clock::now() - started)
+                                                 .count();
+                                  std::printf("[build %6.1fs] %.*s\n", s,
+                                              static_cast<int>(line.size()), line.data());
                                   std::fflush(stdout);
                                 }};
   std::printf("[build] recipe %s (%s, sha256 %s)\n", recipe->file_name.c_str(),
