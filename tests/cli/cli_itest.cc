@@ -1,0 +1,312 @@
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/process_runner.h"
+#include "tests/daemon/http/api_fixture.h"
+
+namespace armhive {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+struct Cli {
+  ApiFixture& f;
+  std::string token;
+  fs::path home;
+
+  ProcessResult run(std::vector<std::string> args, const std::string& stdin_data = {},
+                    std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> argv{ARMHIVE_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ProcessRequest req;
+    req.argv = argv;
+    req.stdin_data = stdin_data;
+    req.timeout = std::chrono::seconds(60);
+    req.env = {{"HOME", home.string()},
+               {"XDG_CONFIG_HOME", (home / ".config").string()},
+               {"ARMHIVE_CONFIG", ""},
+               {"ARMHIVE_SERVER", f.url()},
+               {"ARMHIVE_TOKEN", token}};
+    for (auto& [k, v] : env) req.env[k] = v;
+    SubprocessRunner runner;
+    auto r = runner.run(req);
+    REQUIRE(r.is_ok());
+    return *r;
+  }
+
+  json run_json(std::vector<std::string> args) {
+    args.insert(args.begin(), "--json");
+    auto r = run(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    json j = json::parse(r.out, nullptr, false);
+    INFO(r.out);
+    REQUIRE_FALSE(j.is_discarded());
+    return j;
+  }
+};
+
+fs::path make_home(const char* name) {
+  fs::path home = fs::temp_directory_path() / name;
+  fs::remove_all(home);
+  fs::create_directories(home / ".ssh");
+  std::ofstream(home / ".ssh" / "id_ed25519.pub") << kTestKey << "\n";
+  std::ofstream(home / ".ssh" / "id_ed25519") << "-----BEGIN OPENSSH PRIVATE KEY-----\n";
+  return home;
+}
+
+TEST_CASE("cli: lease create, ls, show, renew and rm against a real server", "[cli]") {
+  ApiFixture f;
+  Cli cli{f, f.ci_b, make_home("armhive-cli-1")};
+  std::string key = (cli.home / ".ssh" / "id_ed25519.pub").string();
+
+  json l = cli.run_json({"lease", "create", "--pool", "tiny", "--ttl", "2h", "--ssh-key", key,
+                         "--label", "job=42", "--label", "team=arm", "--purpose", "dev"});
+  CHECK(l["state"] == "ready");
+  CHECK(l["owner"] == "ci-b");
+  CHECK(l["ttl_seconds"] == 7200);
+  CHECK(l["labels"]["team"] == "arm");
+  CHECK(l["purpose"] == "dev");
+  std::string id = l["id"];
+
+  // The private key path works too (its .pub is used); human output prints the id on stdout.
+  auto human = cli.run({"lease", "create", "--pool", "tiny", "--ssh-key",
+                        (cli.home / ".ssh" / "id_ed25519").string()});
+  INFO(human.err);
+  REQUIRE(human.exit_code == 0);
+  CHECK(human.out.rfind("l-", 0) == 0);
+  CHECK(human.err.find("is ready: ssh ") != std::string::npos);
+
+  json list = cli.run_json({"lease", "ls", "--label", "job=42"});
+  REQUIRE(list.size() == 1);
+  CHECK(list[0]["id"] == id);
+  auto table = cli.run({"lease", "ls"});
+  CHECK(table.exit_code == 0);
+  CHECK(table.out.find("ID") == 0);
+  CHECK(table.out.find(id) != std::string::npos);
+  CHECK(table.out.find("job=42,team=arm") != std::string::npos);
+
+  auto show = cli.run({"lease", "show", id});
+  CHECK(show.exit_code == 0);
+  CHECK(show.out.find("State:    ready") != std::string::npos);
+  CHECK(show.out.find("SSH:      ssh -o StrictHostKeyChecking=no") != std::string::npos);
+
+  json renewed = cli.run_json({"lease", "renew", id, "--ttl", "3h"});
+  CHECK(renewed["ttl_seconds"] == 3 * 3600);
+
+  json removed = cli.run_json({"lease", "rm", id});
+  REQUIRE(removed.size() == 1);
+  CHECK(removed[0]["state"] == "released");
+  // Ended leases are hidden unless --all.
+  CHECK(cli.run_json({"lease", "ls", "--label", "job=42"}).empty());
+  CHECK(cli.run_json({"lease", "ls", "--all", "--label", "job=42"}).size() == 1);
+}
+
+TEST_CASE("cli: API errors exit 2 and name the field or say what to fix", "[cli]") {
+  ApiFixture f;
+  Cli cli{f, f.ci_b, make_home("armhive-cli-2")};
+  auto bad_label = cli.run({"lease", "create", "--pool", "tiny", "--label", "Bad Key=x"});
+  CHECK(bad_label.exit_code == 2);
+  CHECK(bad_label.err.find("labels.Bad Key") != std::string::npos);
+
+  auto no_pool = cli.run({"lease", "create", "--pool", "nope"});
+  CHECK(no_pool.exit_code == 2);
+  CHECK(no_pool.err.find("no pool \"nope\"") != std::string::npos);
+  CHECK(no_pool.err.find("armhive pools") != std::string::npos);
+
+  auto too_long = cli.run({"lease", "create", "--pool", "slow", "--ttl", "3h"});
+  CHECK(too_long.exit_code == 2);
+  CHECK(too_long.err.find("ttl") != std::string::npos);
+
+  Cli anonymous{f, "", cli.home};
+  auto unauth = anonymous.run({"lease", "ls"});
+  CHECK(unauth.exit_code == 2);
+  CHECK(unauth.err.find("ARMHIVE_TOKEN") != std::string::npos);
+
+  Cli reader{f, f.reader, cli.home};
+  auto denied = reader.run({"lease", "create", "--pool", "tiny"});
+  CHECK(denied.exit_code == 2);
+  CHECK(denied.err.find("role read") != std::string::npos);
+
+  Cli quota{f, f.ci_a, cli.home};
+  REQUIRE(quota.run({"lease", "create", "--pool", "tiny"}).exit_code == 0);
+  REQUIRE(quota.run({"lease", "create", "--pool", "tiny"}).exit_code == 0);
+  auto full = quota.run({"lease", "create", "--pool", "tiny"});
+  CHECK(full.exit_code == 2);
+  CHECK(full.err.find("2 of its 2 concurrent leases") != std::string::npos);
+
+  auto missing = cli.run({"lease", "show", "l-000000000999"});
+  CHECK(missing.exit_code == 2);
+}
+
+TEST_CASE("cli: usage errors exit 1, an unreachable server exits 3", "[cli]") {
+  ApiFixture f;
+  Cli cli{f, f.ci_b, make_home("armhive-cli-3")};
+  CHECK(cli.run({}).exit_code == 1);
+  CHECK(cli.run({"lease", "create"}).exit_code == 1);  // --pool is required
+  auto ttl = cli.run({"lease", "create", "--pool", "tiny", "--ttl", "soon"});
+  CHECK(ttl.exit_code == 1);
+  CHECK(ttl.err.find("--ttl") != std::string::npos);
+  auto key = cli.run({"lease", "create", "--pool", "tiny", "--ssh-key", "/nonexistent.pub"});
+  CHECK(key.exit_code == 1);
+  CHECK(key.err.find("cannot read /nonexistent.pub") != std::string::npos);
+  CHECK(cli.run({"--server", "ftp://x", "pools"}).exit_code == 1);
+  CHECK(cli.run({"--help"}).exit_code == 0);
+
+  int port = f.server->port();
+  f.server->stop();
+  auto down = cli.run({"pools"}, {}, {{"ARMHIVE_SERVER", "http://127.0.0.1:" + std::to_string(port)}});
+  CHECK(down.exit_code == 3);
+  CHECK(down.err.find("is armhived running") != std::string::npos);
+}
+
+TEST_CASE("cli: server and token come from flags, environment or the config file", "[cli]") {
+  ApiFixture f;
+  fs::path home = make_home("armhive-cli-4");
+  Cli cli{f, "", home};
+  fs::create_directories(home / ".config" / "armhive");
+  std::ofstream(home / ".config" / "armhive" / "config.toml")
+      << "server = \"" << f.url() << "\"\ntoken = \"" << f.ci_b << "\"\n";
+  // Only the config file (ARMHIVE_SERVER/TOKEN empty).
+  auto from_file = cli.run({"pools"}, {}, {{"ARMHIVE_SERVER", ""}});
+  INFO(from_file.err);
+  CHECK(from_file.exit_code == 0);
+  CHECK(from_file.out.find("tiny") != std::string::npos);
+  // A flag beats the file.
+  auto flag = cli.run({"--token", f.reader, "lease", "create", "--pool", "tiny"});
+  CHECK(flag.exit_code == 2);
+  // A broken config file is a usage error naming it.
+  std::ofstream(home / "bad.toml") << "server = [1,\n";
+  auto bad = cli.run({"--config", (home / "bad.toml").string(), "pools"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("bad.toml") != std::string::npos);
+  std::ofstream(home / "typo.toml") << "sever = \"x\"\n";
+  auto typo = cli.run({"--config", (home / "typo.toml").string(), "pools"});
+  CHECK(typo.exit_code == 1);
+  CHECK(typo.err.find("unknown key \"sever\"") != std::string::npos);
+}
+
+TEST_CASE("cli: --wait follows a pending lease until ready, or times out with exit 4", "[cli]") {
+  ApiFixture f;
+  Cli cli{f, f.ci_b, make_home("armhive-cli-5")};
+  auto timeout = cli.run({"lease", "create", "--pool", "slow", "--wait", "--wait-timeout", "2s"});
+  CHECK(timeout.exit_code == 4);
+  // Not a terminal: plain progress lines rather than a spinner.
+  CHECK(timeout.err.find(": pending (waiting for capacity)") != std::string::npos);
+  CHECK(timeout.err.find("\r") == std::string::npos);
+  CHECK(timeout.err.find("still pending") != std::string::npos);
+
+  std::atomic<bool> done{false};
+  std::thread readier([&] {
+    // Make every pending lease ready once the CLI has created one.
+    while (!done) {
+      auto leases = f.leases.list_leases(LeaseFilter{});
+      if (leases.is_ok()) {
+        for (const auto& l : *leases) {
+          if (l.state == LeaseState::kPending) f.leases.make_ready(l.id);
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  auto waited = cli.run({"--json", "lease", "create", "--pool", "slow", "--wait"});
+  done = true;
+  readier.join();
+  INFO(waited.err);
+  REQUIRE(waited.exit_code == 0);
+  CHECK(json::parse(waited.out)["state"] == "ready");
+}
+
+TEST_CASE("cli: exec propagates the remote exit code and output", "[cli]") {
+  ApiFixture f;
+  Cli cli{f, f.ci_b, make_home("armhive-cli-6")};
+  std::string id = cli.run({"lease", "create", "--pool", "tiny"}).out;
+  id.pop_back();
+  auto echo = cli.run({"exec", id, "--", "echo", "hello", "-n"});
+  CHECK(echo.exit_code == 0);
+  CHECK(echo.out == "hello -n\n");
+  CHECK(cli.run({"exec", id, "--", "exit", "7"}).exit_code == 7);
+  auto fail = cli.run({"exec", id, "--", "false"});
+  CHECK(fail.exit_code == 1);
+  CHECK(fail.err == "failed\n");
+  auto cat = cli.run({"exec", id, "--stdin", "--", "cat"}, "from stdin");
+  CHECK(cat.out == "from stdin");
+  auto bin = cli.run({"exec", id, "--", "binary"});
+  CHECK(bin.out == std::string("\xff\xfe\x00\x01", 4));
+  auto slow = cli.run({"exec", id, "--timeout", "5", "--", "sleep"});
+  CHECK(slow.exit_code == 4);
+  CHECK(slow.err.find("timed out") != std::string::npos);
+  json j = cli.run_json({"exec", id, "--", "echo", "x"});
+  CHECK(j["stdout"] == "x\n");
+
+  auto ssh = cli.run({"ssh", id, "-i", "~/.ssh/id_ed25519", "--dry-run", "--", "uname", "-a"});
+  CHECK(ssh.exit_code == 0);
+  CHECK(ssh.out.rfind("ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null", 0) == 0);
+  CHECK(ssh.out.find("-i " + (cli.home / ".ssh" / "id_ed25519").string()) != std::string::npos);
+  CHECK(ssh.out.find(" armhive@192.168.122.") != std::string::npos);
+  CHECK(ssh.out.find(" -- uname -a") != std::string::npos);
+
+  auto console = cli.run({"console", id});
+  CHECK(console.out.find("Booting Linux") != std::string::npos);
+}
+
+TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
+  ApiFixture f;
+  Cli cli{f, f.ci_b, make_home("armhive-cli-7")};
+  std::string id = cli.run({"lease", "create", "--pool", "tiny"}).out;
+  id.pop_back();
+
+  auto pools = cli.run({"pools"});
+  CHECK(pools.out.find("POOL") == 0);
+  CHECK(pools.out.find("tiny") != std::string::npos);
+  CHECK(cli.run_json({"pools"}).size() == 2);
+
+  auto hosts = cli.run({"hosts", "--svg", (cli.home / "map.svg").string()});
+  CHECK(hosts.exit_code == 0);
+  CHECK(hosts.out.find("honeycomb (aarch64, cortex-a72, kvm)") != std::string::npos);
+  CHECK(hosts.out.find(id) != std::string::npos);
+  std::ifstream svg(cli.home / "map.svg");
+  std::string svg_text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  CHECK(svg_text.find("<svg") != std::string::npos);
+
+  auto events = cli.run({"--json", "events", "--no-follow"});
+  CHECK(events.exit_code == 0);
+  int lines = 0;
+  std::istringstream in(events.out);
+  for (std::string line; std::getline(in, line);) {
+    CHECK(json::parse(line)["lease_id"] == id);
+    ++lines;
+  }
+  CHECK(lines == 2);
+
+  json run = cli.run_json({"bench", id, "--suite", "compression"});
+  std::string a = run["id"];
+  std::string b = cli.run_json({"bench", id})["id"];
+  auto waited = cli.run({"bench", id, "--wait"});
+  CHECK(waited.exit_code == 0);
+  CHECK(waited.err.find("succeeded") != std::string::npos);
+  auto show = cli.run({"bench", "show", a});
+  CHECK(show.out.find("State:    succeeded") != std::string::npos);
+  CHECK(cli.run_json({"bench", "ls"}).size() == 3);
+  auto report = cli.run({"bench", "report", a, "-o", (cli.home / "r.html").string()});
+  CHECK(report.exit_code == 0);
+  CHECK(fs::exists(cli.home / "r.html"));
+  auto cmp = cli.run({"bench", "compare", a, b, "-o", (cli.home / "cmp.html").string()});
+  INFO(cmp.err);
+  CHECK(cmp.exit_code == 0);
+  CHECK(cmp.out.find("compression.single_thread_mb_s") != std::string::npos);
+  CHECK(cmp.out.find("1.50x") != std::string::npos);
+  CHECK(fs::exists(cli.home / "cmp.html"));
+  CHECK(cli.run({"bench", "show", "b-nope"}).exit_code == 2);
+
+  auto completion = cli.run({"completion", "bash"});
+  CHECK(completion.exit_code == 0);
+  CHECK(completion.out.find("complete -F _armhive armhive") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace armhive
