@@ -99,6 +99,7 @@ int serve(const DaemonConfig& config) {
   LibvirtHypervisorOptions hv_options;
   hv_options.uri = config.libvirt_uri;
   hv_options.state_dir = config.state_dir + "/vms";
+  hv_options.storage_pool = config.storage_pool;
   hv_options.accel = topology->accel;
   auto hypervisor = LibvirtHypervisor::open(hv_options);
   if (!hypervisor.is_ok()) return fail(hypervisor.status(), "libvirt hypervisor");

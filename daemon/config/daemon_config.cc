@@ -199,6 +199,8 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     TableReader r(*h, "host.");
     ARMHIVE_RETURN_IF_ERROR(r.str("name", c.host_name));
     ARMHIVE_RETURN_IF_ERROR(r.str("libvirt_uri", c.libvirt_uri));
+    ARMHIVE_RETURN_IF_ERROR(r.str("storage_pool", c.storage_pool));
+    ARMHIVE_RETURN_IF_ERROR(check_name("host.storage_pool", c.storage_pool));
     ARMHIVE_RETURN_IF_ERROR(r.str("state_dir", c.state_dir));
     ARMHIVE_RETURN_IF_ERROR(r.str("catalog", c.catalog));
     ARMHIVE_RETURN_IF_ERROR(r.str("database", c.database));

@@ -33,6 +33,7 @@ struct DaemonConfig {
   // [host]
   std::string host_name;              // empty: the machine's hostname
   std::string libvirt_uri = "qemu:///system";
+  std::string storage_pool = "armhive-overlays";  // libvirt dir pool for the VMs' overlays
   std::string state_dir = "/var/lib/armhive";
   std::string catalog;                // empty: <state_dir>/images
   std::string database;               // empty: <state_dir>/armhive.db

@@ -308,7 +308,10 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
       break;
     }
     std::string why;
-    if (total() >= cfg.max) {
+    if (std::chrono::steady_clock::now() < pool.retry_after) {
+      why = "pool '" + cfg.name + "' is backing off after " + std::to_string(pool.failures) +
+            " failed boot(s): " + pool.last_failure;
+    } else if (total() >= cfg.max) {
       why = "pool '" + cfg.name + "' is at max (" + std::to_string(cfg.max) + " VMs)";
     } else if (count(VmState::kStarting, false) >= cfg.max_starting) {
       why = "pool '" + cfg.name + "' has max_starting (" + std::to_string(cfg.max_starting) +
@@ -334,7 +337,7 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
   }
 
   // Refill: warm + unbound-starting VMs up to min_warm, within max and max_starting.
-  while (pool.queue.empty()) {
+  while (pool.queue.empty() && std::chrono::steady_clock::now() >= pool.retry_after) {
     int warm = count(VmState::kWarm, false);
     int starting_unbound = count(VmState::kStarting, false) - count(VmState::kStarting, true);
     if (warm + starting_unbound >= cfg.min_warm) break;
@@ -487,6 +490,7 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
                           std::chrono::duration<double>(clock_.now() - vm.boot_started).count());
       }
       lease_id = vm.record.lease_id;
+      pools_.at(vm.record.pool).failures = 0;
       if (lease_id.empty()) {
         vm.record.state = VmState::kWarm;
         persist_vm_locked(vm);
@@ -514,7 +518,16 @@ void LeaseEngine::boot_failed(const std::string& vm_name, std::string why,
     Vm& vm = it->second;
     bool was_cancel = vm.cancelled;
     if (was_cancel && !vm.failure.empty()) why = vm.failure;
-    if (metrics_ && !was_cancel) metrics_->inc("armhive_vm_failures_total", {{"pool", vm.record.pool}});
+    if (!was_cancel) {
+      if (metrics_) metrics_->inc("armhive_vm_failures_total", {{"pool", vm.record.pool}});
+      PoolRuntime& pool = pools_.at(vm.record.pool);
+      pool.failures = std::min(pool.failures + 1, 16);
+      pool.last_failure = why;
+      pool.retry_after = std::chrono::steady_clock::now() +
+                         std::min<std::chrono::milliseconds>(
+                             options_.retry_backoff * (1 << std::min(pool.failures - 1, 10)),
+                             options_.max_retry_backoff);
+    }
     emit_vm_locked(was_cancel ? "vm.cancelled" : "vm.failed", vm, why);
     if (!vm.record.lease_id.empty()) {
       auto lit = leases_.find(vm.record.lease_id);

@@ -55,6 +55,9 @@ struct EngineOptions {
   std::chrono::milliseconds reaper_period{std::chrono::seconds(1)};
   std::chrono::milliseconds schedule_period{std::chrono::seconds(2)};  // retries waiting leases
   std::chrono::milliseconds reconcile_period{std::chrono::seconds(30)};
+  // After a failed boot a pool waits retry_backoff × 2^(failures-1), at most max_retry_backoff.
+  std::chrono::milliseconds retry_backoff{std::chrono::seconds(1)};
+  std::chrono::milliseconds max_retry_backoff{std::chrono::minutes(1)};
   size_t event_buffer = 10000;
 };
 
@@ -134,6 +137,11 @@ class LeaseEngine final : public LeaseService {
   struct PoolRuntime {
     PoolConfig config;
     std::deque<std::string> queue;  // leases waiting for a VM, FIFO
+    // Consecutive VM boot failures, and until when new boots wait (exponential backoff, so a
+    // broken image or host does not turn into a tight create/destroy loop).
+    int failures = 0;
+    std::chrono::steady_clock::time_point retry_after{};
+    std::string last_failure;
   };
 
   // All *_locked methods require mu_.

@@ -33,7 +33,8 @@ PoolConfig ci_pool(int min_warm, int max, int vcpus = 2) {
 // One engine over a fake hypervisor, an in-memory (or file) database and a manual clock.
 struct Harness {
   explicit Harness(std::vector<PoolConfig> pools, std::string db_path = ":memory:",
-                   std::shared_ptr<FakeHypervisor> hv = nullptr)
+                   std::shared_ptr<FakeHypervisor> hv = nullptr,
+                   std::chrono::milliseconds retry_backoff = 5ms)
       : hypervisor(hv ? hv : std::make_shared<FakeHypervisor>()) {
     db = std::move(Database::open(db_path).value());
     store = std::move(LeaseStore::open(*db).value());
@@ -43,6 +44,8 @@ struct Harness {
     options.reaper_period = 3600s;     // tests call expire_due_leases() themselves
     options.reconcile_period = 3600s;
     options.schedule_period = 20ms;
+    options.retry_backoff = retry_backoff;
+    options.max_retry_backoff = retry_backoff * 8;
     options.boot_timeout = 30s;
     options.threads = 2;
     auto allocator = CoreAllocator::create(lx2160a_topology(),
@@ -234,6 +237,20 @@ TEST_CASE("a VM that fails to boot fails its lease and leaves nothing behind", "
   CHECK(h.hypervisor->domains().empty());
   CHECK(h.cores_held() == 0);
   CHECK(h.store->vms()->empty());
+}
+
+TEST_CASE("a pool whose VMs keep failing to boot backs off instead of looping", "[engine]") {
+  Harness h({ci_pool(1, 2)}, ":memory:", nullptr, 200ms);
+  h.hypervisor->fail_create = true;
+  h.start();
+  std::this_thread::sleep_for(1s);
+  // Backoff 200 ms doubling: at most a handful of attempts in a second (a loop makes thousands).
+  CHECK(h.hypervisor->creates() >= 1);
+  CHECK(h.hypervisor->creates() <= 4);
+  Lease l = h.lease();
+  CHECK(h.engine->get_lease(l.id)->reason.find("backing off") != std::string::npos);
+  h.hypervisor->fail_create = false;
+  CHECK(h.wait_ready(l.id).state == LeaseState::kReady);
 }
 
 TEST_CASE("a host that is down keeps leases waiting instead of failing them", "[engine]") {

@@ -1,0 +1,278 @@
+// End-to-end: a real armhived, real aarch64 guests (tiny image) under the sandboxed libvirtd.
+// This process runs inside the sandbox's network namespace (see tests/CMakeLists.txt), so the
+// guests' addresses are reachable and nothing leaves the namespace.
+
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "base/process_runner.h"
+#include "tests/support/daemon_process.h"
+
+namespace armhive {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string e2e_state() {
+  const char* s = std::getenv("ARMHIVE_E2E_STATE");
+  return s ? s : "/tmp/armhive-e2e";
+}
+
+const char* kDedicatedPool = R"(
+[host.cpus]
+housekeeping = "0"
+dedicated = "1"
+
+[[pools]]
+name = "ci"
+image = "tiny"
+vcpus = 1
+memory_mib = 384
+network = "armhive"
+min_warm = 1
+max = 1
+max_starting = 1
+default_ttl = "10m"
+max_ttl = "1h"
+cpu_policy = "dedicated"
+)";
+
+const char* kColdPool = R"(
+[host.cpus]
+housekeeping = "0"
+dedicated = "1"
+
+[[pools]]
+name = "ci"
+image = "tiny"
+vcpus = 1
+memory_mib = 384
+network = "armhive"
+min_warm = 0
+max = 1
+max_starting = 1
+default_ttl = "10m"
+max_ttl = "1h"
+cpu_policy = "dedicated"
+)";
+
+// A fresh ed25519 key pair; returns the public key line.
+std::string make_key(const std::string& dir) {
+  SubprocessRunner run;
+  fs::remove(dir + "/id_ed25519");
+  fs::remove(dir + "/id_ed25519.pub");
+  auto r = run.run({.argv = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "e2e@armhive",
+                             "-f", dir + "/id_ed25519"}});
+  REQUIRE(r.is_ok());
+  REQUIRE(r->ok());
+  std::ifstream in(dir + "/id_ed25519.pub");
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Runs a command over a real OpenSSH login (the guest's sshd may need a moment after ready).
+ProcessResult ssh(const std::string& key, const std::string& user, const std::string& host,
+                  const std::string& command) {
+  SubprocessRunner run;
+  ProcessResult last;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    auto r = run.run({.argv = {"ssh", "-i", key, "-o", "StrictHostKeyChecking=no", "-o",
+                               "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o",
+                               "ConnectTimeout=10", "-o", "LogLevel=ERROR", user + "@" + host,
+                               command},
+                      .timeout = 60s});
+    REQUIRE(r.is_ok());
+    last = *r;
+    if (last.ok()) return last;
+    std::this_thread::sleep_for(1s);
+  }
+  return last;
+}
+
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(500ms);
+  }
+  return pred();
+}
+
+// Domains with per-VM files under <state>/vms: overlays/NAME.qcow2 and domains/NAME/.
+std::set<std::string> vm_files(const std::string& state) {
+  std::set<std::string> names;
+  for (const char* sub : {"/vms/overlays", "/vms/domains"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(state + sub, ec)) {
+      std::string n = e.path().filename().string();
+      names.insert(n.substr(0, n.find('.')));
+    }
+  }
+  return names;
+}
+
+TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill and expiry",
+          "[lease]") {
+  std::string state = e2e_state() + "/lease-warm";
+  DaemonProcess daemon(state, e2e_state() + "/images", 18470, kDedicatedPool);
+  Status started = daemon.start();
+  INFO(daemon.log());
+  REQUIRE(started.is_ok());
+  auto api = daemon.client();
+  REQUIRE(api);
+  REQUIRE(eventually([&] {
+    auto pools = api->pools();
+    return pools.is_ok() && pools->size() == 1 && (*pools)[0].warm == 1;
+  }, 240s));
+
+  std::string pub = make_key(state);
+  LeaseCreateRequest req;
+  req.pool = "ci";
+  req.ttl_seconds = 600;
+  req.ssh_keys = {pub};
+  req.labels = {{"job", "e2e"}};
+  auto lease = api->create_lease(req, "e2e-job-1");
+  REQUIRE(lease.is_ok());
+  CHECK(lease->state == "ready");  // served from the warm pool, keys already installed
+  CHECK(lease->warm_handout);
+  REQUIRE(lease->vm.has_value());
+  const std::string vm = lease->vm->name;
+  const std::string address = lease->vm->address;
+  CHECK(lease->vm->cpus == std::vector<int>{1});
+  // A retry with the same idempotency key gets the same lease, not a second VM.
+  auto again = api->create_lease(req, "e2e-job-1");
+  REQUIRE(again.is_ok());
+  CHECK(again->id == lease->id);
+
+  // A real OpenSSH client logs in with the key installed through the guest agent, and the guest
+  // carries its own per-VM hostname.
+  auto login = ssh(state + "/id_ed25519", lease->vm->login_user, address,
+                   "hostname; iperf3 --version | head -1; zstd --version");
+  INFO(login.err);
+  REQUIRE(login.ok());
+  CHECK(login.out.find(vm) != std::string::npos);
+  CHECK(login.out.find("iperf 3") != std::string::npos);
+  CHECK(login.out.find("Zstandard") != std::string::npos);
+
+  // exec through the agent.
+  auto uname = api->exec(lease->id, {{"uname", "-m"}, "", 30});
+  REQUIRE(uname.is_ok());
+  CHECK(uname->exit_code == 0);
+  CHECK(uname->out == "aarch64\n");
+
+  // The vCPU thread runs on the dedicated core only; QEMU's own threads on housekeeping.
+  pid_t pid = qemu_pid(vm);
+  REQUIRE(pid > 0);
+  auto vcpu = thread_affinities(pid, "CPU ");
+  REQUIRE(vcpu.size() == 1);
+  CHECK(vcpu[0] == "1");
+  auto main_thread = thread_affinities(pid, "qemu-system-aar");
+  REQUIRE_FALSE(main_thread.empty());
+  CHECK(main_thread[0] == "0");
+
+  // Renew moves the deadline.
+  auto renewed = api->renew_lease(lease->id, 1200);
+  REQUIRE(renewed.is_ok());
+  CHECK(renewed->expires_at > lease->expires_at);
+
+  // The pool is at max and the only dedicated core is taken: a second lease waits and says why.
+  req.ttl_seconds = 300;
+  auto second = api->create_lease(req);
+  REQUIRE(second.is_ok());
+  CHECK(second->state == "pending");
+  CHECK_FALSE(second->reason.empty());
+
+  // Releasing the first destroys its VM; the waiting lease gets the freed slot.
+  auto released = api->release_lease(lease->id);
+  REQUIRE(released.is_ok());
+  auto served = api->wait_lease(second->id, 240s);
+  REQUIRE(served.is_ok());
+  CHECK(served->state == "ready");
+  CHECK(qemu_pid(vm) < 0);
+  CHECK_FALSE(vm_files(state).count(vm));
+  CHECK(api->get_lease(lease->id)->state == "released");
+
+  // Shortened to 3 s, its TTL runs out on the server; the pool refills to one warm VM.
+  REQUIRE(api->renew_lease(second->id, 3).is_ok());
+  REQUIRE(eventually([&] { return api->get_lease(second->id)->state == "expired"; }, 60s));
+  REQUIRE(eventually([&] {
+    auto pools = api->pools();
+    return pools.is_ok() && (*pools)[0].warm == 1 && (*pools)[0].leased == 0;
+  }, 240s));
+  CHECK(vm_files(state).size() == 1);  // only the fresh warm VM has files
+
+  daemon.kill(SIGTERM);
+}
+
+TEST_CASE("kill -9 of the daemon while provisioning: restart converges, nothing leaks",
+          "[recovery]") {
+  std::string state = e2e_state() + "/lease-recovery";
+  DaemonProcess daemon(state, e2e_state() + "/images", 18471, kColdPool);
+  REQUIRE(daemon.start().is_ok());
+  auto api = daemon.client();
+  LeaseCreateRequest req;
+  req.pool = "ci";
+  req.ssh_keys = {make_key(state)};
+  auto lease = api->create_lease(req);
+  REQUIRE(lease.is_ok());
+  REQUIRE(lease->state == "provisioning");  // cold: no warm VM configured
+  // Let the domain come into existence, then kill the daemon mid-boot.
+  REQUIRE(eventually([&] { return !vm_files(state).empty(); }, 60s));
+  daemon.kill(SIGKILL);
+
+  // Restart on the same state: the lease and the VM agree, with exactly one VM.
+  Status restarted = daemon.start();
+  INFO(daemon.log());
+  REQUIRE(restarted.is_ok());
+  api = daemon.client();
+  auto ready = api->wait_lease(lease->id, 240s);
+  REQUIRE(ready.is_ok());
+  CHECK(ready->state == "ready");
+  REQUIRE(ready->vm.has_value());
+  CHECK(vm_files(state) == std::set<std::string>{ready->vm->name});
+  CHECK(qemu_pid(ready->vm->name) > 0);
+
+  REQUIRE(api->release_lease(lease->id).is_ok());
+  REQUIRE(eventually([&] { return api->get_lease(lease->id)->state == "released"; }, 60s));
+  CHECK(vm_files(state).empty());
+  auto pools = api->pools();
+  REQUIRE(pools.is_ok());
+  CHECK((*pools)[0].starting + (*pools)[0].warm + (*pools)[0].leased == 0);
+  daemon.kill(SIGTERM);
+}
+
+TEST_CASE("kill -9 of a guest's QEMU fails its lease and the pool refills", "[crash]") {
+  std::string state = e2e_state() + "/lease-crash";
+  DaemonProcess daemon(state, e2e_state() + "/images", 18472, kDedicatedPool);
+  REQUIRE(daemon.start().is_ok());
+  auto api = daemon.client();
+  REQUIRE(eventually([&] { return api->pools().is_ok() && (*api->pools())[0].warm == 1; }, 240s));
+  LeaseCreateRequest req;
+  req.pool = "ci";
+  req.ssh_keys = {make_key(state)};
+  auto lease = api->create_lease(req);
+  REQUIRE(lease.is_ok());
+  REQUIRE(lease->state == "ready");
+  pid_t pid = qemu_pid(lease->vm->name);
+  REQUIRE(pid > 0);
+  ::kill(pid, SIGKILL);
+
+  REQUIRE(eventually([&] { return api->get_lease(lease->id)->state == "failed"; }, 60s));
+  auto failed = api->get_lease(lease->id);
+  INFO(failed->reason);
+  CHECK(failed->reason.find(lease->vm->name) != std::string::npos);
+  CHECK_FALSE(vm_files(state).count(lease->vm->name));
+  REQUIRE(eventually([&] { return (*api->pools())[0].warm == 1; }, 240s));
+  daemon.kill(SIGTERM);
+}
+
+}  // namespace
+}  // namespace armhive

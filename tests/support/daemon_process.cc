@@ -1,0 +1,131 @@
+#include "tests/support/daemon_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace armhive {
+namespace fs = std::filesystem;
+
+namespace {
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+DaemonProcess::DaemonProcess(std::string state_dir, std::string catalog, int port,
+                             std::string pool_toml)
+    : state_dir_(std::move(state_dir)),
+      catalog_(std::move(catalog)),
+      port_(port),
+      pool_toml_(std::move(pool_toml)) {
+  fs::remove_all(state_dir_);
+  fs::create_directories(state_dir_);
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ > 0) kill(SIGKILL);
+}
+
+Status DaemonProcess::start(std::chrono::seconds timeout) {
+  std::string config = state_dir_ + "/armhived.toml";
+  {
+    std::ofstream out(config);
+    out << "[server]\nbind = \"127.0.0.1\"\nport = " << port_ << "\nbootstrap_token_file = \""
+        << state_dir_ << "/admin.token\"\n\n[host]\nstate_dir = \"" << state_dir_
+        << "\"\nstorage_pool = \"armhive-e2e-" << port_ << "\"\ncatalog = \"" << catalog_
+        << "\"\n\n[engine]\nreconcile_period = \"5s\"\n\n[[networks]]\nname = \"armhive\"\n"
+           "bridge = \"ahbr0\"\ncidr = \"10.77.0.1/24\"\ndhcp_start = \"10.77.0.10\"\n"
+           "dhcp_end = \"10.77.0.250\"\n\n"
+        << pool_toml_;
+  }
+  const char* build = std::getenv("ARMHIVE_BUILD_DIR");
+  std::string binary = std::string(build ? build : ".") + "/daemon/armhived";
+  std::string log_path = state_dir_ + "/armhived.log";
+  pid_ = ::fork();
+  if (pid_ < 0) return internal_error("fork failed");
+  if (pid_ == 0) {
+    int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execl(binary.c_str(), binary.c_str(), "--config", config.c_str(), "--verbose", nullptr);
+    ::_exit(127);
+  }
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return unavailable("armhived exited during start-up: " + log());
+    }
+    if (token_.empty() && fs::exists(state_dir_ + "/admin.token")) {
+      token_ = read_file(state_dir_ + "/admin.token");
+      while (!token_.empty() && (token_.back() == '\n' || token_.back() == ' ')) token_.pop_back();
+    }
+    if (!token_.empty()) {
+      auto c = client();
+      if (c && c->health().is_ok()) return Status::ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return Status(ErrorCode::kTimeout, "armhived did not answer /healthz: " + log());
+}
+
+void DaemonProcess::kill(int signal) {
+  if (pid_ <= 0) return;
+  ::kill(pid_, signal);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+std::unique_ptr<Client> DaemonProcess::client() const {
+  ClientOptions o;
+  o.server = "http://127.0.0.1:" + std::to_string(port_);
+  o.token = token_;
+  o.timeout = std::chrono::seconds(60);
+  auto c = Client::create(o);
+  if (!c.is_ok()) return nullptr;
+  return std::move(c).value();
+}
+
+std::string DaemonProcess::log() const {
+  std::string l = read_file(state_dir_ + "/armhived.log");
+  return l.size() > 4000 ? l.substr(l.size() - 4000) : l;
+}
+
+pid_t qemu_pid(const std::string& domain) {
+  std::string text = read_file("/run/libvirt/qemu/" + domain + ".pid");
+  if (text.empty()) return -1;
+  return static_cast<pid_t>(std::stol(text));
+}
+
+std::vector<std::string> thread_affinities(pid_t pid, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::string comm = read_file(task.path().string() + "/comm");
+    if (comm.rfind(prefix, 0) != 0) continue;
+    std::istringstream status(read_file(task.path().string() + "/status"));
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+        std::string v = line.substr(line.find(':') + 1);
+        v.erase(0, v.find_first_not_of(" \t"));
+        out.push_back(v);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace armhive

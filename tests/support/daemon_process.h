@@ -1,0 +1,44 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "api/client.h"
+#include "base/result.h"
+
+namespace armhive {
+
+// Runs a real armhived as a child process for end-to-end tests: writes its config, starts it,
+// waits for /healthz, hands out an admin API client, and kills it (SIGTERM or SIGKILL).
+class DaemonProcess {
+ public:
+  // `state_dir` is wiped and created; `pool_toml` is appended to the generated config.
+  DaemonProcess(std::string state_dir, std::string catalog, int port, std::string pool_toml);
+  ~DaemonProcess();  // SIGKILL if still running
+
+  Status start(std::chrono::seconds timeout = std::chrono::seconds(60));
+  void kill(int signal);  // and reap
+  bool running() const { return pid_ > 0; }
+
+  std::unique_ptr<Client> client() const;
+  const std::string& state_dir() const { return state_dir_; }
+  std::string log() const;
+
+ private:
+  std::string state_dir_;
+  std::string catalog_;
+  int port_;
+  std::string pool_toml_;
+  pid_t pid_ = -1;
+  std::string token_;
+};
+
+// The QEMU process of a running domain (from libvirt's pid file), or -1.
+pid_t qemu_pid(const std::string& domain);
+// Cpus_allowed_list of every thread of `pid` whose name starts with `prefix`.
+std::vector<std::string> thread_affinities(pid_t pid, const std::string& prefix);
+
+}  // namespace armhive
