@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -60,11 +61,47 @@ Status write_gzip(const fs::path& path, std::string_view data) {
   return Status::ok();
 }
 
-// Guest path "/etc/x" -> <root>/etc/x, refusing to leave the root.
-fs::path in_root(const fs::path& root, std::string_view guest_path) {
-  std::string_view rel = guest_path;
-  while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
-  return root / fs::path(std::string(rel));
+// Guest path "/etc/x" -> <root>/etc/x with chroot semantics: symlinks among the parent
+// directories are followed inside the root (an absolute target such as /run means <root>/run),
+// so writing through a package's `/var/run -> /run` never touches the host. The last component
+// is not followed (callers replace it).
+Result<fs::path> in_root_impl(const fs::path& root, std::string_view guest_path) {
+  std::vector<std::string> todo;
+  for (const auto& part : fs::path(std::string(guest_path)).relative_path()) todo.push_back(part.string());
+  std::reverse(todo.begin(), todo.end());  // a stack: next component at the back
+  std::vector<std::string> done;
+  int links = 0;
+  while (!todo.empty()) {
+    std::string part = todo.back();
+    todo.pop_back();
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (!done.empty()) done.pop_back();
+      continue;
+    }
+    fs::path host = root;
+    for (const auto& d : done) host /= d;
+    host /= part;
+    std::error_code ec;
+    if (!todo.empty() && fs::is_symlink(host, ec)) {
+      if (++links > 40) return invalid_argument("files.path", "too many symlinks in " + std::string(guest_path));
+      fs::path target = fs::read_symlink(host, ec);
+      if (ec) return unavailable("cannot read symlink " + host.string());
+      if (target.is_absolute()) done.clear();
+      std::vector<std::string> parts;
+      for (const auto& t : target.relative_path()) parts.push_back(t.string());
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) todo.push_back(*it);
+      continue;
+    }
+    done.push_back(part);
+  }
+  fs::path out = root;
+  for (const auto& d : done) out /= d;
+  return out;
+}
+
+Result<fs::path> in_root(const fs::path& root, std::string_view guest_path) {
+  return in_root_impl(root, guest_path);
 }
 
 std::string utc_now() {
@@ -133,6 +170,11 @@ bool up_to_date(const Image& existing, const Recipe& recipe, const ResolvedPacka
 }
 
 }  // namespace
+
+Result<std::string> resolve_in_root(const std::string& root, std::string_view guest_path) {
+  ARMHIVE_ASSIGN_OR_RETURN(fs::path p, in_root_impl(root, guest_path));
+  return p.string();
+}
 
 Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions& options) {
   Step say(options);
@@ -209,7 +251,10 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
       ARMHIVE_RETURN_IF_ERROR(run_checked(
           runner_, {.argv = {"dpkg-deb", "-x", path, dest.string()}}, "dpkg-deb -x " + p.name));
     }
-    for (const auto& prune : recipe.prune) fs::remove_all(in_root(rootfs, prune), ec);
+    for (const auto& prune : recipe.prune) {
+      ARMHIVE_ASSIGN_OR_RETURN(fs::path p, in_root(rootfs, prune));
+      if (p != rootfs) fs::remove_all(p, ec);
+    }
 
     // 3. The skeleton dpkg's postinsts would have made, and busybox's applet links.
     for (const char* d : {"dev", "proc", "sys", "run", "tmp", "etc", "var/log", "var/tmp", "mnt",
@@ -276,7 +321,8 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
 
   // 5. Recipe files and the benchmark corpus.
   for (const auto& f : recipe.files) {
-    fs::path p = in_root(rootfs, f.path);
+    ARMHIVE_ASSIGN_OR_RETURN(fs::path p, in_root(rootfs, f.path));
+    if (p == rootfs) return invalid_argument("files.path", "cannot replace the root directory");
     fs::create_directories(p.parent_path(), ec);
     switch (f.type) {
       case RecipeFile::Type::kDirectory:
@@ -299,7 +345,8 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
         std::to_string(recipe.corpus_seed) + ")");
     std::string corpus = generate_corpus(recipe.corpus_seed, recipe.corpus_bytes);
     corpus_sha = sha256_hex(corpus);
-    ARMHIVE_RETURN_IF_ERROR(write_file(in_root(rootfs, recipe.corpus_path), corpus, 0444));
+    ARMHIVE_ASSIGN_OR_RETURN(fs::path corpus_file, in_root(rootfs, recipe.corpus_path));
+    ARMHIVE_RETURN_IF_ERROR(write_file(corpus_file, corpus, 0444));
   }
 
   // 6. The disk.

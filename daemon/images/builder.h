@@ -46,4 +46,10 @@ class ImageBuilder {
   PackageIndex& index_;
 };
 
+// Where guest path `guest_path` of a root filesystem unpacked at `root` lives on the host,
+// following symlinks among its parent directories inside the root (chroot semantics: an
+// absolute link target is taken relative to `root`); the last component is not followed.
+// Used for every file the builder writes or prunes; exposed for tests.
+Result<std::string> resolve_in_root(const std::string& root, std::string_view guest_path);
+
 }  // namespace armhive
