@@ -1,9 +1,9 @@
 #include "daemon/virt/connection.h"
 
+#include <libvirt/virterror.h>
+
 #include <string>
 #include <utility>
-
-#include <libvirt/virterror.h>
 
 #include "daemon/virt/error.h"
 

@@ -17,25 +17,39 @@ void free_opaque(void* opaque) { delete static_cast<SubscribersPtr*>(opaque); }
 
 const char* stopped_detail(int detail) {
   switch (detail) {
-    case VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN: return "shutdown";
-    case VIR_DOMAIN_EVENT_STOPPED_DESTROYED: return "destroyed";
-    case VIR_DOMAIN_EVENT_STOPPED_CRASHED: return "crashed";
-    case VIR_DOMAIN_EVENT_STOPPED_MIGRATED: return "migrated";
-    case VIR_DOMAIN_EVENT_STOPPED_SAVED: return "saved";
-    case VIR_DOMAIN_EVENT_STOPPED_FAILED: return "failed";
-    case VIR_DOMAIN_EVENT_STOPPED_FROM_SNAPSHOT: return "from-snapshot";
-    default: return "unknown";
+    case VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN:
+      return "shutdown";
+    case VIR_DOMAIN_EVENT_STOPPED_DESTROYED:
+      return "destroyed";
+    case VIR_DOMAIN_EVENT_STOPPED_CRASHED:
+      return "crashed";
+    case VIR_DOMAIN_EVENT_STOPPED_MIGRATED:
+      return "migrated";
+    case VIR_DOMAIN_EVENT_STOPPED_SAVED:
+      return "saved";
+    case VIR_DOMAIN_EVENT_STOPPED_FAILED:
+      return "failed";
+    case VIR_DOMAIN_EVENT_STOPPED_FROM_SNAPSHOT:
+      return "from-snapshot";
+    default:
+      return "unknown";
   }
 }
 
 const char* started_detail(int detail) {
   switch (detail) {
-    case VIR_DOMAIN_EVENT_STARTED_BOOTED: return "booted";
-    case VIR_DOMAIN_EVENT_STARTED_MIGRATED: return "migrated";
-    case VIR_DOMAIN_EVENT_STARTED_RESTORED: return "restored";
-    case VIR_DOMAIN_EVENT_STARTED_FROM_SNAPSHOT: return "from-snapshot";
-    case VIR_DOMAIN_EVENT_STARTED_WAKEUP: return "wakeup";
-    default: return "unknown";
+    case VIR_DOMAIN_EVENT_STARTED_BOOTED:
+      return "booted";
+    case VIR_DOMAIN_EVENT_STARTED_MIGRATED:
+      return "migrated";
+    case VIR_DOMAIN_EVENT_STARTED_RESTORED:
+      return "restored";
+    case VIR_DOMAIN_EVENT_STARTED_FROM_SNAPSHOT:
+      return "from-snapshot";
+    case VIR_DOMAIN_EVENT_STARTED_WAKEUP:
+      return "wakeup";
+    default:
+      return "unknown";
   }
 }
 
@@ -58,9 +72,15 @@ void on_agent(virConnectPtr /*conn*/, virDomainPtr dom, int state, int reason, v
     return;
   }
   switch (reason) {
-    case VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_REASON_DOMAIN_STARTED: ev.detail = "domain-started"; break;
-    case VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_REASON_CHANNEL: ev.detail = "channel"; break;
-    default: ev.detail = "unknown"; break;
+    case VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_REASON_DOMAIN_STARTED:
+      ev.detail = "domain-started";
+      break;
+    case VIR_CONNECT_DOMAIN_EVENT_AGENT_LIFECYCLE_REASON_CHANNEL:
+      ev.detail = "channel";
+      break;
+    default:
+      ev.detail = "unknown";
+      break;
   }
   const char* name = virDomainGetName(dom);
   ev.name = name != nullptr ? name : "";
@@ -76,9 +96,10 @@ bool lifecycle_to_vm_event(int event, int detail, VmEvent& out) {
       out.detail = started_detail(detail);
       return true;
     case VIR_DOMAIN_EVENT_STOPPED:
-      out.kind = (detail == VIR_DOMAIN_EVENT_STOPPED_CRASHED || detail == VIR_DOMAIN_EVENT_STOPPED_FAILED)
-                     ? VmEventKind::kCrashed
-                     : VmEventKind::kStopped;
+      out.kind =
+          (detail == VIR_DOMAIN_EVENT_STOPPED_CRASHED || detail == VIR_DOMAIN_EVENT_STOPPED_FAILED)
+              ? VmEventKind::kCrashed
+              : VmEventKind::kStopped;
       out.detail = stopped_detail(detail);
       return true;
     case VIR_DOMAIN_EVENT_CRASHED:
@@ -105,9 +126,9 @@ Result<std::unique_ptr<DomainEvents>> DomainEvents::attach(const Connection& con
   self->conn_ = connection.get();
   self->subscribers_ = std::make_shared<Subscribers>();
   auto* op1 = new SubscribersPtr(self->subscribers_);
-  self->lifecycle_id_ = virConnectDomainEventRegisterAny(
-      self->conn_.get(), nullptr, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
-      VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), op1, free_opaque);
+  self->lifecycle_id_ =
+      virConnectDomainEventRegisterAny(self->conn_.get(), nullptr, VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+                                       VIR_DOMAIN_EVENT_CALLBACK(on_lifecycle), op1, free_opaque);
   if (self->lifecycle_id_ < 0) {
     delete op1;
     return libvirt_error("register domain lifecycle events", connection.uri());

@@ -78,8 +78,9 @@ void write_metadata(XmlWriter& w, const VmMetadata& m, bool with_namespace) {
 
 Status validate_vm_spec(const VmSpec& spec) {
   if (!valid_domain_name(spec.name)) {
-    return invalid_argument("name", "domain name must be 1-63 characters of [a-z0-9-], starting "
-                                    "with a letter or digit");
+    return invalid_argument("name",
+                            "domain name must be 1-63 characters of [a-z0-9-], starting "
+                            "with a letter or digit");
   }
   if (spec.vm_id.empty()) return invalid_argument("vm_id", "must not be empty");
   ARMHIVE_RETURN_IF_ERROR(check_text("vm_id", spec.vm_id));
@@ -175,8 +176,12 @@ Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& path
   w.start("os");
   w.start("type").attr("arch", "aarch64").attr("machine", "virt").text("hvm").end();
   if (uefi) {
-    w.start("loader").attr("readonly", "yes").attr("secure", "no").attr("type", "pflash")
-        .text(paths.uefi_code).end();
+    w.start("loader")
+        .attr("readonly", "yes")
+        .attr("secure", "no")
+        .attr("type", "pflash")
+        .text(paths.uefi_code)
+        .end();
     w.start("nvram").attr("template", paths.uefi_vars_template).text(paths.nvram).end();
   } else {
     w.element("kernel", spec.kernel);

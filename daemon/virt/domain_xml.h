@@ -30,12 +30,12 @@ struct VmMetadata {
 
 // Files of one VM, all absolute; chosen by LibvirtHypervisor under its state dir.
 struct DomainPaths {
-  std::string overlay;         // the qcow2 overlay (the VM's vda)
-  std::string console_log;     // serial console log
-  std::string nvram;           // per-VM UEFI vars copy; only used for UEFI boot
+  std::string overlay;      // the qcow2 overlay (the VM's vda)
+  std::string console_log;  // serial console log
+  std::string nvram;        // per-VM UEFI vars copy; only used for UEFI boot
   std::string uefi_code = "/usr/share/AAVMF/AAVMF_CODE.fd";
   std::string uefi_vars_template = "/usr/share/AAVMF/AAVMF_VARS.fd";
-  std::string emulator;        // empty: libvirt's default qemu-system-aarch64
+  std::string emulator;  // empty: libvirt's default qemu-system-aarch64
 };
 
 // Validates a VmSpec for the builder: name [a-z0-9-] (1-63, starting alnum), network name
@@ -66,7 +66,7 @@ struct DomainDescription {
   std::optional<VmMetadata> metadata;  // absent: not an armhive domain
   std::vector<int> vcpu_pins;          // index = vCPU; -1 for an unpinned vCPU; empty if none
   std::vector<int> emulator_cpus;
-  std::string overlay;                 // source file of the first disk
+  std::string overlay;  // source file of the first disk
   std::string console_log;
   std::string nvram;
 };

@@ -63,7 +63,8 @@ Status libvirt_error(std::string_view operation, std::string_view object) {
   if (err == nullptr || err->code == VIR_ERR_OK) {
     return Status(ErrorCode::kInternal, op + ": libvirt reported no error", std::string(object));
   }
-  std::string message = op + ": " + (err->message != nullptr ? err->message : "unknown libvirt error");
+  std::string message =
+      op + ": " + (err->message != nullptr ? err->message : "unknown libvirt error");
   ErrorCode code = libvirt_error_code(err->code);
   virResetLastError();
   return Status(code, std::move(message), std::string(object));
@@ -77,7 +78,9 @@ Status init_libvirt() {
     virSetErrorFunc(nullptr, ignore_error);
     if (rc == 0) rc = virEventRegisterDefaultImpl();
   });
-  if (rc != 0) return internal_error("libvirt initialisation (virInitialize, virEventRegisterDefaultImpl) failed");
+  if (rc != 0)
+    return internal_error(
+        "libvirt initialisation (virInitialize, virEventRegisterDefaultImpl) failed");
   return Status::ok();
 }
 

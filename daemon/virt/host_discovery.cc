@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-
-#include <libvirt/virterror.h>
 
 #include "daemon/virt/error.h"
 #include "daemon/virt/handles.h"
@@ -33,7 +32,9 @@ std::string read_small_file(const std::filesystem::path& p) {
   return s;
 }
 
-uint64_t to_u64(const std::string& s) { return s.empty() ? 0 : std::strtoull(s.c_str(), nullptr, 10); }
+uint64_t to_u64(const std::string& s) {
+  return s.empty() ? 0 : std::strtoull(s.c_str(), nullptr, 10);
+}
 
 uint64_t to_kib(uint64_t value, const std::string& unit) {
   if (unit.empty() || unit == "KiB" || unit == "k" || unit == "K") return value;
@@ -69,7 +70,8 @@ std::vector<std::vector<int>> read_sysfs_clusters(const std::string& sysfs_root)
       if (!fs::exists(cache, ec)) continue;
       std::string level = read_small_file(cache / "level");
       // Older fixtures and some kernels lack `level`: index2 is L2 on arm64 and x86.
-      if (level == "2" || (level.empty() && idx == 2)) list = read_small_file(cache / "shared_cpu_list");
+      if (level == "2" || (level.empty() && idx == 2))
+        list = read_small_file(cache / "shared_cpu_list");
     }
     if (list.empty()) list = read_small_file(entry.path() / "topology/cluster_cpus_list");
     if (list.empty()) continue;
@@ -77,7 +79,8 @@ std::vector<std::vector<int>> read_sysfs_clusters(const std::string& sysfs_root)
     if (cpus.is_ok() && !cpus->empty()) seen.insert(*cpus);
   }
   std::vector<std::vector<int>> out(seen.begin(), seen.end());
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.front() < b.front(); });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.front() < b.front(); });
   return out;
 }
 
@@ -133,7 +136,8 @@ Result<HostTopology> parse_capabilities(std::string_view capabilities_xml,
     t.memory_kib += c.memory_kib;
     t.cells.push_back(std::move(c));
   }
-  std::sort(t.cpus.begin(), t.cpus.end(), [](const HostCpu& a, const HostCpu& b) { return a.id < b.id; });
+  std::sort(t.cpus.begin(), t.cpus.end(),
+            [](const HostCpu& a, const HostCpu& b) { return a.id < b.id; });
 
   std::vector<std::vector<int>> clusters;
   if (options.clusters) {
@@ -175,8 +179,8 @@ Result<HostTopology> discover_host(const Connection& connection, const Discovery
       int ncells = 0;
       for (const NumaCell& c : pre.cells) ncells = std::max(ncells, c.id + 1);
       std::vector<unsigned long long> counts(static_cast<size_t>(ncells) * sizes.size());
-      int n = virNodeGetFreePages(conn.get(), static_cast<unsigned int>(sizes.size()), sizes.data(), 0,
-                                  static_cast<unsigned int>(ncells), counts.data(), 0);
+      int n = virNodeGetFreePages(conn.get(), static_cast<unsigned int>(sizes.size()), sizes.data(),
+                                  0, static_cast<unsigned int>(ncells), counts.data(), 0);
       if (n < 0) {
         virResetLastError();  // drivers without it (test:///): free stays = total
       } else {

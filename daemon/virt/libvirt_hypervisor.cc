@@ -40,7 +40,8 @@ Status check_name(std::string_view name) {
 }
 
 std::string base64_encode(std::string_view in) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr const char* kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((in.size() + 2) / 3 * 4);
   size_t i = 0;
@@ -133,7 +134,8 @@ LibvirtHypervisor::~LibvirtHypervisor() {
   }
 }
 
-Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::open(LibvirtHypervisorOptions options) {
+Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::open(
+    LibvirtHypervisorOptions options) {
   if (options.state_dir.empty() || options.state_dir.front() != '/') {
     return invalid_argument("state_dir", "must be an absolute path");
   }
@@ -212,19 +214,20 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
   ARMHIVE_ASSIGN_OR_RETURN(uint64_t base_size, qcow2_virtual_size(spec.base_disk));
   uint64_t capacity = spec.disk_gib == 0 ? base_size : spec.disk_gib * kGiB;
   if (capacity < base_size) {
-    return invalid_argument("disk_gib", "smaller than the base image (" +
-                                            std::to_string(base_size >> 20) + " MiB)");
+    return invalid_argument(
+        "disk_gib", "smaller than the base image (" + std::to_string(base_size >> 20) + " MiB)");
   }
   DomainPaths paths = paths_for(spec.name);
   std::error_code ec;
   if (fs::exists(paths.overlay, ec)) {
-    return conflict("overlay of a previous VM of this name still exists: destroy it first", spec.name);
+    return conflict("overlay of a previous VM of this name still exists: destroy it first",
+                    spec.name);
   }
   const std::string overlays_dir = (fs::path(options_.state_dir) / "overlays").string();
   ARMHIVE_ASSIGN_OR_RETURN(StoragePoolHandle pool,
                            ensure_dir_pool(connection_, options_.storage_pool, overlays_dir));
 
-  auto fail = [&](Status s) {
+  auto fail = [&](const Status& s) {
     Status cleanup = remove_files(spec.name);
     (void)cleanup;  // the original failure is what the caller needs
     return s.annotate("create " + spec.name);
@@ -234,7 +237,8 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
   if (ec) return fail(unavailable("cannot create VM directory: " + ec.message(), spec.name));
   if (spec.kernel.empty()) {
     fs::copy_file(paths.uefi_vars_template, paths.nvram, fs::copy_options::overwrite_existing, ec);
-    if (ec) return fail(unavailable("cannot copy UEFI vars: " + ec.message(), paths.uefi_vars_template));
+    if (ec)
+      return fail(unavailable("cannot copy UEFI vars: " + ec.message(), paths.uefi_vars_template));
   }
   auto overlay = create_overlay(pool.get(), spec.name + ".qcow2", spec.base_disk, capacity);
   if (!overlay.is_ok()) return fail(overlay.status());
@@ -314,7 +318,8 @@ Result<std::vector<VmInfo>> LibvirtHypervisor::list_vms() {
     if (info.running) info.qemu_pid = read_pid(options_.qemu_runtime_dir, name);
     out.push_back(std::move(info));
   }
-  std::sort(out.begin(), out.end(), [](const VmInfo& a, const VmInfo& b) { return a.name < b.name; });
+  std::sort(out.begin(), out.end(),
+            [](const VmInfo& a, const VmInfo& b) { return a.name < b.name; });
   return out;
 }
 
@@ -341,13 +346,15 @@ Status LibvirtHypervisor::set_lease(std::string_view name, std::string_view leas
   LibvirtString meta(virDomainGetMetadata(dom.get(), VIR_DOMAIN_METADATA_ELEMENT, kMetadataUri, 0));
   if (!meta) {
     Status s = libvirt_error("get metadata", n);
-    if (s.code() == ErrorCode::kNotFound) return not_found("not an armhive domain (no metadata)", n);
+    if (s.code() == ErrorCode::kNotFound)
+      return not_found("not an armhive domain (no metadata)", n);
     return s;
   }
   ARMHIVE_ASSIGN_OR_RETURN(VmMetadata m, parse_metadata_xml(meta.get()));
   m.lease_id = std::string(lease_id);
   ARMHIVE_ASSIGN_OR_RETURN(std::string xml, build_metadata_xml(m, false));
-  unsigned int flags = virDomainIsActive(dom.get()) == 1 ? VIR_DOMAIN_AFFECT_LIVE : VIR_DOMAIN_AFFECT_CURRENT;
+  unsigned int flags =
+      virDomainIsActive(dom.get()) == 1 ? VIR_DOMAIN_AFFECT_LIVE : VIR_DOMAIN_AFFECT_CURRENT;
   if (virDomainSetMetadata(dom.get(), VIR_DOMAIN_METADATA_ELEMENT, xml.c_str(), kMetadataKey,
                            kMetadataUri, flags) < 0) {
     return libvirt_error("set lease metadata", n);
@@ -372,12 +379,14 @@ Status LibvirtHypervisor::ping_agent(std::string_view name, std::chrono::millise
 Result<std::string> LibvirtHypervisor::guest_address(std::string_view name) {
   ARMHIVE_ASSIGN_OR_RETURN(DomainHandle dom, lookup(name));
   Status last = Status::ok();
-  for (unsigned int source : {VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT}) {
+  for (unsigned int source :
+       {VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT}) {
     virDomainInterfacePtr* ifaces = nullptr;
     int n = virDomainInterfaceAddresses(dom.get(), &ifaces, source, 0);
     if (n < 0) {
-      last = libvirt_error(source == VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE ? "read DHCP leases"
-                                                                               : "ask the agent for addresses",
+      last = libvirt_error(source == VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE
+                               ? "read DHCP leases"
+                               : "ask the agent for addresses",
                            name);
       continue;
     }
@@ -396,7 +405,8 @@ Status LibvirtHypervisor::set_authorized_keys(std::string_view name, std::string
   ARMHIVE_ASSIGN_OR_RETURN(DomainHandle dom, lookup(name));
   std::vector<const char*> ptrs;
   for (const auto& k : keys) {
-    if (k.find('\n') != std::string::npos) return invalid_argument("keys", "a key must be one line");
+    if (k.find('\n') != std::string::npos)
+      return invalid_argument("keys", "a key must be one line");
     ptrs.push_back(k.c_str());
   }
   std::string u(user);
@@ -408,7 +418,8 @@ Status LibvirtHypervisor::set_authorized_keys(std::string_view name, std::string
   return Status::ok();
 }
 
-Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name, const GuestExecRequest& request) {
+Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name,
+                                                const GuestExecRequest& request) {
   if (request.argv.empty()) return invalid_argument("argv", "must not be empty");
   if (request.timeout <= std::chrono::milliseconds::zero()) {
     return invalid_argument("timeout", "must be positive");
@@ -430,12 +441,14 @@ Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name, const Gue
   } catch (const json::exception& e) {
     return invalid_argument("argv", std::string("arguments must be UTF-8: ") + e.what());
   }
-  ARMHIVE_ASSIGN_OR_RETURN(std::string started, agent_command(name, dump, std::min(kCallTimeout, request.timeout)));
+  ARMHIVE_ASSIGN_OR_RETURN(std::string started,
+                           agent_command(name, dump, std::min(kCallTimeout, request.timeout)));
   int64_t pid = 0;
   try {
     pid = json::parse(started).at("return").at("pid").get<int64_t>();
   } catch (const json::exception& e) {
-    return internal_error(std::string("unexpected guest-exec reply: ") + e.what(), std::string(name));
+    return internal_error(std::string("unexpected guest-exec reply: ") + e.what(),
+                          std::string(name));
   }
 
   GuestExecResult result;

@@ -18,7 +18,8 @@ namespace {
 bool valid_name(const std::string& s, size_t max) {
   if (s.empty() || s.size() > max) return false;
   for (char c : s) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'))
+      return false;
   }
   return true;
 }
@@ -48,7 +49,8 @@ Result<std::string> build_network_xml(const NetworkSpec& spec) {
   uint32_t hi = 0;
   if (!ipv4(addr, a)) return invalid_argument("ipv4_cidr", "not an IPv4 address");
   if (prefix_s.empty() || prefix_s.size() > 2 ||
-      !std::all_of(prefix_s.begin(), prefix_s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      !std::all_of(prefix_s.begin(), prefix_s.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
     return invalid_argument("ipv4_cidr", "bad prefix length");
   }
   int prefix = std::stoi(prefix_s);
@@ -59,7 +61,8 @@ Result<std::string> build_network_xml(const NetworkSpec& spec) {
   if ((lo & mask) != (a & mask) || (hi & mask) != (a & mask) || lo > hi) {
     return invalid_argument("dhcp_start", "DHCP range must lie inside the network, start <= end");
   }
-  if (a >= lo && a <= hi) return invalid_argument("dhcp_start", "DHCP range must not contain the host address");
+  if (a >= lo && a <= hi)
+    return invalid_argument("dhcp_start", "DHCP range must not contain the host address");
   if (spec.mtu < 68 || spec.mtu > 65535) return invalid_argument("mtu", "must be 68-65535");
 
   detail::XmlWriter w;
@@ -68,7 +71,12 @@ Result<std::string> build_network_xml(const NetworkSpec& spec) {
   w.start("bridge").attr("name", spec.bridge).attr("stp", "off").attr("delay", 0LL).end();
   w.start("mtu").attr("size", spec.mtu).end();
   w.start("ip").attr("address", addr).attr("prefix", prefix);
-  w.start("dhcp").start("range").attr("start", spec.dhcp_start).attr("end", spec.dhcp_end).end().end();
+  w.start("dhcp")
+      .start("range")
+      .attr("start", spec.dhcp_start)
+      .attr("end", spec.dhcp_end)
+      .end()
+      .end();
   w.end();
   w.end();
   return w.finish();
@@ -81,7 +89,8 @@ Status ensure_network(const Connection& connection, const NetworkSpec& spec) {
   if (net) {
     int active = virNetworkIsActive(net.get());
     if (active < 0) return libvirt_error("check network", spec.name);
-    if (active == 0 && virNetworkCreate(net.get()) < 0) return libvirt_error("start network", spec.name);
+    if (active == 0 && virNetworkCreate(net.get()) < 0)
+      return libvirt_error("start network", spec.name);
     return Status::ok();
   }
   virResetLastError();

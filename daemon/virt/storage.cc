@@ -54,7 +54,11 @@ Result<StoragePoolHandle> ensure_dir_pool(const Connection& connection, std::str
       std::string existing = doc.str("string(/pool/target/path)");
       if (std::filesystem::weakly_canonical(existing, ec) !=
           std::filesystem::weakly_canonical(std::string(path), ec)) {
-        return conflict("storage pool " + n + " exists on " + existing + ", not " + std::string(path), n);
+        std::string msg = "storage pool " + n;
+        msg += " exists on " + existing;
+        msg += ", not ";
+        msg += path;
+        return conflict(std::move(msg), n);
       }
       ARMHIVE_RETURN_IF_ERROR(start_if_inactive(pool.get(), n));
       return pool;
@@ -65,7 +69,8 @@ Result<StoragePoolHandle> ensure_dir_pool(const Connection& connection, std::str
     if (created) return created;
     Status s = libvirt_error("create storage pool", n);
     // Someone else created it in between: look it up again.
-    if (attempt == 0 && (s.code() == ErrorCode::kConflict || s.code() == ErrorCode::kInternal)) continue;
+    if (attempt == 0 && (s.code() == ErrorCode::kConflict || s.code() == ErrorCode::kInternal))
+      continue;
     return s;
   }
   return internal_error("storage pool " + n + " could neither be found nor created", n);

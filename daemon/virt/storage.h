@@ -20,7 +20,8 @@ Result<StoragePoolHandle> ensure_dir_pool(const Connection& connection, std::str
                                           std::string_view path);
 
 // Creates `<pool>/<volume_name>`, a qcow2 (compat 1.1) overlay on the qcow2 `base` with the
-// given virtual size (libvirt's volume XML requires one; see qcow2_virtual_size()). Returns the overlay's path. kConflict if it exists.
+// given virtual size (libvirt's volume XML requires one; see qcow2_virtual_size()). Returns the
+// overlay's path. kConflict if it exists.
 Result<std::string> create_overlay(virStoragePoolPtr pool, std::string_view volume_name,
                                    std::string_view base, uint64_t capacity_bytes);
 

@@ -11,7 +11,7 @@
 namespace armhive::detail {
 
 namespace {
-const xmlChar* X(const char* s) { return reinterpret_cast<const xmlChar*>(s); }
+const xmlChar* xc(const char* s) { return reinterpret_cast<const xmlChar*>(s); }
 
 void silent_error(void* /*ctx*/, const char* /*msg*/, ...) {}
 }  // namespace
@@ -24,7 +24,7 @@ XmlWriter::XmlWriter() {
     return;
   }
   xmlTextWriterSetIndent(w_, 1);
-  xmlTextWriterSetIndentString(w_, X("  "));
+  xmlTextWriterSetIndentString(w_, xc("  "));
 }
 
 XmlWriter::~XmlWriter() noexcept {
@@ -37,13 +37,14 @@ void XmlWriter::check(int rc, const char* what) {
 }
 
 XmlWriter& XmlWriter::start(const char* element) {
-  if (error_.empty()) check(xmlTextWriterStartElement(w_, X(element)), element);
+  if (error_.empty()) check(xmlTextWriterStartElement(w_, xc(element)), element);
   return *this;
 }
 
 XmlWriter& XmlWriter::start_ns(const char* prefix, const char* element, const char* uri) {
   if (error_.empty()) {
-    check(xmlTextWriterStartElementNS(w_, X(prefix), X(element), uri[0] != '\0' ? X(uri) : nullptr),
+    check(xmlTextWriterStartElementNS(w_, xc(prefix), xc(element),
+                                      uri[0] != '\0' ? xc(uri) : nullptr),
           element);
   }
   return *this;
@@ -52,7 +53,7 @@ XmlWriter& XmlWriter::start_ns(const char* prefix, const char* element, const ch
 XmlWriter& XmlWriter::attr(const char* name, std::string_view value) {
   if (error_.empty()) {
     std::string v(value);
-    check(xmlTextWriterWriteAttribute(w_, X(name), X(v.c_str())), name);
+    check(xmlTextWriterWriteAttribute(w_, xc(name), xc(v.c_str())), name);
   }
   return *this;
 }
@@ -64,7 +65,7 @@ XmlWriter& XmlWriter::attr(const char* name, long long value) {
 XmlWriter& XmlWriter::text(std::string_view value) {
   if (error_.empty()) {
     std::string v(value);
-    check(xmlTextWriterWriteString(w_, X(v.c_str())), "text");
+    check(xmlTextWriterWriteString(w_, xc(v.c_str())), "text");
   }
   return *this;
 }
@@ -123,13 +124,13 @@ XmlDoc::~XmlDoc() noexcept {
 }
 
 void XmlDoc::register_ns(const char* prefix, const char* uri) {
-  xmlXPathRegisterNs(ctx_, X(prefix), X(uri));
+  xmlXPathRegisterNs(ctx_, xc(prefix), xc(uri));
 }
 
 std::vector<xmlNodePtr> XmlDoc::nodes(const char* xpath, xmlNodePtr context) const {
   std::vector<xmlNodePtr> out;
   ctx_->node = context != nullptr ? context : xmlDocGetRootElement(doc_);
-  xmlXPathObjectPtr obj = xmlXPathEvalExpression(X(xpath), ctx_);
+  xmlXPathObjectPtr obj = xmlXPathEvalExpression(xc(xpath), ctx_);
   if (obj == nullptr) return out;
   if (obj->type == XPATH_NODESET && obj->nodesetval != nullptr) {
     for (int i = 0; i < obj->nodesetval->nodeNr; ++i) out.push_back(obj->nodesetval->nodeTab[i]);
@@ -145,7 +146,7 @@ xmlNodePtr XmlDoc::node(const char* xpath, xmlNodePtr context) const {
 
 std::string XmlDoc::str(const char* xpath, xmlNodePtr context) const {
   ctx_->node = context != nullptr ? context : xmlDocGetRootElement(doc_);
-  xmlXPathObjectPtr obj = xmlXPathEvalExpression(X(xpath), ctx_);
+  xmlXPathObjectPtr obj = xmlXPathEvalExpression(xc(xpath), ctx_);
   if (obj == nullptr) return {};
   xmlChar* s = xmlXPathCastToString(obj);
   std::string out = s != nullptr ? reinterpret_cast<const char*>(s) : "";
@@ -156,7 +157,7 @@ std::string XmlDoc::str(const char* xpath, xmlNodePtr context) const {
 
 std::optional<std::string> opt_attr_of(xmlNodePtr node, const char* name) {
   if (node == nullptr) return std::nullopt;
-  xmlChar* v = xmlGetProp(node, X(name));
+  xmlChar* v = xmlGetProp(node, xc(name));
   if (v == nullptr) return std::nullopt;
   std::string out(reinterpret_cast<const char*>(v));
   xmlFree(v);

@@ -126,8 +126,10 @@ TEST_CASE("domain XML tuning: vcpupin per vCPU, emulatorpin, numatune, hugepages
   CHECK(d2.node("/domain/memoryBacking") == nullptr);
 }
 
-TEST_CASE("domain XML with UEFI boot: AAVMF code, per-VM nvram from the vars template, no "
-          "secure boot", "[virt][domain_xml]") {
+TEST_CASE(
+    "domain XML with UEFI boot: AAVMF code, per-VM nvram from the vars template, no "
+    "secure boot",
+    "[virt][domain_xml]") {
   VmSpec s = direct_boot_spec();
   s.kernel.clear();
   s.initrd.clear();
@@ -204,7 +206,7 @@ TEST_CASE("metadata round trip through the bare element libvirt stores", "[virt]
 }
 
 TEST_CASE("invalid specs are refused naming the field", "[virt][domain_xml]") {
-  auto field_of = [](VmSpec s) {
+  auto field_of = [](const VmSpec& s) {
     return build_domain_xml(s, paths(), Accel::kTcg).status().field();
   };
   VmSpec s = direct_boot_spec();

@@ -7,10 +7,10 @@
 namespace armhive {
 namespace {
 
-const std::string kFixtures = std::string(ARMHIVE_FIXTURES_DIR) + "/capabilities/";
+const std::string fixtures_dir = std::string(ARMHIVE_FIXTURES_DIR) + "/capabilities/";
 
 std::string fixture(const std::string& name) {
-  std::ifstream in(kFixtures + name);
+  std::ifstream in(fixtures_dir + name);
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();
@@ -20,7 +20,7 @@ std::string fixture(const std::string& name) {
 TEST_CASE("LX2160A: 16 Cortex-A72 CPUs in one NUMA cell, 8 two-core L2 clusters from sysfs",
           "[virt][topology]") {
   DiscoveryOptions o;
-  o.sysfs_root = kFixtures + "lx2160a-sysfs";
+  o.sysfs_root = fixtures_dir + "lx2160a-sysfs";
   o.kvm_usable = true;
   auto t = parse_capabilities(fixture("lx2160a.xml"), o);
   REQUIRE(t.is_ok());
@@ -60,8 +60,8 @@ TEST_CASE("LX2160A without /dev/kvm falls back to TCG; clusters can be given for
           "[virt][topology]") {
   DiscoveryOptions o;
   o.kvm_usable = false;
-  o.clusters = std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11},
-                                             {12, 13, 14, 15}};
+  o.clusters =
+      std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}};
   auto t = parse_capabilities(fixture("lx2160a.xml"), o);
   REQUIRE(t.is_ok());
   CHECK(t->accel == Accel::kTcg);
@@ -125,20 +125,22 @@ TEST_CASE("malformed capabilities are invalid arguments", "[virt][topology]") {
   DiscoveryOptions o;
   o.sysfs_root.clear();
   o.kvm_usable = false;
-  CHECK(parse_capabilities("<capabilities><host>", o).status().code() == ErrorCode::kInvalidArgument);
+  CHECK(parse_capabilities("<capabilities><host>", o).status().code() ==
+        ErrorCode::kInvalidArgument);
   CHECK(parse_capabilities("<capabilities/>", o).status().code() == ErrorCode::kInvalidArgument);
   CHECK(parse_capabilities("<!DOCTYPE x [<!ENTITY e SYSTEM 'file:///etc/passwd'>]><capabilities>"
-                           "<host><cpu><arch>&e;</arch></cpu></host></capabilities>", o)
+                           "<host><cpu><arch>&e;</arch></cpu></host></capabilities>",
+                           o)
             .value_or(HostTopology{})
             .arch.find("root:") == std::string::npos);
 }
 
 TEST_CASE("sysfs clusters are listed once each, by first CPU", "[virt][topology]") {
-  auto c = read_sysfs_clusters(kFixtures + "lx2160a-sysfs");
+  auto c = read_sysfs_clusters(fixtures_dir + "lx2160a-sysfs");
   REQUIRE(c.size() == 8);
   CHECK(c.front() == std::vector<int>{0, 1});
   CHECK(c.back() == std::vector<int>{14, 15});
-  CHECK(read_sysfs_clusters(kFixtures + "does-not-exist").empty());
+  CHECK(read_sysfs_clusters(fixtures_dir + "does-not-exist").empty());
 }
 
 }  // namespace

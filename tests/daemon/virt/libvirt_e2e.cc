@@ -84,15 +84,17 @@ TinyImage load_tiny_image() {
 }
 
 bool console_shows_userspace(const std::string& log) {
-  for (const char* marker : {"armhive: boot done", "armhive-initramfs: root mounted",
-                             "armhive-guest: userspace up"}) {
+  for (const char* marker :
+       {"armhive: boot done", "armhive-initramfs: root mounted", "armhive-guest: userspace up"}) {
     if (log.find(marker) != std::string::npos) return true;
   }
   return false;
 }
 
-TEST_CASE("a real aarch64 guest boots to userspace, pinned as its domain says, and leaves "
-          "nothing behind", "[virt][e2e]") {
+TEST_CASE(
+    "a real aarch64 guest boots to userspace, pinned as its domain says, and leaves "
+    "nothing behind",
+    "[virt][e2e]") {
   TinyImage img = load_tiny_image();
   const bool expect_agent = env_or("ARMHIVE_VIRT_E2E_NO_AGENT", "") != "1";
 
@@ -105,8 +107,8 @@ TEST_CASE("a real aarch64 guest boots to userspace, pinned as its domain says, a
   REQUIRE(host.is_ok());
   REQUIRE_FALSE(host->cpus.empty());
 
-  fs::path state = fs::path(env_or("ARMHIVE_E2E_STATE", fs::temp_directory_path().string())) /
-                   "virt-e2e";
+  fs::path state =
+      fs::path(env_or("ARMHIVE_E2E_STATE", fs::temp_directory_path().string())) / "virt-e2e";
   fs::remove_all(state);
   LibvirtHypervisorOptions opts;
   opts.uri = uri;
@@ -134,8 +136,8 @@ TEST_CASE("a real aarch64 guest boots to userspace, pinned as its domain says, a
     });
   };
 
-  NetworkSpec net{"armhive-virt-e2e", "ahvirte2e0", "10.231.7.1/24", "10.231.7.10",
-                  "10.231.7.100", 1500};
+  NetworkSpec net{"armhive-virt-e2e", "ahvirte2e0",   "10.231.7.1/24",
+                  "10.231.7.10",      "10.231.7.100", 1500};
   REQUIRE(ensure_network((*hv)->connection(), net).is_ok());
   REQUIRE(ensure_network((*hv)->connection(), net).is_ok());  // idempotent
 
@@ -183,7 +185,8 @@ TEST_CASE("a real aarch64 guest boots to userspace, pinned as its domain says, a
   CHECK((userspace || agent_ok));
   if (expect_agent) {
     REQUIRE(agent_ok);
-    auto uname = (*hv)->exec(spec.name, GuestExecRequest{{"/bin/uname", "-m"}, "", std::chrono::seconds(30)});
+    auto uname = (*hv)->exec(spec.name,
+                             GuestExecRequest{{"/bin/uname", "-m"}, "", std::chrono::seconds(30)});
     REQUIRE(uname.is_ok());
     CHECK(uname->exit_code == 0);
     CHECK(uname->out == "aarch64\n");
@@ -199,20 +202,27 @@ TEST_CASE("a real aarch64 guest boots to userspace, pinned as its domain says, a
     CHECK(addr->rfind("10.231.7.", 0) == 0);
 
     // authorized_keys replaced through the agent, read back through guest-exec.
-    const std::string key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIArmhiveVirtE2eKeyOnlyForTests virt-e2e";
+    const std::string key =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIArmhiveVirtE2eKeyOnlyForTests virt-e2e";
     const std::string user = img.login_user.empty() ? "root" : img.login_user;
     Status keys = (*hv)->set_authorized_keys(spec.name, user, {key});
     INFO(keys.to_string());
     REQUIRE(keys.is_ok());
-    auto cat = (*hv)->exec(spec.name, GuestExecRequest{{"/bin/cat", (user == "root" ? "/root" : "/home/" + user) + "/.ssh/authorized_keys"}, "", std::chrono::seconds(30)});
+    auto cat = (*hv)->exec(
+        spec.name, GuestExecRequest{{"/bin/cat", (user == "root" ? "/root" : "/home/" + user) +
+                                                     "/.ssh/authorized_keys"},
+                                    "",
+                                    std::chrono::seconds(30)});
     REQUIRE(cat.is_ok());
     CHECK(cat->out.find(key) != std::string::npos);
 
     // stdin goes in, a process outliving its timeout is reported as timed out.
-    auto echo = (*hv)->exec(spec.name, GuestExecRequest{{"/bin/cat"}, "hello <&> guest\n", std::chrono::seconds(30)});
+    auto echo = (*hv)->exec(
+        spec.name, GuestExecRequest{{"/bin/cat"}, "hello <&> guest\n", std::chrono::seconds(30)});
     REQUIRE(echo.is_ok());
     CHECK(echo->out == "hello <&> guest\n");
-    auto slow = (*hv)->exec(spec.name, GuestExecRequest{{"/bin/sleep", "60"}, "", std::chrono::seconds(2)});
+    auto slow =
+        (*hv)->exec(spec.name, GuestExecRequest{{"/bin/sleep", "60"}, "", std::chrono::seconds(2)});
     REQUIRE(slow.is_ok());
     CHECK(slow->timed_out);
   }
@@ -279,8 +289,8 @@ TEST_CASE("a UEFI guest starts on AAVMF with its own vars file, removed with it"
   auto loop = EventLoop::start();
   REQUIRE(loop.is_ok());
   const std::string uri = env_or("ARMHIVE_VIRT_E2E_URI", "qemu:///system");
-  fs::path state = fs::path(env_or("ARMHIVE_E2E_STATE", fs::temp_directory_path().string())) /
-                   "virt-e2e-uefi";
+  fs::path state =
+      fs::path(env_or("ARMHIVE_E2E_STATE", fs::temp_directory_path().string())) / "virt-e2e-uefi";
   fs::remove_all(state);
   LibvirtHypervisorOptions opts;
   opts.uri = uri;
@@ -288,8 +298,8 @@ TEST_CASE("a UEFI guest starts on AAVMF with its own vars file, removed with it"
   opts.storage_pool = "armhive-virt-e2e-uefi";
   auto hv = LibvirtHypervisor::open(opts);
   REQUIRE(hv.is_ok());
-  NetworkSpec net{"armhive-virt-e2e", "ahvirte2e0", "10.231.7.1/24", "10.231.7.10",
-                  "10.231.7.100", 1500};
+  NetworkSpec net{"armhive-virt-e2e", "ahvirte2e0",   "10.231.7.1/24",
+                  "10.231.7.10",      "10.231.7.100", 1500};
   REQUIRE(ensure_network((*hv)->connection(), net).is_ok());
 
   VmSpec spec;

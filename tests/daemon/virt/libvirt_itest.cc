@@ -54,7 +54,8 @@ class EventRecorder {
 struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& tag)
-      : path(fs::temp_directory_path() / ("armhive-virt-" + tag + "-" + std::to_string(::getpid()))) {
+      : path(fs::temp_directory_path() /
+             ("armhive-virt-" + tag + "-" + std::to_string(::getpid()))) {
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -69,14 +70,16 @@ std::string private_test_uri(const fs::path& dir) {
   fs::path node = dir / "node.xml";
   FILE* f = std::fopen(node.c_str(), "w");
   REQUIRE(f != nullptr);
-  std::fputs("<node><cpu><nodes>1</nodes><sockets>1</sockets><cores>4</cores><threads>1</threads>"
-             "<active>4</active><mhz>2000</mhz><model>aarch64</model></cpu>"
-             "<memory>8388608</memory></node>", f);
+  std::fputs(
+      "<node><cpu><nodes>1</nodes><sockets>1</sockets><cores>4</cores><threads>1</threads>"
+      "<active>4</active><mhz>2000</mhz><model>aarch64</model></cpu>"
+      "<memory>8388608</memory></node>",
+      f);
   std::fclose(f);
   return "test://" + node.string();
 }
 
-const char* kDomainXml = R"(<domain type='test'>
+constexpr const char* kDomainXml = R"(<domain type='test'>
   <name>armhive-itest-1</name>
   <metadata><armhive:vm xmlns:armhive='https://armhive.dev/xmlns/domain/1'><vm_id>vm-1</vm_id><pool>p &amp; q</pool><lease_id/><labels/></armhive:vm></metadata>
   <memory unit='MiB'>256</memory>
@@ -254,7 +257,8 @@ TEST_CASE("LibvirtHypervisor on test:/// creates, lists, leases and destroys a V
   CHECK((*hv)->list_vm_files()->size() == 4);
   threads.clear();
   for (int i = 0; i < 4; ++i) {
-    threads.emplace_back([&, i] { results[i] = (*hv)->destroy_vm("armhive-vm-p" + std::to_string(i)); });
+    threads.emplace_back(
+        [&, i] { results[i] = (*hv)->destroy_vm("armhive-vm-p" + std::to_string(i)); });
   }
   for (auto& t : threads) t.join();
   for (const Status& r : results) CHECK(r.to_string() == Status::ok().to_string());

@@ -7,7 +7,9 @@
 namespace armhive {
 namespace {
 
-NetworkSpec spec() { return {"armhive-net", "ahbr0", "10.77.0.1/24", "10.77.0.10", "10.77.0.250", 9000}; }
+NetworkSpec spec() {
+  return {"armhive-net", "ahbr0", "10.77.0.1/24", "10.77.0.10", "10.77.0.250", 9000};
+}
 
 TEST_CASE("isolated network XML: bridge, MTU, DHCP range and no forwarding", "[virt][network]") {
   auto xml = build_network_xml(spec());
@@ -25,7 +27,7 @@ TEST_CASE("isolated network XML: bridge, MTU, DHCP range and no forwarding", "[v
 }
 
 TEST_CASE("network specs are validated field by field", "[virt][network]") {
-  auto field = [](NetworkSpec s) { return build_network_xml(s).status().field(); };
+  auto field = [](const NetworkSpec& s) { return build_network_xml(s).status().field(); };
   NetworkSpec s = spec();
   s.name = "net'><forward mode='nat'/>";
   CHECK(field(s) == "name");
