@@ -779,40 +779,32 @@ int run(int argc, char** argv) {
       std::cerr << "wrote " << output << "\n";
     }
     auto j = nlohmann::json::parse(*r, nullptr, false);
-    if (json_out || j.is_discarded() || !j.contains("runs") || !j["runs"].is_array()) {
+    if (json_out || j.is_discarded() || !j.contains("runs") || !j["runs"].is_array() ||
+        !j.contains("metrics") || !j["metrics"].is_array()) {
       std::cout << (j.is_discarded() ? *r : dump_json(j, 2)) << "\n";
       return kExitOk;
     }
-    // One row per metric, one value and ratio column per run.
-    std::vector<std::string> header{"METRIC"};
-    std::map<std::string, std::vector<std::string>> rows;
-    size_t col = 0;
+    // daemon/bench/README.md "Comparison JSON": one row per metric, a value and a ratio
+    // (against the first run) column per run.
+    std::vector<std::string> header{"METRIC", "UNIT"};
     for (const auto& run : j["runs"]) {
-      std::string rid = run.value("id", "?");
-      header.push_back(rid);
+      header.push_back(run.is_object() ? run.value("id", "?") : "?");
       header.push_back("RATIO");
-      if (run.contains("metrics") && run["metrics"].is_object()) {
-        for (auto it = run["metrics"].begin(); it != run["metrics"].end(); ++it) {
-          auto& row = rows[it.key()];
-          row.resize(2 * j["runs"].size(), "-");
-          char buf[64];
-          if (it.value().is_number()) {
-            std::snprintf(buf, sizeof buf, "%.4g", it.value().get<double>());
-            row[2 * col] = buf;
-          }
-          if (run.contains("ratios") && run["ratios"].contains(it.key()) &&
-              run["ratios"][it.key()].is_number()) {
-            std::snprintf(buf, sizeof buf, "%.2fx", run["ratios"][it.key()].get<double>());
-            row[2 * col + 1] = buf;
-          }
-        }
-      }
-      ++col;
     }
     Table t(header);
-    for (auto& [metric, values] : rows) {
-      std::vector<std::string> row{metric};
-      row.insert(row.end(), values.begin(), values.end());
+    auto cell = [](const nlohmann::json& arr, size_t i, const char* fmt) -> std::string {
+      if (!arr.is_array() || i >= arr.size() || !arr[i].is_number()) return "-";
+      char buf[64];
+      std::snprintf(buf, sizeof buf, fmt, arr[i].get<double>());
+      return buf;
+    };
+    for (const auto& m : j["metrics"]) {
+      if (!m.is_object()) continue;
+      std::vector<std::string> row{m.value("label", m.value("key", "?")), m.value("unit", "")};
+      for (size_t i = 0; i < j["runs"].size(); ++i) {
+        row.push_back(cell(m.value("values", nlohmann::json()), i, "%.4g"));
+        row.push_back(cell(m.value("ratios", nlohmann::json()), i, "%.2fx"));
+      }
       t.add(row);
     }
     t.print(std::cout);

@@ -393,17 +393,28 @@ Result<std::string> FakeBenchmarkService::report_csv(const std::vector<std::stri
 }
 
 Result<nlohmann::json> FakeBenchmarkService::compare(const std::vector<std::string>& ids) {
+  // daemon/bench/README.md "Comparison JSON".
   nlohmann::json runs = nlohmann::json::array();
+  nlohmann::json values = nlohmann::json::array();
+  nlohmann::json ratios = nlohmann::json::array();
   double base = 410.5;
   for (size_t i = 0; i < ids.size(); ++i) {
     auto r = get(ids[i]);
     if (!r.is_ok()) return r.status();
+    runs.push_back({{"id", ids[i]}, {"vm_name", r->vm_name}, {"pool", r->pool},
+                    {"host", r->host}, {"state", "succeeded"}, {"emulated", false},
+                    {"created_at", to_rfc3339(r->created_at)}});
     double v = base * (1.0 + 0.5 * static_cast<double>(i));
-    runs.push_back({{"id", ids[i]},
-                    {"metrics", {{"compression.single_thread_mb_s", v}}},
-                    {"ratios", {{"compression.single_thread_mb_s", v / base}}}});
+    values.push_back(v);
+    ratios.push_back(v / base);
   }
-  return nlohmann::json{{"baseline", ids[0]}, {"runs", runs}};
+  nlohmann::json metric = {{"key", "compression.guest.t1.compress_mb_s"},
+                           {"label", "zstd -3 compress MB/s (1 thread)"},
+                           {"unit", "MB/s"},
+                           {"higher_is_better", true},
+                           {"values", values},
+                           {"ratios", ratios}};
+  return nlohmann::json{{"runs", runs}, {"metrics", nlohmann::json::array({metric})}};
 }
 
 }  // namespace armhive

@@ -505,6 +505,7 @@ TEST_CASE("http: benchmarks start, list, report and compare through the service"
   auto cmpj = parse(f.request(
       "GET", "/v1/benchmarks/compare?format=json&ids=" + run_id + "," + second, f.ci_b));
   CHECK(cmpj["runs"].size() == 2);
+  CHECK(cmpj["metrics"][0]["ratios"].size() == 2);
 
   problem(f.request("POST", "/v1/leases/" + id + "/benchmarks", f.ci_b,
                     R"({"network":{"streams":0}})"),

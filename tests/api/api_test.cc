@@ -1,0 +1,122 @@
+#include <catch2/catch.hpp>
+
+#include "api/json.h"
+#include "api/validation.h"
+
+namespace armhive {
+namespace {
+
+using nlohmann::json;
+
+Status create_error(const std::string& text) {
+  auto j = parse_json(text);
+  if (!j.is_ok()) return j.status();
+  return lease_create_from_json(*j).status();
+}
+
+TEST_CASE("api: durations parse as seconds or unit strings", "[api]") {
+  CHECK(*parse_duration("ttl", "3600") == 3600);
+  CHECK(*parse_duration("ttl", "2h") == 7200);
+  CHECK(*parse_duration("ttl", "90m") == 5400);
+  CHECK(*parse_duration("ttl", "1h30m") == 5400);
+  CHECK(*parse_duration("ttl", "1d") == 86400);
+  CHECK(*parse_duration("ttl", "45s") == 45);
+  for (const char* bad : {"", "-1h", "2 h", "h", "1.5h", "2w", "1h30", "99999999999999999999"}) {
+    INFO(bad);
+    auto r = parse_duration("ttl", bad);
+    CHECK(r.status().code() == ErrorCode::kInvalidArgument);
+    CHECK(r.status().field() == "ttl");
+  }
+  CHECK(check_ttl("ttl", 0).code() == ErrorCode::kInvalidArgument);
+  CHECK(check_ttl("ttl", kMaxTtlSeconds).is_ok());
+  CHECK(check_ttl("ttl", kMaxTtlSeconds + 1).code() == ErrorCode::kInvalidArgument);
+  CHECK(format_duration(5400) == "1h30m");
+  CHECK(format_duration(7200) == "2h");
+}
+
+TEST_CASE("api: lease create requests are parsed strictly", "[api]") {
+  auto j = parse_json(R"({"pool":"tiny","ttl":"2h","ssh_keys":[
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ8vR2kq0b9Qn5o1c0fI1xQmQhJ3v7aWcV0lR9m2XyZa x"],
+      "labels":{"job":"1"},"purpose":"dev"})");
+  REQUIRE(j.is_ok());
+  auto r = lease_create_from_json(*j);
+  REQUIRE(r.is_ok());
+  CHECK(r->pool == "tiny");
+  CHECK(r->ttl_seconds == 7200);
+  CHECK(r->purpose == "dev");
+  CHECK(r->labels.at("job") == "1");
+  // Round trip through the client's serialisation.
+  auto again = lease_create_from_json(to_json(*r));
+  REQUIRE(again.is_ok());
+  CHECK(again->ttl_seconds == 7200);
+
+  CHECK(create_error(R"({"pool":"tiny","extra":1})").field() == "extra");
+  CHECK(create_error(R"({"pool":"tiny","ttl":-1})").field() == "ttl");
+  CHECK(create_error(R"({"pool":"tiny","ttl":18446744073709551615})").field() == "ttl");
+  CHECK(create_error(R"({"pool":"tiny","ttl":[1]})").field() == "ttl");
+  CHECK(create_error(R"({"pool":"tiny","ssh_keys":["ssh-ed25519 short"]})").field() ==
+        "ssh_keys[0]");
+  CHECK(create_error(R"({"pool":"tiny","ssh_keys":["ssh-rsa AAAAB3NzaC1yc2EAAAADAQAB\nx"]})")
+            .field() == "ssh_keys[0]");
+  CHECK(create_error(R"({"pool":"tiny","labels":{"k":"a\u0001"}})").field() == "labels.k");
+  CHECK(create_error(R"({"pool":""})").field() == "pool");
+  CHECK(create_error("{").field() == "body");
+  CHECK(create_error("null").field() == "body");
+}
+
+TEST_CASE("api: exec bytes travel as text or base64", "[api]") {
+  ExecResultDto r;
+  r.exit_code = 3;
+  r.out = std::string("\xff\x00z", 3);
+  r.err = "plain";
+  json j = to_json(r);
+  CHECK(j.contains("stdout_base64"));
+  CHECK(j["stderr"] == "plain");
+  auto back = exec_result_from_json(j);
+  REQUIRE(back.is_ok());
+  CHECK(back->out == r.out);
+  CHECK(back->err == "plain");
+  CHECK(back->exit_code == 3);
+
+  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
+    auto d = base64_decode("x", base64_encode(s));
+    REQUIRE(d.is_ok());
+    CHECK(*d == s);
+  }
+  CHECK(base64_decode("x", "abc").status().code() == ErrorCode::kInvalidArgument);
+  CHECK(base64_decode("x", "a=bc").status().code() == ErrorCode::kInvalidArgument);
+  CHECK(is_valid_utf8("h\xc3\xa9llo"));
+  CHECK_FALSE(is_valid_utf8("\xc3"));
+  CHECK_FALSE(is_valid_utf8("\xed\xa0\x80"));  // a UTF-16 surrogate
+}
+
+TEST_CASE("api: problems carry a stable type, the status and the field", "[api]") {
+  Problem p = problem_from_status(invalid_argument("ssh_keys[1]", "unknown key type 'x'"));
+  CHECK(p.type == "https://armhive.dev/problems/invalid-argument");
+  CHECK(p.status == 400);
+  CHECK(p.field == "ssh_keys[1]");
+  CHECK(p.detail == "ssh_keys[1]: unknown key type 'x'");
+  auto back = problem_from_json(to_json(p));
+  REQUIRE(back.is_ok());
+  CHECK(back->field == "ssh_keys[1]");
+  CHECK(problem_from_status(Status(ErrorCode::kResourceExhausted, "quota")).status == 429);
+}
+
+TEST_CASE("api: responses parse leniently but type-check", "[api]") {
+  LeaseDto l;
+  l.id = "l-1";
+  l.state = "ready";
+  l.vm = VmDto{"vm", "10.0.0.2", "armhive", {2, 3}};
+  json j = to_json(l);
+  j["added_in_a_later_version"] = true;
+  auto back = lease_from_json(j);
+  REQUIRE(back.is_ok());
+  CHECK(back->vm->cpus == std::vector<int>{2, 3});
+  CHECK_FALSE(back->ssh.has_value());
+  j["ttl_seconds"] = "long";
+  CHECK(lease_from_json(j).status().field() == "ttl_seconds");
+  CHECK(lease_page_from_json(json::object()).status().field() == "items");
+}
+
+}  // namespace
+}  // namespace armhive
