@@ -22,6 +22,7 @@ Status status_from_http_error(httplib::Error e, const std::string& server) {
     return unavailable("TLS certificate of " + server +
                        " not trusted (give the CA with --ca-file, or --insecure)");
   }
+  if (e == httplib::Error::Connection) what = "connection failed";
   return unavailable("cannot reach " + server + ": " + what +
                      " (is armhived running? check --server / ARMHIVE_SERVER)");
 }
@@ -159,6 +160,7 @@ Result<LeasePage> Client::list_leases(const LeaseQuery& q) {
   if (!q.state.empty()) add("state", q.state);
   if (!q.owner.empty()) add("owner", q.owner);
   for (const auto& [k, v] : q.labels) add("label", k + "=" + v);
+  if (q.active) add("active", "true");
   if (q.limit > 0) add("limit", std::to_string(q.limit));
   if (!q.cursor.empty()) add("cursor", q.cursor);
   return decode<LeasePage>(call_ok("GET", path), lease_page_from_json);

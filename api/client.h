@@ -29,6 +29,7 @@ struct LeaseQuery {
   std::string state;
   std::string owner;                         // admin tokens only
   std::map<std::string, std::string> labels; // all must match
+  bool active = false;                       // only leases that have not ended
   size_t limit = 0;                          // 0: server default
   std::string cursor;
 };

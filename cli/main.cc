@@ -52,7 +52,7 @@ int exit_code_for(const Status& s) {
 }
 
 // Prints the problem and what to do about it; returns the exit code.
-int report(const Status& s, const ClientOptions& o) {
+int report(const Status& s, const ClientOptions& /*o*/) {
   std::cerr << "armhive: " << s.message();
   if (!s.field().empty() && s.message().find(s.field()) == std::string::npos) {
     std::cerr << " (field " << s.field() << ")";
@@ -69,11 +69,6 @@ int report(const Status& s, const ClientOptions& o) {
       break;
     case ErrorCode::kNotFound:
       std::cerr << "hint: `armhive lease ls` lists your leases, `armhive pools` the pools\n";
-      break;
-    case ErrorCode::kUnavailable:
-      if (s.message().find("cannot reach") != std::string::npos) {
-        std::cerr << "hint: is armhived running at " << o.server << "?\n";
-      }
       break;
     default: break;
   }
@@ -494,6 +489,7 @@ int run(int argc, char** argv) {
     q.pool = pool;
     q.state = state;
     q.owner = owner;
+    q.active = !all && state.empty();
     auto labels = parse_labels(label_args);
     if (!labels.is_ok()) return usage_error(labels.status());
     q.labels = *labels;
@@ -504,12 +500,7 @@ int run(int argc, char** argv) {
       q.limit = limit > 0 ? std::min<size_t>(limit - items.size(), 1000) : 1000;
       auto page = client.list_leases(q);
       if (!page.is_ok()) return report(page.status(), o);
-      for (auto& l : page->items) {
-        if (all || !(l.state == "released" || l.state == "expired" || l.state == "failed") ||
-            !state.empty()) {
-          items.push_back(std::move(l));
-        }
-      }
+      for (auto& l : page->items) items.push_back(std::move(l));
       cursor = page->next_cursor;
     } while (!cursor.empty() && (limit == 0 || items.size() < limit));
     if (json_out) {
