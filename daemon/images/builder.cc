@@ -313,6 +313,9 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
                   "--skip=download/empty", recipe.suite, rootfs.string()},
          .timeout = std::chrono::minutes(90)},
         "mmdebstrap"));
+    // --skip=download/empty kept the .debs (for sync-out); they do not belong in the image.
+    for (const auto& e : fs::directory_iterator(rootfs / "var/cache/apt/archives", ec))
+      if (e.path().extension() == ".deb") fs::remove(e.path(), ec);
     kernel_path = (rootfs / "boot" / ("vmlinuz-" + resolved.kernel_release)).string();
     ARMHIVE_ASSIGN_OR_RETURN(initrd_data,
                              read_file(rootfs / "boot" / ("initrd.img-" + resolved.kernel_release)));
