@@ -6,7 +6,6 @@
 // --catalog defaults to $ARMHIVE_IMAGE_CATALOG, then /var/lib/armhive/images; --cache to
 // $ARMHIVE_DEB_CACHE, then /var/cache/armhive/debs.
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,7 +30,9 @@ std::string env_or(const char* name, const char* fallback) {
 
 int fail(const Status& s) {
   std::fprintf(stderr, "armhive-image: %s\n", s.to_string().c_str());
-  return s.code() == armhive::ErrorCode::kNotFound ? 3 : (s.code() == armhive::ErrorCode::kUnprocessable ? 4 : 1);
+  return s.code() == armhive::ErrorCode::kNotFound
+             ? 3
+             : (s.code() == armhive::ErrorCode::kUnprocessable ? 4 : 1);
 }
 
 std::string human(uint64_t bytes) {
@@ -51,25 +52,24 @@ int cmd_build(const std::string& recipe_path, const std::string& catalog, const 
   armhive::SubprocessRunner runner;
   armhive::AptPackageIndex index(runner);
   armhive::ImageBuilder builder(runner, index);
-  armhive::BuildOptions options{.catalog_dir = catalog,
-                                .cache_dir = cache,
-                                .force = force,
-                                .keep_work = keep_work,
-                                .progress = [started = std::chrono::steady_clock::now()](
-                                                std::string_view line) {
-                                  double s = std::chrono::duration<double>(
-                                                 std::chrono::steady_clock::now() - started)
-                                                 .count();
-                                  std::printf("[build %6.1fs] %.*s\n", s,
-                                              static_cast<int>(line.size()), line.data());
-                                  std::fflush(stdout);
-                                }};
+  armhive::BuildOptions options{
+      .catalog_dir = catalog,
+      .cache_dir = cache,
+      .force = force,
+      .keep_work = keep_work,
+      .progress = [started = std::chrono::steady_clock::now()](std::string_view line) {
+        double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        std::printf("[build %6.1fs] %.*s\n", s, static_cast<int>(line.size()), line.data());
+        std::fflush(stdout);
+      }};
   std::printf("[build] recipe %s (%s, sha256 %s)\n", recipe->file_name.c_str(),
               std::string(armhive::recipe_kind_name(recipe->kind)).c_str(), recipe->sha256.c_str());
   auto result = builder.build(*recipe, options);
   if (!result.is_ok()) return fail(result.status().annotate("build " + recipe->name));
-  std::printf("%s %s -> %s\n", result->up_to_date ? "up to date:" : "built:",
-              result->image.name.c_str(), result->image.disk.path.c_str());
+  std::printf("%s %s -> %s\n",
+              result->up_to_date ? "up to date:" : "built:", result->image.name.c_str(),
+              result->image.disk.path.c_str());
   return 0;
 }
 
@@ -80,7 +80,8 @@ armhive::Result<armhive::ImageCatalog> open_catalog(const std::string& dir) {
 int cmd_list(const std::string& catalog) {
   auto cat = open_catalog(catalog);
   if (!cat.is_ok()) return fail(cat.status());
-  std::printf("%-16s %-10s %-8s %-7s %10s  %s\n", "NAME", "VERSION", "ARCH", "BOOT", "SIZE", "BUILT");
+  std::printf("%-16s %-10s %-8s %-7s %10s  %s\n", "NAME", "VERSION", "ARCH", "BOOT", "SIZE",
+              "BUILT");
   for (const auto& img : cat->list()) {
     uint64_t size = img.disk.bytes + img.kernel.bytes + img.initrd.bytes;
     std::string built = img.manifest.value("built_at", "");
@@ -99,12 +100,12 @@ int cmd_inspect(const std::string& name, const std::string& catalog, bool json) 
     std::cout << img->manifest.dump(2) << "\n";
     return 0;
   }
-  std::printf("name:       %s\nversion:    %s\narch:       %s\nboot:       %s\ncmdline:    %s\n"
-              "login user: %s\nbuilt at:   %s\nrecipe:     %s (sha256 %s)\n",
-              img->name.c_str(), img->version.c_str(), img->arch.c_str(), img->boot.c_str(),
-              img->cmdline.c_str(), img->login_user.c_str(),
-              img->manifest.value("built_at", "").c_str(), img->manifest.value("recipe", "").c_str(),
-              img->manifest.value("recipe_sha256", "").c_str());
+  std::printf(
+      "name:       %s\nversion:    %s\narch:       %s\nboot:       %s\ncmdline:    %s\n"
+      "login user: %s\nbuilt at:   %s\nrecipe:     %s (sha256 %s)\n",
+      img->name.c_str(), img->version.c_str(), img->arch.c_str(), img->boot.c_str(),
+      img->cmdline.c_str(), img->login_user.c_str(), img->manifest.value("built_at", "").c_str(),
+      img->manifest.value("recipe", "").c_str(), img->manifest.value("recipe_sha256", "").c_str());
   for (const auto& [role, f] : {std::pair{"disk", &img->disk}, std::pair{"kernel", &img->kernel},
                                 std::pair{"initrd", &img->initrd}}) {
     if (f->path.empty()) continue;

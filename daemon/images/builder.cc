@@ -67,7 +67,8 @@ Status write_gzip(const fs::path& path, std::string_view data) {
 // is not followed (callers replace it).
 Result<fs::path> in_root_impl(const fs::path& root, std::string_view guest_path) {
   std::vector<std::string> todo;
-  for (const auto& part : fs::path(std::string(guest_path)).relative_path()) todo.push_back(part.string());
+  for (const auto& part : fs::path(std::string(guest_path)).relative_path())
+    todo.push_back(part.string());
   std::reverse(todo.begin(), todo.end());  // a stack: next component at the back
   std::vector<std::string> done;
   int links = 0;
@@ -84,7 +85,8 @@ Result<fs::path> in_root_impl(const fs::path& root, std::string_view guest_path)
     host /= part;
     std::error_code ec;
     if (!todo.empty() && fs::is_symlink(host, ec)) {
-      if (++links > 40) return invalid_argument("files.path", "too many symlinks in " + std::string(guest_path));
+      if (++links > 40)
+        return invalid_argument("files.path", "too many symlinks in " + std::string(guest_path));
       fs::path target = fs::read_symlink(host, ec);
       if (ec) return unavailable("cannot read symlink " + host.string());
       if (target.is_absolute()) done.clear();
@@ -277,7 +279,8 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
 
     // 4. Initramfs: busybox, the modules the recipe names (with dependencies), the init script.
     fs::path modules_dir = kernel_dir / "lib/modules" / resolved.kernel_release;
-    ARMHIVE_ASSIGN_OR_RETURN(ModuleSet modules, resolve_modules(modules_dir.string(), recipe.modules));
+    ARMHIVE_ASSIGN_OR_RETURN(ModuleSet modules,
+                             resolve_modules(modules_dir.string(), recipe.modules));
     say("initramfs modules: " + [&] {
       std::string s;
       for (const auto& n : modules.names) s += (s.empty() ? "" : " ") + n;
@@ -285,11 +288,11 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
     }());
     fs::path busybox = rootfs / "bin/busybox";
     if (!fs::exists(busybox, ec))
-      return invalid_argument("packages", "a \"debs\" recipe needs busybox-static (no /bin/busybox)");
-    ARMHIVE_ASSIGN_OR_RETURN(
-        initrd_data, build_initramfs({.busybox = busybox.string(),
-                                      .init_script = recipe.initramfs_init,
-                                      .modules = std::move(modules)}));
+      return invalid_argument("packages",
+                              "a \"debs\" recipe needs busybox-static (no /bin/busybox)");
+    ARMHIVE_ASSIGN_OR_RETURN(initrd_data, build_initramfs({.busybox = busybox.string(),
+                                                           .init_script = recipe.initramfs_init,
+                                                           .modules = std::move(modules)}));
     kernel_path = (kernel_dir / "boot" / ("vmlinuz-" + resolved.kernel_release)).string();
     recorded = all;
   } else {
@@ -303,22 +306,22 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
     for (const auto& p : recipe.packages) include += "," + p;
     say("running mmdebstrap (" + recipe.suite + ", " + recipe.variant +
         "); this takes 10+ minutes under emulation");
-    ARMHIVE_RETURN_IF_ERROR(run_checked(
-        runner_,
-        {.argv = {"mmdebstrap", "--arch=" + recipe.arch, "--variant=" + recipe.variant,
-                  "--mode=root", "--include=" + include,
-                  "--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
-                  "--setup-hook=sync-in " + cache_dir + " /var/cache/apt/archives/",
-                  "--customize-hook=sync-out /var/cache/apt/archives " + cache_dir,
-                  "--skip=download/empty", recipe.suite, rootfs.string()},
-         .timeout = std::chrono::minutes(90)},
-        "mmdebstrap"));
+    ARMHIVE_RETURN_IF_ERROR(
+        run_checked(runner_,
+                    {.argv = {"mmdebstrap", "--arch=" + recipe.arch, "--variant=" + recipe.variant,
+                              "--mode=root", "--include=" + include,
+                              "--setup-hook=mkdir -p \"$1\"/var/cache/apt/archives/",
+                              "--setup-hook=sync-in " + cache_dir + " /var/cache/apt/archives/",
+                              "--customize-hook=sync-out /var/cache/apt/archives " + cache_dir,
+                              "--skip=download/empty", recipe.suite, rootfs.string()},
+                     .timeout = std::chrono::minutes(90)},
+                    "mmdebstrap"));
     // --skip=download/empty kept the .debs (for sync-out); they do not belong in the image.
     for (const auto& e : fs::directory_iterator(rootfs / "var/cache/apt/archives", ec))
       if (e.path().extension() == ".deb") fs::remove(e.path(), ec);
     kernel_path = (rootfs / "boot" / ("vmlinuz-" + resolved.kernel_release)).string();
-    ARMHIVE_ASSIGN_OR_RETURN(initrd_data,
-                             read_file(rootfs / "boot" / ("initrd.img-" + resolved.kernel_release)));
+    ARMHIVE_ASSIGN_OR_RETURN(
+        initrd_data, read_file(rootfs / "boot" / ("initrd.img-" + resolved.kernel_release)));
     recorded = installed_packages(rootfs / "var/lib/dpkg/status");
   }
 
@@ -344,8 +347,8 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
   }
   std::string corpus_sha;
   if (!recipe.corpus_path.empty()) {
-    say("generating the benchmark corpus (" + std::to_string(recipe.corpus_bytes) + " bytes, seed " +
-        std::to_string(recipe.corpus_seed) + ")");
+    say("generating the benchmark corpus (" + std::to_string(recipe.corpus_bytes) +
+        " bytes, seed " + std::to_string(recipe.corpus_seed) + ")");
     std::string corpus = generate_corpus(recipe.corpus_seed, recipe.corpus_bytes);
     corpus_sha = sha256_hex(corpus);
     ARMHIVE_ASSIGN_OR_RETURN(fs::path corpus_file, in_root(rootfs, recipe.corpus_path));
@@ -354,8 +357,8 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
 
   // 6. The disk.
   fs::path tar = work / "rootfs.tar";
-  std::vector<std::string> tar_argv = {"tar", "--numeric-owner", "-C", rootfs.string(), "-cf",
-                                       tar.string()};
+  std::vector<std::string> tar_argv = {"tar", "--numeric-owner", "-C", rootfs.string(),
+                                       "-cf", tar.string()};
   if (recipe.kind == RecipeKind::kDebs) {
     // Every file of a .deb-assembled tree belongs to root (dpkg-deb -x as root keeps the
     // package's owners, which are root for the tiny set).
@@ -388,7 +391,8 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
   // 8. Manifest.
   auto file_entry = [&](const fs::path& p) -> Result<nlohmann::json> {
     ARMHIVE_ASSIGN_OR_RETURN(std::string sum, sha256_file(p.string()));
-    return nlohmann::json{{"path", p.filename().string()}, {"sha256", sum},
+    return nlohmann::json{{"path", p.filename().string()},
+                          {"sha256", sum},
                           {"bytes", static_cast<uint64_t>(fs::file_size(p))}};
   };
   nlohmann::json files = nlohmann::json::object();
@@ -409,12 +413,11 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
       {"login_user", recipe.login_user},
       {"kernel_release", resolved.kernel_release},
       {"files", files},
-      {"corpus", recipe.corpus_path.empty()
-                     ? nlohmann::json(nullptr)
-                     : nlohmann::json{{"path", recipe.corpus_path},
-                                      {"bytes", recipe.corpus_bytes},
-                                      {"seed", recipe.corpus_seed},
-                                      {"sha256", corpus_sha}}},
+      {"corpus", recipe.corpus_path.empty() ? nlohmann::json(nullptr)
+                                            : nlohmann::json{{"path", recipe.corpus_path},
+                                                             {"bytes", recipe.corpus_bytes},
+                                                             {"seed", recipe.corpus_seed},
+                                                             {"sha256", corpus_sha}}},
       {"packages", packages},
       {"built_at", utc_now()},
       {"recipe", recipe.file_name.empty() ? recipe.name + ".toml" : recipe.file_name},
@@ -430,7 +433,9 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
   bool had_old = fs::exists(final_dir, ec);
   if (had_old) {
     fs::rename(final_dir, old_dir, ec);
-    if (ec) return unavailable("cannot move the previous image aside: " + ec.message(), final_dir.string());
+    if (ec)
+      return unavailable("cannot move the previous image aside: " + ec.message(),
+                         final_dir.string());
   }
   fs::rename(out, final_dir, ec);
   if (ec) {
@@ -440,13 +445,14 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
   if (had_old) fs::remove_all(old_dir, ec);
 
   ARMHIVE_ASSIGN_OR_RETURN(result.image, parse_manifest(manifest, final_dir.string()));
-  auto secs = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
+  auto secs =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
   uint64_t total = result.image.disk.bytes + result.image.kernel.bytes + result.image.initrd.bytes;
   say("built " + recipe.name + " in " + std::to_string(secs.count()) + " s: disk " +
       std::to_string(result.image.disk.bytes >> 20) + " MiB, kernel " +
       std::to_string(result.image.kernel.bytes >> 20) + " MiB, initrd " +
-      std::to_string(result.image.initrd.bytes >> 10) + " KiB, total " + std::to_string(total >> 20) +
-      " MiB");
+      std::to_string(result.image.initrd.bytes >> 10) + " KiB, total " +
+      std::to_string(total >> 20) + " MiB");
   return result;
 }
 

@@ -14,17 +14,17 @@
 namespace armhive {
 
 struct BuildOptions {
-  std::string catalog_dir;                  // created if missing
-  std::string cache_dir;                    // .deb cache; empty: DebCache::kDefaultDir
-  bool force = false;                       // rebuild even when up to date
-  bool keep_work = false;                   // leave the scratch directory for debugging
+  std::string catalog_dir;                         // created if missing
+  std::string cache_dir;                           // .deb cache; empty: DebCache::kDefaultDir
+  bool force = false;                              // rebuild even when up to date
+  bool keep_work = false;                          // leave the scratch directory for debugging
   std::function<void(std::string_view)> progress;  // one line per step; may be empty
 };
 
 struct BuildResult {
   Image image;
-  bool up_to_date = false;    // the catalogue already held this recipe hash and package set
-  int downloaded = 0;         // .debs fetched from the network (0 = all cached)
+  bool up_to_date = false;  // the catalogue already held this recipe hash and package set
+  int downloaded = 0;       // .debs fetched from the network (0 = all cached)
 };
 
 // Builds one image from a recipe into `<catalog>/<name>/` (see catalog.h for the layout) and

@@ -71,8 +71,8 @@ Result<Image> parse_manifest(const nlohmann::json& m, const std::string& image_d
   if (m.contains("corpus") && !m["corpus"].is_null()) {
     const auto& c = m["corpus"];
     if (!c.is_object() || !c.contains("path") || !c["path"].is_string() || !c.contains("bytes") ||
-        !c["bytes"].is_number_unsigned() || !c.contains("seed") || !c["seed"].is_number_unsigned() ||
-        !c.contains("sha256") || !c["sha256"].is_string())
+        !c["bytes"].is_number_unsigned() || !c.contains("seed") ||
+        !c["seed"].is_number_unsigned() || !c.contains("sha256") || !c["sha256"].is_string())
       return unprocessable("manifest \"corpus\" needs path, bytes, seed and sha256", image_dir);
     img.corpus_path = c["path"].get<std::string>();
     img.corpus_bytes = c["bytes"].get<uint64_t>();
@@ -97,8 +97,10 @@ Result<ImageCatalog> ImageCatalog::open(std::string dir) {
     std::ifstream in(manifest_path);
     nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) {
-      cat.broken_.emplace(name, unprocessable("image \"" + name + "\" has a manifest that is not "
-                                              "valid JSON", manifest_path.string()));
+      cat.broken_.emplace(name, unprocessable("image \"" + name +
+                                                  "\" has a manifest that is not "
+                                                  "valid JSON",
+                                              manifest_path.string()));
       continue;
     }
     auto img = parse_manifest(j, entry.path().string());
@@ -128,9 +130,9 @@ Result<Image> ImageCatalog::find(std::string_view name) const {
 Status ImageCatalog::verify(const Image& image) const {
   const std::string what = "image \"" + image.name + "\"";
   if (image.arch != kImageArch)
-    return unprocessable(what + " is for architecture \"" + image.arch + "\", not " +
-                             std::string(kImageArch),
-                         image.name);
+    return unprocessable(
+        what + " is for architecture \"" + image.arch + "\", not " + std::string(kImageArch),
+        image.name);
   std::vector<std::pair<const char*, const ImageFile*>> files = {{"disk", &image.disk}};
   if (!image.kernel.path.empty()) files.emplace_back("kernel", &image.kernel);
   if (!image.initrd.path.empty()) files.emplace_back("initrd", &image.initrd);

@@ -15,8 +15,8 @@ namespace armhive {
 // `<catalog>/<name>/manifest.json` plus the (read-only, 0444) files the manifest names:
 //
 //   {"name", "version", "arch": "aarch64", "boot": "kernel"|"uefi", "cmdline", "login_user",
-//    "files": {"disk": {"path": "disk.qcow2", "sha256", "bytes"}, "kernel": {...}, "initrd": {...}},
-//    "corpus": {"path": "/usr/share/armhive/corpus.bin", "bytes", "seed", "sha256"},
+//    "files": {"disk": {"path": "disk.qcow2", "sha256", "bytes"}, "kernel": {...}, "initrd":
+//    {...}}, "corpus": {"path": "/usr/share/armhive/corpus.bin", "bytes", "seed", "sha256"},
 //    "packages": [{"name", "version", "arch"}], "built_at", "recipe": "tiny.toml", "recipe_sha256"}
 //
 // File paths in the manifest are relative to the image directory; Image holds them absolute.
@@ -39,7 +39,7 @@ struct Image {
   uint64_t corpus_bytes = 0;
   uint64_t corpus_seed = 0;
   std::string corpus_sha256;
-  nlohmann::json manifest;         // the whole manifest, for `inspect --json` and the API
+  nlohmann::json manifest;  // the whole manifest, for `inspect --json` and the API
 };
 
 // The only guest architecture armhive runs (manifest "arch").

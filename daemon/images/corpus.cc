@@ -89,13 +89,23 @@ std::string generate_corpus(uint64_t seed, uint64_t bytes) {
     uint64_t n = std::min<uint64_t>(kBlock, bytes - out.size());
     switch (rng.below(8)) {
       case 0:
-      case 1: random_block(rng, out, n); break;
+      case 1:
+        random_block(rng, out, n);
+        break;
       case 2:
-      case 3: text_block(rng, out, n); break;
+      case 3:
+        text_block(rng, out, n);
+        break;
       case 4:
-      case 5: hex_block(rng, out, n); break;
-      case 6: log_block(rng, out, n); break;
-      default: out.append(n, '\0'); break;
+      case 5:
+        hex_block(rng, out, n);
+        break;
+      case 6:
+        log_block(rng, out, n);
+        break;
+      default:
+        out.append(n, '\0');
+        break;
     }
   }
   return out;

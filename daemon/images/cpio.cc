@@ -28,19 +28,19 @@ void CpioWriter::add_entry(std::string_view path, uint32_t mode, std::string_vie
                            uint32_t rdev_major, uint32_t rdev_minor) {
   std::string_view name = strip_leading_slash(path);
   out_.append("070701");
-  append_hex8(out_, next_ino_++);                        // c_ino
-  append_hex8(out_, mode);                               // c_mode
-  append_hex8(out_, 0);                                  // c_uid
-  append_hex8(out_, 0);                                  // c_gid
-  append_hex8(out_, S_ISDIR(mode) ? 2 : 1);              // c_nlink
-  append_hex8(out_, 0);                                  // c_mtime
-  append_hex8(out_, static_cast<uint32_t>(data.size())); // c_filesize
-  append_hex8(out_, 0);                                  // c_devmajor
-  append_hex8(out_, 0);                                  // c_devminor
-  append_hex8(out_, rdev_major);                         // c_rdevmajor
-  append_hex8(out_, rdev_minor);                         // c_rdevminor
+  append_hex8(out_, next_ino_++);                             // c_ino
+  append_hex8(out_, mode);                                    // c_mode
+  append_hex8(out_, 0);                                       // c_uid
+  append_hex8(out_, 0);                                       // c_gid
+  append_hex8(out_, S_ISDIR(mode) ? 2 : 1);                   // c_nlink
+  append_hex8(out_, 0);                                       // c_mtime
+  append_hex8(out_, static_cast<uint32_t>(data.size()));      // c_filesize
+  append_hex8(out_, 0);                                       // c_devmajor
+  append_hex8(out_, 0);                                       // c_devminor
+  append_hex8(out_, rdev_major);                              // c_rdevmajor
+  append_hex8(out_, rdev_minor);                              // c_rdevminor
   append_hex8(out_, static_cast<uint32_t>(name.size() + 1));  // c_namesize incl. NUL
-  append_hex8(out_, 0);                                  // c_check
+  append_hex8(out_, 0);                                       // c_check
   out_.append(name);
   out_.push_back('\0');
   pad4(out_);
@@ -89,14 +89,15 @@ Result<std::vector<CpioEntry>> parse_cpio(std::string_view archive) {
     if (archive.substr(pos, 6) != "070701") return invalid_argument("initrd", "bad cpio magic");
     uint32_t mode = 0, filesize = 0, namesize = 0, rmaj = 0, rmin = 0;
     if (!field(pos, 1, mode) || !field(pos, 6, filesize) || !field(pos, 11, namesize) ||
-        !field(pos, 9, rmaj) || !field(pos, 10, rmin) ||
-        namesize == 0)
+        !field(pos, 9, rmaj) || !field(pos, 10, rmin) || namesize == 0)
       return invalid_argument("initrd", "bad cpio header");
     size_t name_at = pos + 110;
-    if (name_at + namesize > archive.size()) return invalid_argument("initrd", "cpio name truncated");
+    if (name_at + namesize > archive.size())
+      return invalid_argument("initrd", "cpio name truncated");
     std::string name(archive.substr(name_at, namesize - 1));
     size_t data_at = align4(name_at + namesize);
-    if (data_at + filesize > archive.size()) return invalid_argument("initrd", "cpio data truncated");
+    if (data_at + filesize > archive.size())
+      return invalid_argument("initrd", "cpio data truncated");
     if (name == "TRAILER!!!") break;
     entries.push_back({name, mode, rmaj, rmin, std::string(archive.substr(data_at, filesize))});
     pos = align4(data_at + filesize);

@@ -24,8 +24,8 @@ class CpioWriter {
   std::string finish();
 
  private:
-  void add_entry(std::string_view path, uint32_t mode, std::string_view data, uint32_t rdev_major = 0,
-                 uint32_t rdev_minor = 0);
+  void add_entry(std::string_view path, uint32_t mode, std::string_view data,
+                 uint32_t rdev_major = 0, uint32_t rdev_minor = 0);
   std::string out_;
   uint32_t next_ino_ = 1;
 };
@@ -35,7 +35,7 @@ struct CpioEntry {
   uint32_t mode = 0;  // including the file type bits
   uint32_t rdev_major = 0;
   uint32_t rdev_minor = 0;
-  std::string data;   // file contents, or the symlink target
+  std::string data;  // file contents, or the symlink target
 };
 
 // Parses a newc archive (up to the trailer). kInvalidArgument on a malformed archive.

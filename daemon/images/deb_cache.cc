@@ -33,11 +33,13 @@ Result<std::string> DebCache::fetch(const PackageInfo& package, bool* downloaded
   fs::create_directories(partial, ec);
   if (ec) return unavailable("cannot create " + partial.string() + ": " + ec.message(), dir_);
 
-  std::string spec = package.arch == "all" ? package.name + "=" + package.version
-                                           : package.name + ":" + package.arch + "=" + package.version;
-  auto r = runner_.run({.argv = {"apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", spec},
-                        .cwd = partial.string(),
-                        .timeout = std::chrono::minutes(15)});
+  std::string spec = package.arch == "all"
+                         ? package.name + "=" + package.version
+                         : package.name + ":" + package.arch + "=" + package.version;
+  auto r =
+      runner_.run({.argv = {"apt-get", "download", "-q", "-o", "APT::Sandbox::User=root", spec},
+                   .cwd = partial.string(),
+                   .timeout = std::chrono::minutes(15)});
   if (!r.is_ok()) {
     fs::remove_all(partial, ec);
     return r.status().annotate("apt-get download " + spec);
@@ -50,7 +52,8 @@ Result<std::string> DebCache::fetch(const PackageInfo& package, bool* downloaded
   fs::path got = partial / fs::path(path).filename();
   if (!fs::is_regular_file(got, ec)) {
     fs::remove_all(partial, ec);
-    return internal_error("apt-get download did not produce " + got.filename().string(), package.name);
+    return internal_error("apt-get download did not produce " + got.filename().string(),
+                          package.name);
   }
   fs::rename(got, path, ec);
   std::error_code ignored;

@@ -24,7 +24,8 @@ Status guestfs_failure(guestfs_h* g, std::string_view op, const std::string& con
 
 }  // namespace
 
-Status build_ext4_disk(const DiskSpec& spec, const std::function<void(std::string_view)>& progress) {
+Status build_ext4_disk(const DiskSpec& spec,
+                       const std::function<void(std::string_view)>& progress) {
   auto say = [&](std::string_view s) {
     if (progress) progress(s);
   };
@@ -39,7 +40,8 @@ Status build_ext4_disk(const DiskSpec& spec, const std::function<void(std::strin
 
   GuestfsHandle g(guestfs_create_flags(GUESTFS_CREATE_NO_ENVIRONMENT));
   if (!g) return unavailable("guestfs_create failed", spec.output);
-  if (guestfs_parse_environment(g.get()) == -1) return guestfs_failure(g.get(), "parse_environment", spec.output);
+  if (guestfs_parse_environment(g.get()) == -1)
+    return guestfs_failure(g.get(), "parse_environment", spec.output);
   guestfs_set_error_handler(g.get(), nullptr, nullptr);  // errors are read with guestfs_last_error
 
   auto fail = [&](std::string_view op) {

@@ -10,9 +10,9 @@
 namespace armhive {
 
 struct DiskSpec {
-  std::string output;      // the qcow2 (compat 1.1) to create; must not exist
-  uint64_t size_mib = 512; // virtual size
-  std::string rootfs_tar;  // uncompressed tar of the root filesystem
+  std::string output;       // the qcow2 (compat 1.1) to create; must not exist
+  uint64_t size_mib = 512;  // virtual size
+  std::string rootfs_tar;   // uncompressed tar of the root filesystem
   std::string label = "armhive-root";
 };
 

@@ -32,23 +32,23 @@ Result<std::string> read_file(const std::string& path) {
 
 const std::vector<std::string>& busybox_bin_applets() {
   static const std::vector<std::string> kApplets = {
-      "sh",     "ash",    "cat",      "chmod",   "chown",   "cp",     "cut",    "date",
-      "dd",     "df",     "dmesg",    "du",      "echo",    "env",    "expr",   "false",
-      "find",   "free",   "grep",     "gzip",    "head",    "hostname", "id",   "kill",
-      "ln",     "ls",     "mkdir",    "mknod",   "mount",   "mv",     "nc",     "ping",
-      "printf", "ps",     "readlink", "rm",      "rmdir",   "sed",    "seq",    "sleep",
-      "sort",   "stat",   "sync",     "tail",    "tar",     "tee",    "test",   "[",
-      "top",    "touch",  "tr",       "true",    "umount",  "uname",  "usleep", "vi",
-      "wc",     "which",  "xargs",    "awk",     "basename", "dirname", "less", "more",
-      "uptime", "whoami", "md5sum",   "sha256sum", "zcat", "gunzip", "watch", "nproc"};
+      "sh",     "ash",    "cat",      "chmod",     "chown",    "cp",       "cut",    "date",
+      "dd",     "df",     "dmesg",    "du",        "echo",     "env",      "expr",   "false",
+      "find",   "free",   "grep",     "gzip",      "head",     "hostname", "id",     "kill",
+      "ln",     "ls",     "mkdir",    "mknod",     "mount",    "mv",       "nc",     "ping",
+      "printf", "ps",     "readlink", "rm",        "rmdir",    "sed",      "seq",    "sleep",
+      "sort",   "stat",   "sync",     "tail",      "tar",      "tee",      "test",   "[",
+      "top",    "touch",  "tr",       "true",      "umount",   "uname",    "usleep", "vi",
+      "wc",     "which",  "xargs",    "awk",       "basename", "dirname",  "less",   "more",
+      "uptime", "whoami", "md5sum",   "sha256sum", "zcat",     "gunzip",   "watch",  "nproc"};
   return kApplets;
 }
 
 const std::vector<std::string>& busybox_sbin_applets() {
   static const std::vector<std::string> kApplets = {
-      "init", "getty",  "halt",  "poweroff", "reboot",  "ip",    "ifconfig", "route",
-      "udhcpc", "insmod", "rmmod", "lsmod",  "modprobe", "switch_root", "mdev", "sysctl",
-      "blkid", "fsck",  "swapon", "swapoff"};
+      "init",  "getty",  "halt",   "poweroff", "reboot", "ip",       "ifconfig",
+      "route", "udhcpc", "insmod", "rmmod",    "lsmod",  "modprobe", "switch_root",
+      "mdev",  "sysctl", "blkid",  "fsck",     "swapon", "swapoff"};
   return kApplets;
 }
 
@@ -111,8 +111,8 @@ Result<ModuleSet> resolve_modules(const std::string& modules_dir,
         done.insert(name);
         return Status::ok();
       }
-      return invalid_argument("initramfs.modules",
-                              "the kernel has no module \"" + raw + "\" (neither loadable nor built in)");
+      return invalid_argument("initramfs.modules", "the kernel has no module \"" + raw +
+                                                       "\" (neither loadable nor built in)");
     }
     visiting.insert(name);
     auto deps = module_dependencies(f->second);
@@ -131,8 +131,8 @@ Result<ModuleSet> resolve_modules(const std::string& modules_dir,
 Result<std::string> build_initramfs(const InitramfsSpec& spec) {
   ARMHIVE_ASSIGN_OR_RETURN(std::string busybox, read_file(spec.busybox));
   CpioWriter cpio;
-  for (const char* dir : {"bin", "sbin", "dev", "etc", "lib", "lib/modules", "proc", "sys", "newroot",
-                          "run", "tmp"})
+  for (const char* dir :
+       {"bin", "sbin", "dev", "etc", "lib", "lib/modules", "proc", "sys", "newroot", "run", "tmp"})
     cpio.add_directory(dir);
   cpio.add_char_device("dev/console", 5, 1, 0600);
   cpio.add_char_device("dev/null", 1, 3, 0666);

@@ -26,8 +26,8 @@ Result<ModuleSet> resolve_modules(const std::string& modules_dir,
 Result<std::vector<std::string>> module_dependencies(const std::string& ko_path);
 
 struct InitramfsSpec {
-  std::string busybox;     // path of a static busybox binary (aarch64)
-  std::string init_script; // contents of /init
+  std::string busybox;      // path of a static busybox binary (aarch64)
+  std::string init_script;  // contents of /init
   ModuleSet modules;
 };
 

@@ -8,8 +8,10 @@ namespace armhive {
 namespace {
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -18,7 +20,8 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   size_t start = 0;
   while (true) {
     size_t pos = s.find(sep, start);
-    out.push_back(s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
+    out.push_back(
+        s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
     if (pos == std::string_view::npos) break;
     start = pos + 1;
   }
@@ -125,9 +128,9 @@ Result<std::map<std::string, PackageInfo>> PackageIndex::show_many(
 Result<PackageInfo> AptPackageIndex::show(std::string_view name, std::string_view arch) {
   ARMHIVE_ASSIGN_OR_RETURN(auto found, show_many({std::string(name)}, arch));
   if (auto it = found.find(std::string(name)); it != found.end()) return it->second;
-  return not_found("no " + std::string(arch) + " package \"" + std::string(name) +
-                       "\" in apt's cache",
-                   std::string(name));
+  return not_found(
+      "no " + std::string(arch) + " package \"" + std::string(name) + "\" in apt's cache",
+      std::string(name));
 }
 
 Result<std::map<std::string, PackageInfo>> AptPackageIndex::show_many(
@@ -186,8 +189,9 @@ Result<ResolvedPackages> resolve_packages(const Recipe& recipe, PackageIndex& in
   static constexpr std::string_view kPrefix = "linux-image-";
   if (!k.name.starts_with(kPrefix) || k.name.find("arm64") == std::string::npos ||
       k.name.find_first_of("0123456789") == std::string::npos)
-    return invalid_argument("kernel", "\"" + recipe.kernel +
-                                          "\" does not lead to a versioned arm64 linux-image package");
+    return invalid_argument(
+        "kernel",
+        "\"" + recipe.kernel + "\" does not lead to a versioned arm64 linux-image package");
   out.kernel = k;
   out.kernel_release = k.name.substr(kPrefix.size());
 

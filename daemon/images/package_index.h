@@ -33,8 +33,8 @@ class PackageIndex {
   virtual Result<PackageInfo> show(std::string_view name, std::string_view arch) = 0;
   // Several at once (apt-cache is slow to start): the found ones, keyed by name; absent names
   // are simply missing. The default asks show() for each.
-  virtual Result<std::map<std::string, PackageInfo>> show_many(const std::vector<std::string>& names,
-                                                               std::string_view arch);
+  virtual Result<std::map<std::string, PackageInfo>> show_many(
+      const std::vector<std::string>& names, std::string_view arch);
 };
 
 // `apt-cache show --no-all-versions NAME:ARCH` through a ProcessRunner. Runs `apt-get update`

@@ -129,12 +129,12 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
     msg << "TOML syntax error at line " << e.source().begin.line << ": " << e.description();
     return invalid_argument("recipe", msg.str());
   }
-  ARMHIVE_RETURN_IF_ERROR(check_keys(
-      root,
-      {"name", "version", "arch", "kind", "suite", "variant", "packages", "exclude", "kernel",
-       "boot", "cmdline", "login_user", "disk_size_mib", "prune", "compress_kernel", "initramfs",
-       "corpus", "files"},
-      ""));
+  ARMHIVE_RETURN_IF_ERROR(
+      check_keys(root,
+                 {"name", "version", "arch", "kind", "suite", "variant", "packages", "exclude",
+                  "kernel", "boot", "cmdline", "login_user", "disk_size_mib", "prune",
+                  "compress_kernel", "initramfs", "corpus", "files"},
+                 ""));
 
   Recipe r;
   Sha256 hash;
@@ -157,7 +157,8 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
   } else if (kind == "mmdebstrap") {
     r.kind = RecipeKind::kMmdebstrap;
   } else {
-    return invalid_argument("kind", "kind must be \"debs\" or \"mmdebstrap\", not \"" + kind + "\"");
+    return invalid_argument("kind",
+                            "kind must be \"debs\" or \"mmdebstrap\", not \"" + kind + "\"");
   }
   ARMHIVE_RETURN_IF_ERROR(get_string(root, "suite", r.suite));
   if (!valid_package(r.suite)) return invalid_argument("suite", "invalid suite name");
@@ -165,7 +166,8 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
   if (!valid_package(r.variant)) return invalid_argument("variant", "invalid variant");
 
   ARMHIVE_RETURN_IF_ERROR(get_strings(root, "packages", r.packages));
-  if (r.packages.empty()) return invalid_argument("packages", "packages must list at least one package");
+  if (r.packages.empty())
+    return invalid_argument("packages", "packages must list at least one package");
   ARMHIVE_RETURN_IF_ERROR(get_strings(root, "exclude", r.exclude));
   for (const auto* list : {&r.packages, &r.exclude})
     for (const auto& p : *list)
@@ -263,8 +265,9 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
       int kinds = (f.source.empty() ? 0 : 1) + (has_content ? 1 : 0) + (link.empty() ? 0 : 1) +
                   (is_dir ? 1 : 0);
       if (kinds != 1)
-        return invalid_argument("files", f.path + ": give exactly one of source, content, "
-                                                  "symlink or directory = true");
+        return invalid_argument("files", f.path +
+                                             ": give exactly one of source, content, "
+                                             "symlink or directory = true");
       if (is_dir) {
         f.type = RecipeFile::Type::kDirectory;
         ARMHIVE_ASSIGN_OR_RETURN(f.mode, parse_mode(t->get("mode"), "files.mode", 0755));
@@ -277,7 +280,8 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
         if (!f.source.empty()) {
           if (base_dir.empty() || fs::path(f.source).is_absolute() ||
               f.source.find("..") != std::string::npos)
-            return invalid_argument("files.source", f.path + ": source must be relative to the recipe");
+            return invalid_argument("files.source",
+                                    f.path + ": source must be relative to the recipe");
           auto data = read_text((fs::path(base_dir) / f.source).string());
           if (!data.is_ok()) return data.status().with_field("files.source");
           f.content = std::move(*data);

@@ -29,26 +29,26 @@ struct RecipeFile {
 };
 
 struct Recipe {
-  std::string name;     // [a-z0-9][a-z0-9.-]*: the catalogue directory name
+  std::string name;  // [a-z0-9][a-z0-9.-]*: the catalogue directory name
   std::string version;
-  std::string arch;     // Debian architecture; only "arm64" is accepted
+  std::string arch;  // Debian architecture; only "arm64" is accepted
   RecipeKind kind = RecipeKind::kDebs;
   std::string suite = "bookworm";
-  std::string variant = "minbase";     // mmdebstrap --variant
-  std::vector<std::string> packages;   // Debian package names without architecture
+  std::string variant = "minbase";    // mmdebstrap --variant
+  std::vector<std::string> packages;  // Debian package names without architecture
   // Dependencies deliberately left out of a kDebs closure (only needed by maintainer scripts).
   std::vector<std::string> exclude;
-  std::string kernel;                  // kernel package, usually the linux-image-arm64 meta package
-  std::vector<std::string> modules;    // kDebs: modules loaded by the initramfs, in this order
-  std::string initramfs_init;          // kDebs: contents of the initramfs /init
-  std::string boot = "kernel";         // "kernel" (direct kernel boot) or "uefi"
+  std::string kernel;                // kernel package, usually the linux-image-arm64 meta package
+  std::vector<std::string> modules;  // kDebs: modules loaded by the initramfs, in this order
+  std::string initramfs_init;        // kDebs: contents of the initramfs /init
+  std::string boot = "kernel";       // "kernel" (direct kernel boot) or "uefi"
   std::string cmdline;
   std::string login_user = "root";
   uint64_t disk_size_mib = 512;
-  std::vector<std::string> prune;      // kDebs: guest paths removed from the assembled tree
+  std::vector<std::string> prune;  // kDebs: guest paths removed from the assembled tree
   std::vector<RecipeFile> files;
-  bool compress_kernel = false;        // store the kernel gzip-compressed (QEMU inflates it)
-  std::string corpus_path;             // empty: no benchmark corpus
+  bool compress_kernel = false;  // store the kernel gzip-compressed (QEMU inflates it)
+  std::string corpus_path;       // empty: no benchmark corpus
   uint64_t corpus_bytes = 0;
   uint64_t corpus_seed = 0;
 

@@ -14,7 +14,7 @@ TEST_CASE("guest paths resolve inside the root filesystem, never on the host", "
   fs::create_directories(fs::path(root) / "usr/lib");
   fs::create_directories(fs::path(root) / "run");
   fs::create_directories(fs::path(root) / "var");
-  fs::create_symlink("/run", fs::path(root) / "var/run");       // absolute, as packages ship it
+  fs::create_symlink("/run", fs::path(root) / "var/run");        // absolute, as packages ship it
   fs::create_symlink("usr/lib", fs::path(root) / "lib");         // usrmerge, relative
   fs::create_symlink("/etc/passwd", fs::path(root) / "passwd");  // last component: not followed
 

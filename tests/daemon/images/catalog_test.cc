@@ -31,12 +31,12 @@ class TempCatalog {
   nlohmann::json add_image(const std::string& name, const std::string& arch = "aarch64") {
     fs::create_directories(image_dir(name));
     nlohmann::json files;
-    for (const auto& [role, file, data] :
-         {std::tuple{"disk", "disk.qcow2", "QFI\xfb disk"}, std::tuple{"kernel", "vmlinuz", "kernel"},
-          std::tuple{"initrd", "initrd.img", "07070100"}}) {
+    for (const auto& [role, file, data] : {std::tuple{"disk", "disk.qcow2", "QFI\xfb disk"},
+                                           std::tuple{"kernel", "vmlinuz", "kernel"},
+                                           std::tuple{"initrd", "initrd.img", "07070100"}}) {
       write(image_dir(name) / file, data);
-      files[role] = {{"path", file}, {"sha256", sha256_hex(data)},
-                     {"bytes", std::string_view(data).size()}};
+      files[role] = {
+          {"path", file}, {"sha256", sha256_hex(data)}, {"bytes", std::string_view(data).size()}};
     }
     nlohmann::json m = {{"name", name},
                         {"version", "1"},
@@ -93,8 +93,7 @@ TEST_CASE("a missing image is refused naming it", "[images]") {
   REQUIRE_FALSE(img.is_ok());
   CHECK(img.status().code() == ErrorCode::kNotFound);
   CHECK(img.status().message().find("debian-12") != std::string::npos);
-  CHECK(ImageCatalog::open("/nonexistent/armhive/catalog").status().code() ==
-        ErrorCode::kNotFound);
+  CHECK(ImageCatalog::open("/nonexistent/armhive/catalog").status().code() == ErrorCode::kNotFound);
 }
 
 TEST_CASE("a corrupt image file fails verification", "[images]") {

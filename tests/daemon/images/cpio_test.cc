@@ -17,7 +17,11 @@ namespace fs = std::filesystem;
 TEST_CASE("a newc archive parses back to what was written", "[images]") {
   CpioWriter w;
   w.add_directory("/bin");
-  w.add_file("bin/busybox", std::string("\x7f" "ELF\0binary", 10), 0755);
+  w.add_file("bin/busybox",
+             std::string("\x7f"
+                         "ELF\0binary",
+                         10),
+             0755);
   w.add_symlink("bin/sh", "busybox");
   w.add_char_device("dev/console", 5, 1);
   w.add_file("init", "#!/bin/sh\n", 0755);
@@ -36,7 +40,9 @@ TEST_CASE("a newc archive parses back to what was written", "[images]") {
   CHECK(e[1].path == "bin/busybox");
   CHECK(S_ISREG(e[1].mode));
   CHECK((e[1].mode & 07777) == 0755);
-  CHECK(e[1].data == std::string("\x7f" "ELF\0binary", 10));
+  CHECK(e[1].data == std::string("\x7f"
+                                 "ELF\0binary",
+                                 10));
   CHECK(S_ISLNK(e[2].mode));
   CHECK(e[2].data == "busybox");
   CHECK(S_ISCHR(e[3].mode));
@@ -85,9 +91,13 @@ class FakeModules {
   void add(const std::string& rel, const std::string& depends) {
     fs::path p = fs::path(dir_) / rel;
     fs::create_directories(p.parent_path());
-    std::string body = std::string("\x7f" "ELF", 4) + std::string(16, '\0') + "license=GPL" +
-                       std::string(1, '\0') + "depends=" + depends + std::string(1, '\0') +
-                       "name=" + p.stem().string() + std::string(1, '\0');
+    std::string body = std::string(
+                           "\x7f"
+                           "ELF",
+                           4) +
+                       std::string(16, '\0') + "license=GPL" + std::string(1, '\0') +
+                       "depends=" + depends + std::string(1, '\0') + "name=" + p.stem().string() +
+                       std::string(1, '\0');
     std::ofstream(p, std::ios::binary) << body;
   }
   std::string dir_;

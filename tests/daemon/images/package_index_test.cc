@@ -12,8 +12,8 @@ class FakeIndex final : public PackageIndex {
  public:
   void add(std::string name, std::string version, std::string depends = {},
            std::string provides = {}, std::string arch = "arm64") {
-    packages_[name] = {.name = name, .version = version, .arch = arch, .depends = depends,
-                       .provides = provides};
+    packages_[name] = {
+        .name = name, .version = version, .arch = arch, .depends = depends, .provides = provides};
   }
   Result<PackageInfo> show(std::string_view name, std::string_view) override {
     ++calls;
@@ -91,20 +91,19 @@ TEST_CASE("the resolver computes the closure, honours exclusions and follows the
   idx.add("debconf", "1.5");
   idx.add("busybox-static", "1:1.35");
 
-  auto r = resolve_packages(recipe_with({"qemu-guest-agent", "busybox-static"}, {"debconf-2.0"}),
-                            idx);
+  auto r =
+      resolve_packages(recipe_with({"qemu-guest-agent", "busybox-static"}, {"debconf-2.0"}), idx);
   REQUIRE(r.is_ok());
-  CHECK(names(*r) == std::vector<std::string>{"busybox-static", "gcc-12-base", "libblkid1",
-                                              "libc6", "libffi8", "libgcc-s1", "libglib2.0-0",
-                                              "libmount1", "qemu-guest-agent"});
+  CHECK(names(*r) == std::vector<std::string>{"busybox-static", "gcc-12-base", "libblkid1", "libc6",
+                                              "libffi8", "libgcc-s1", "libglib2.0-0", "libmount1",
+                                              "qemu-guest-agent"});
   CHECK(r->kernel.name == "linux-image-6.1.0-57-arm64");
   CHECK(r->kernel_release == "6.1.0-57-arm64");
   // The kernel's own dependencies (kmod, initramfs-tools) are not part of the root filesystem.
   for (const auto& n : names(*r)) CHECK(n != "kmod");
 }
 
-TEST_CASE("the resolver picks the first installable alternative and uses Provides",
-          "[images]") {
+TEST_CASE("the resolver picks the first installable alternative and uses Provides", "[images]") {
   FakeIndex idx;
   add_kernel(idx);
   idx.add("a", "1", "virtual-thing, missing | b");

@@ -32,8 +32,10 @@ TEST_CASE("the tiny recipe parses with its packages, modules, corpus and files",
   CHECK(r->corpus_bytes <= (16u << 20));
   bool has_inittab = false, has_passwd_root = false;
   for (const auto& f : r->files) {
-    if (f.path == "/etc/inittab") has_inittab = f.content.find("armhive-agent") != std::string::npos;
-    if (f.path == "/etc/passwd") has_passwd_root = f.content.find("root:x:0:0:") != std::string::npos;
+    if (f.path == "/etc/inittab")
+      has_inittab = f.content.find("armhive-agent") != std::string::npos;
+    if (f.path == "/etc/passwd")
+      has_passwd_root = f.content.find("root:x:0:0:") != std::string::npos;
   }
   CHECK(has_inittab);
   CHECK(has_passwd_root);

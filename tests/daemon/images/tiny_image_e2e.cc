@@ -59,8 +59,10 @@ GuestExecResult guest_exec(Hypervisor& hv, const std::string& vm, std::vector<st
   return *r;
 }
 
-TEST_CASE("the tiny image boots to a responding agent, takes an SSH key through it, runs "
-          "iperf3 and zstd, and gives every VM its own identity", "[images][e2e]") {
+TEST_CASE(
+    "the tiny image boots to a responding agent, takes an SSH key through it, runs "
+    "iperf3 and zstd, and gives every VM its own identity",
+    "[images][e2e]") {
   const fs::path state = env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e");
   auto catalog = ImageCatalog::open((state / "images").string());
   INFO(catalog.status().to_string());
@@ -94,8 +96,8 @@ TEST_CASE("the tiny image boots to a responding agent, takes an SSH key through 
   REQUIRE(hv_result.is_ok());
   LibvirtHypervisor& hv = **hv_result;
 
-  NetworkSpec net{"armhive-images-e2e", "ahimge2e0", "10.231.8.1/24", "10.231.8.10",
-                  "10.231.8.100", 1500};
+  NetworkSpec net{"armhive-images-e2e", "ahimge2e0",    "10.231.8.1/24",
+                  "10.231.8.10",        "10.231.8.100", 1500};
   REQUIRE(ensure_network(hv.connection(), net).is_ok());
 
   std::vector<Guest> guests = {{"armhive-images-e2e-1", "img-e2e-one", ""},
@@ -150,9 +152,8 @@ TEST_CASE("the tiny image boots to a responding agent, takes an SSH key through 
   // A key installed through the agent lets a real OpenSSH client log in.
   SubprocessRunner runner;
   const fs::path key = work / "id_ed25519";
-  auto keygen = runner.run(
-      {.argv = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "armhive-e2e", "-f",
-                key.string()}});
+  auto keygen = runner.run({.argv = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C",
+                                     "armhive-e2e", "-f", key.string()}});
   REQUIRE(keygen.is_ok());
   REQUIRE(keygen->ok());
   const std::string pubkey = trim(read_file(key.string() + ".pub"));
@@ -214,8 +215,8 @@ TEST_CASE("the tiny image boots to a responding agent, takes an SSH key through 
     CHECK(zstd.out.find("Zstandard CLI") != std::string::npos);
     hostnames.push_back(trim(guest_exec(hv, g.name, {"/bin/hostname"}).out));
     machine_ids.push_back(trim(guest_exec(hv, g.name, {"/bin/cat", "/etc/machine-id"}).out));
-    auto hk = guest_exec(hv, g.name, {"/usr/bin/dropbearkey", "-y", "-f",
-                                      "/run/dropbear/ed25519_host_key"});
+    auto hk = guest_exec(hv, g.name,
+                         {"/usr/bin/dropbearkey", "-y", "-f", "/run/dropbear/ed25519_host_key"});
     CHECK(hk.exit_code == 0);
     host_keys.push_back(hk.out);
   }
