@@ -47,9 +47,6 @@ LeaseEngine::LeaseEngine(EngineOptions options, Hypervisor& hypervisor, LeaseSto
                                  "Lease request to ready, by pool and path (warm or cold)");
     metrics_->describe_histogram("armhive_provision_seconds",
                                  "VM create to guest agent answering and address known");
-    metrics_->describe_gauge("armhive_leases", "Leases by state (non-terminal)");
-    metrics_->describe_gauge("armhive_pool_vms", "VMs per pool by state");
-    metrics_->describe_gauge("armhive_cores_allocated", "Host CPUs held by VMs");
     metrics_->describe_counter("armhive_leases_ended_total", "Leases ended, by final state");
     metrics_->describe_counter("armhive_vm_failures_total", "VMs that failed to boot or crashed");
   }
@@ -218,30 +215,6 @@ void LeaseEngine::persist_vm_locked(const Vm& vm) {
   if (!s.is_ok()) spdlog::error("vm {}: cannot persist: {}", vm.record.name, s.to_string());
 }
 
-void LeaseEngine::update_gauges_locked() {
-  if (!metrics_) return;
-  metrics_->clear("armhive_leases");
-  std::map<std::pair<std::string, std::string>, int> by_state;
-  for (const auto& [id, al] : leases_) by_state[{al.lease.pool, std::string(to_string(al.lease.state))}]++;
-  for (const auto& [key, n] : by_state) {
-    metrics_->set("armhive_leases", {{"pool", key.first}, {"state", key.second}}, n);
-  }
-  metrics_->clear("armhive_pool_vms");
-  std::map<std::pair<std::string, std::string>, int> vms;
-  for (const auto& [name, pool] : pools_) {
-    for (VmState s : {VmState::kStarting, VmState::kWarm, VmState::kLeased, VmState::kDestroying}) {
-      vms[{name, std::string(to_string(s))}] = 0;
-    }
-  }
-  for (const auto& [name, vm] : vms_) vms[{vm.record.pool, std::string(to_string(vm.record.state))}]++;
-  for (const auto& [key, n] : vms) {
-    metrics_->set("armhive_pool_vms", {{"pool", key.first}, {"state", key.second}}, n);
-  }
-  int held = 0;
-  for (const CpuUsage& u : allocator_.usage()) held += u.vms.empty() ? 0 : 1;
-  metrics_->set("armhive_cores_allocated", {}, held);
-}
-
 // ---- scheduling --------------------------------------------------------------------------
 
 void LeaseEngine::schedule_all_locked() {
@@ -348,7 +321,6 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
       break;
     }
   }
-  update_gauges_locked();
 }
 
 // Reserves cores and posts the boot of a new VM (for a lease, or warm when lease_id is empty).
@@ -705,7 +677,6 @@ void LeaseEngine::finish_lease_locked(ActiveLease& al) {
     pool.queue.erase(std::remove(pool.queue.begin(), pool.queue.end(), id), pool.queue.end());
   }
   leases_.erase(id);
-  update_gauges_locked();
 }
 
 void LeaseEngine::begin_release_locked(ActiveLease& al, LeaseState end_state, std::string reason) {
@@ -1170,7 +1141,6 @@ void LeaseEngine::recover() {
   }
   std::set<std::string> keep;
   for (const auto& [name, vm] : vms_) keep.insert(name);
-  update_gauges_locked();
   // Orphans are destroyed synchronously (no worker runs yet), without the lock.
   lock.unlock();
   for (const std::string& name : to_destroy) {

@@ -67,6 +67,10 @@ struct EngineOptions {
 // Ownership: owns its io_context and worker threads, the CoreAllocator and all in-memory VM and
 // lease state. Borrows the Hypervisor, LeaseStore, Clock and Metrics (they must outlive it).
 //
+// Metrics: the engine records only what it alone observes (hand-out and provisioning latency,
+// VM failures, ended leases); gauges of pools, leases and cores are derived from pools() and
+// hosts() when /metrics is scraped.
+//
 // Threading: public methods are thread-safe. All state sits behind mu_, which is never held
 // across a Hypervisor call: work on a VM (create, boot polling, hand-out, destroy) runs on that
 // VM's strand, so operations on one domain never overlap (QEMU's per-domain job lock), while
@@ -159,7 +163,6 @@ class LeaseEngine final : public LeaseService {
   Status validate_request_locked(const LeaseRequest& request, const PoolRuntime& pool,
                                  Seconds ttl);
   std::string new_id_locked(const char* prefix, int hex_digits);
-  void update_gauges_locked();
 
   // Strand tasks.
   void boot_step(const std::string& vm_name, TimePoint deadline, bool create);
