@@ -1,5 +1,6 @@
 // HTML rendering of report.h: render_benchmark_html(). Everything user-controlled goes through
 // svg_escape; the page is well-formed XML so it can be checked with an XML parser.
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -333,6 +334,46 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
     body += "<p class=\"note\">Runs marked EMULATED ran under QEMU TCG: compare them only with each "
             "other.</p>";
   }
+  // The settings that make figures (in)comparable, side by side.
+  body += "<h2>Key settings</h2><table><tr><th>setting</th>";
+  for (size_t i = 0; i < runs.size(); ++i) body += "<th>" + std::to_string(i + 1) + "</th>";
+  body += "</tr>";
+  auto setting_row = [&](const std::string& name, auto value_of) {
+    body += "<tr><th>" + esc(name) + "</th>";
+    for (const auto& r : runs) body += "<td>" + esc(value_of(r)) + "</td>";
+    body += "</tr>";
+  };
+  auto settings = [](const BenchmarkRun& r) { return r.report.value("settings", json::object()); };
+  auto has = [](const BenchmarkRun& r, std::string_view suite) {
+    return std::find(r.request.suites.begin(), r.request.suites.end(), std::string(suite)) !=
+           r.request.suites.end();
+  };
+  setting_row("host", [&](const BenchmarkRun& r) { return r.host + " (" + str(settings(r), "host_arch") + ")"; });
+  setting_row("vCPUs / pinned cores", [&](const BenchmarkRun& r) {
+    return str(settings(r), "vcpus") + " / " + cpus_text(settings(r).value("pinned_cpus", json::array()));
+  });
+  setting_row("emulated", [](const BenchmarkRun& r) { return r.report.value("emulated", false) ? "EMULATED" : "no"; });
+  setting_row("suites", [](const BenchmarkRun& r) {
+    std::string s;
+    for (const auto& x : r.request.suites) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  });
+  setting_row("iperf3 streams / duration", [&](const BenchmarkRun& r) {
+    return has(r, kSuiteNetwork) ? std::to_string(r.request.network.streams) + " / " +
+                                       std::to_string(r.request.network.duration_s) + " s"
+                                 : std::string("\xE2\x80\x93");
+  });
+  setting_row("MTU", [&](const BenchmarkRun& r) {
+    if (!has(r, kSuiteNetwork)) return std::string("\xE2\x80\x93");
+    return r.request.network.mtus.empty() ? str(settings(r), "mtu") : cpus_text(json(r.request.network.mtus));
+  });
+  setting_row("zstd version / level", [&](const BenchmarkRun& r) {
+    if (!has(r, kSuiteCompression)) return std::string("\xE2\x80\x93");
+    json c = r.report.value("compression", json::object());
+    return str(c, "zstd_version") + " / " + std::to_string(r.request.compression.level);
+  });
+  body += "</table>";
+
   body += "<h2>Metrics (ratio vs run 1)</h2><table><tr><th>metric</th>";
   for (size_t i = 0; i < runs.size(); ++i) body += "<th>" + std::to_string(i + 1) + ": " + esc(runs[i].vm_name) + "</th>";
   body += "</tr>";
@@ -343,12 +384,16 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
     for (size_t i = 0; i < runs.size(); ++i) {
       const json& v = m["values"][i];
       const json& ratio = m["ratios"][i];
-      std::string cell = v.is_number() ? svg_num(v.get<double>(), 3) : "\xE2\x80\x93";
+      const bool count = m["unit"] == "count";
+      std::string cell = v.is_number() ? svg_num(v.get<double>(), count ? 0 : 3) : "\xE2\x80\x93";
       std::string ann = ratio.is_number() ? "\xC3\x97" + svg_num(ratio.get<double>(), 2) : "";
       if (i > 0 && !ann.empty()) cell += " (" + ann + ")";
       body += "<td class=\"num\">" + esc(cell) + "</td>";
-      bars.push_back({std::to_string(i + 1) + ": " + runs[i].vm_name, v.is_number() ? v.get<double>() : 0.0,
-                      std::nullopt, std::nullopt, i > 0 ? ann : ""});
+      SvgBar bar{std::to_string(i + 1) + ": " + runs[i].vm_name, v.is_number() ? v.get<double>() : 0.0,
+                 std::nullopt, std::nullopt, i > 0 ? ann : ""};
+      bar.missing = !v.is_number();
+      bar.integer = count;
+      bars.push_back(bar);
     }
     body += "</tr>";
     if (m["unit"] != "count" && m["unit"] != "x") {

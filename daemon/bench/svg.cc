@@ -67,9 +67,12 @@ std::string open_svg(int w, int h, std::string_view title) {
 std::string y_axis(double ymax, double left, double right, double top, double bottom,
                    std::string_view unit) {
   std::string s;
-  for (int i = 0; i <= 4; ++i) {
-    double v = ymax * i / 4;
-    double y = bottom - (bottom - top) * i / 4;
+  // 5 ticks when the top is 2.5 or 5 times a power of ten (steps of 0.5 / 1), else 4.
+  double mant = ymax / std::pow(10.0, std::floor(std::log10(ymax)));
+  const int ticks = std::fabs(mant - 2.5) < 1e-6 || std::fabs(mant - 5) < 1e-6 ? 5 : 4;
+  for (int i = 0; i <= ticks; ++i) {
+    double v = ymax * i / ticks;
+    double y = bottom - (bottom - top) * i / ticks;
     s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(y, 1) + "\" x2=\"" +
          svg_num(right, 1) + "\" y2=\"" + svg_num(y, 1) + "\" stroke=\"#dddddd\"/>";
     s += text_el(left - 6, y + 4, svg_num(v, v >= 100 ? 0 : v >= 10 ? 1 : 2),
@@ -204,8 +207,11 @@ std::string svg_bar_chart(std::string_view title, std::string_view unit,
     const auto& b = bars[i];
     double x = left + 15 + slot * static_cast<double>(i);
     double bw = slot - 30;
-    double v = std::isfinite(b.value) ? b.value : 0;
-    s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(py(v), 1) + "\" width=\"" +
+    if (b.missing) {
+      s += text_el(x + bw / 2, bottom - 5, "n/a", "font-size=\"11\" text-anchor=\"middle\" fill=\"#777777\"");
+    }
+    double v = std::isfinite(b.value) && !b.missing ? b.value : 0;
+    if (!b.missing) s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(py(v), 1) + "\" width=\"" +
          svg_num(bw, 1) + "\" height=\"" + svg_num(bottom - py(v), 1) + "\" fill=\"" + colour(i) +
          "\"><title>" + svg_escape(b.label + ": " + svg_num(v, 2) + " " + std::string(unit)) +
          "</title></rect>";
@@ -220,10 +226,12 @@ std::string svg_bar_chart(std::string_view title, std::string_view unit,
       }
       s += "</g>";
     }
-    std::string top_text = svg_num(v, v >= 100 ? 0 : 2);
-    if (!b.annotation.empty()) top_text += " " + b.annotation;
-    double label_y = py(b.high ? std::max(v, *b.high) : v) - 5;
-    s += text_el(x + bw / 2, label_y, top_text, "font-size=\"11\" text-anchor=\"middle\"");
+    if (!b.missing) {
+      std::string top_text = svg_num(v, v >= 100 || b.integer ? 0 : 2);
+      if (!b.annotation.empty()) top_text += " " + b.annotation;
+      double label_y = py(b.high ? std::max(v, *b.high) : v) - 5;
+      s += text_el(x + bw / 2, label_y, top_text, "font-size=\"11\" text-anchor=\"middle\"");
+    }
     // Long labels wrap onto two lines of at most 14 characters.
     std::string l1 = b.label.substr(0, 14), l2 = b.label.size() > 14 ? b.label.substr(14, 14) : "";
     s += text_el(x + bw / 2, bottom + 15, l1, "font-size=\"11\" text-anchor=\"middle\"");

@@ -33,6 +33,8 @@ struct SvgBar {
   std::optional<double> low;   // whisker (spread), e.g. min
   std::optional<double> high;  // e.g. max
   std::string annotation;      // printed above the bar, e.g. "×0.93"
+  bool missing = false;        // no value: "n/a" instead of a bar (never drawn as 0)
+  bool integer = false;        // print the value without decimals
 };
 std::string svg_bar_chart(std::string_view title, std::string_view unit,
                           const std::vector<SvgBar>& bars);

@@ -215,6 +215,46 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   CHECK(fs::exists(shot));
   if (fs::exists(shot)) CHECK(fs::file_size(shot) > 10000);
 
+  // A second, network-only run with 4 streams, compared with the first (`armhive bench compare`).
+  BenchmarkRequest req4 = req;
+  req4.suites = {"network"};
+  req4.network.streams = 4;
+  req4.network.both_directions = false;
+  auto started4 = runner.start(req4);
+  REQUIRE(started4.is_ok());
+  auto run4 = runner.wait(started4->id, std::chrono::minutes(5));
+  REQUIRE(run4.is_ok());
+  INFO("second run error: " << run4->error);
+  REQUIRE(run4->state == BenchmarkState::kSucceeded);
+  CHECK(run4->report["network"]["runs"][0]["ports"] == json({5000, 5001, 5002, 5003}));
+  CHECK(runner.list({.vm_name = spec.name}).size() == 2);
+  auto cmp = runner.compare({run->id, run4->id});
+  REQUIRE(cmp.is_ok());
+  bool compared = false;
+  for (const auto& m : (*cmp)["metrics"]) {
+    if (m["key"] == "network.host-to-guest.mtu1500.gbit_s") {
+      compared = true;
+      CHECK(m["ratios"][0].get<double>() == Approx(1.0));
+      CHECK(m["ratios"][1].get<double>() > 0);
+    }
+  }
+  CHECK(compared);
+  auto cmp_html = runner.report_html({run->id, run4->id});
+  REQUIRE(cmp_html.is_ok());
+  const fs::path cmp_page = artifacts / "bench-compare.html";
+  const fs::path cmp_shot = artifacts / "bench-compare.png";
+  std::ofstream(cmp_page) << *cmp_html;
+  fs::remove(cmp_shot);
+  auto chromium2 = processes.run(
+      {.argv = {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--no-first-run",
+                "--user-data-dir=" + profile.string(), "--screenshot=" + cmp_shot.string(),
+                "--window-size=1280,2000", "file://" + cmp_page.string()},
+       .timeout = std::chrono::minutes(3)});
+  REQUIRE(chromium2.is_ok());
+  CHECK(chromium2->exit_code == 0);
+  CHECK(fs::exists(cmp_shot));
+
   const auto& fwd = rep["network"]["runs"][0];
   const auto& rev = rep["network"]["runs"][1];
   std::printf("bench e2e (%s): host->guest %.3f Gbit/s, guest->host %.3f Gbit/s; zstd -3 -T1 %.1f MB/s "
@@ -228,6 +268,8 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
               comp["guest"][1]["compress_mb_s"]["median"].get<double>(),
               comp["guest"][0]["decompress_mb_s"]["median"].get<double>(),
               comp.value("zstd_version", "?").c_str(), page.c_str());
+  std::printf("bench e2e: -P 4 host->guest %.3f Gbit/s\n",
+              run4->report["network"]["runs"][0]["total"]["received_bits_per_second"].get<double>() / 1e9);
   fs::remove_all(profile);
 }
 

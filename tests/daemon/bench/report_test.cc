@@ -174,6 +174,16 @@ TEST_CASE("comparison: ratios vs the first run, HTML side by side, CSV", "[bench
   CHECK(xml_count(html, "//s:svg") >= 4);
   CHECK(html.find("\xC3\x97" "2.00") != std::string::npos);  // ×2.00
 
+  // A run without the compression suite: its compression bars are "n/a", never 0.
+  BenchmarkRun c = sample_run("b-00000000000c", "vm-c", true);
+  c.report.erase("compression");
+  std::string three = render_benchmark_html({a, b, c});
+  REQUIRE(xml_count(three, "/h:html") == 1);
+  CHECK(xml_count(three, "//s:svg[s:title[starts-with(., 'zstd compress MB/s (guest, 1 thread)')]]//s:text[.='n/a']") == 1);
+  CHECK(xml_count(three, "//s:svg[s:title[starts-with(., 'zstd compress MB/s (guest, 1 thread)')]]//s:rect[s:title]") == 2);
+  CHECK(xml_count(three, "//h:th[.='Key settings']") == 0);
+  CHECK(xml_count(three, "//h:h2[.='Key settings']") == 1);
+
   std::string csv = render_benchmark_csv({a, b});
   CHECK(csv.rfind("run_id,created_at,vm_name,", 0) == 0);
   CHECK(csv.find("\"'=HYPERLINK(\"\"x\"\"),vm\"") != std::string::npos);  // quoted and defused
