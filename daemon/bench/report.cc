@@ -11,6 +11,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr size_t kMaxCpuPeriodCells = 20000;
+
 json opt(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 std::string direction_of(bool reverse) { return reverse ? "guest-to-host" : "host-to-guest"; }
@@ -64,6 +66,13 @@ json host_cpu_json(const HostCpuUsage& usage) {
   json cores = json::array();
   for (const auto& c : usage.cores) cores.push_back(core(c));
   json periods = json::array();
+  // Per-period splits are kept while they stay small (a 600 s run on a 96-core host would be
+  // ~400k numbers); the whole-run split per core is always there.
+  size_t cells = usage.periods.empty() ? 0 : usage.periods.size() * usage.periods.front().size();
+  if (cells > kMaxCpuPeriodCells) {
+    return json{{"available", true}, {"period_s", usage.period_s}, {"cores", cores},
+                {"periods", json::array()}, {"periods_omitted", usage.periods.size()}};
+  }
   for (const auto& p : usage.periods) {
     json one = json::array();
     for (const auto& c : p) one.push_back(core(c));

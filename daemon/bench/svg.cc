@@ -84,6 +84,27 @@ std::string y_axis(double ymax, double left, double right, double top, double bo
   return s;
 }
 
+constexpr size_t kLegendRows = 16;
+
+// Legend row of series i, or kLegendRows when it gets none.
+size_t legend_slot(const std::vector<SvgLineSeries>& series, size_t i) {
+  size_t emphasised = 0;
+  for (const auto& s : series) emphasised += s.emphasised ? 1 : 0;
+  const size_t plain_rows = kLegendRows > emphasised ? kLegendRows - emphasised : 0;
+  size_t row = 0;
+  for (size_t k = 0; k < i; ++k) {
+    if (series[k].emphasised || row < plain_rows) ++row;
+  }
+  bool shown = series[i].emphasised || row < plain_rows;
+  return shown && row < kLegendRows ? row : kLegendRows;
+}
+
+size_t hidden_legend_entries(const std::vector<SvgLineSeries>& series) {
+  size_t hidden = 0;
+  for (size_t i = 0; i < series.size(); ++i) hidden += legend_slot(series, i) == kLegendRows ? 1 : 0;
+  return hidden;
+}
+
 }  // namespace
 
 std::string svg_escape(std::string_view text) {
@@ -178,10 +199,19 @@ std::string svg_line_chart(std::string_view title, std::string_view x_label,
       s += "<circle cx=\"" + svg_num(px(x), 1) + "\" cy=\"" + svg_num(py(y), 1) +
            "\" r=\"2.5\" fill=\"" + col + "\"/>";
     }
-    double ly = top + 14.0 * static_cast<double>(i);
-    s += "<rect x=\"" + svg_num(right + 12, 1) + "\" y=\"" + svg_num(ly, 1) +
-         "\" width=\"10\" height=\"10\" fill=\"" + col + "\"/>";
-    s += text_el(right + 26, ly + 9, se.name, "font-size=\"11\"");
+    // The legend has room for 16 entries: the first 15 series, the emphasised ones (the sum)
+    // always, and a count of the rest.
+    size_t slot_i = legend_slot(series, i);
+    if (slot_i < kLegendRows) {
+      double ly = top + 14.0 * static_cast<double>(slot_i);
+      s += "<rect x=\"" + svg_num(right + 12, 1) + "\" y=\"" + svg_num(ly, 1) +
+           "\" width=\"10\" height=\"10\" fill=\"" + col + "\"/>";
+      s += text_el(right + 26, ly + 9, se.name, "font-size=\"11\"");
+    }
+  }
+  if (size_t hidden = hidden_legend_entries(series); hidden > 0) {
+    s += text_el(right + 12, top + 14.0 * static_cast<double>(kLegendRows) + 9,
+                 "+" + std::to_string(hidden) + " more", "font-size=\"11\"");
   }
   s += "</svg>";
   return s;

@@ -201,6 +201,16 @@ TEST_CASE("svg_escape handles markup, quotes, control bytes and invalid UTF-8", 
   CHECK(xml_count(svg, "/s:svg") == 1);
   std::string lines = svg_line_chart(kHostile, "s", "Gbit/s", {{kHostile, {{1, 2}, {2, 3}}, true}});
   CHECK(xml_count(lines, "/s:svg//s:polyline") == 1);
+
+  // 40 streams: every line is drawn, the legend keeps 15 of them, the sum, and a count.
+  std::vector<SvgLineSeries> many;
+  for (int i = 0; i < 40; ++i) many.push_back({"port " + std::to_string(5000 + i), {{1, 1.0 * i}}, false});
+  many.push_back({"sum", {{1, 780}}, true});
+  std::string crowded = svg_line_chart("many", "s", "Gbit/s", many);
+  CHECK(xml_count(crowded, "/s:svg//s:polyline") == 41);
+  CHECK(xml_count(crowded, "/s:svg/s:rect[@width='10']") == 16);
+  CHECK(xml_count(crowded, "/s:svg/s:text[.='sum']") == 1);
+  CHECK(xml_count(crowded, "/s:svg/s:text[.='+25 more']") == 1);
 }
 
 }  // namespace
