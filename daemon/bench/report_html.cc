@@ -94,6 +94,10 @@ std::string settings_table(const BenchmarkRun& r) {
     s += row("duration / interval", str(net, "duration_s") + " s / " + str(net, "interval_s") + " s");
     s += row("client ports (--cport)", str(net, "cport") + " ...");
     s += row("both directions (-R)", net.value("both_directions", true) ? "yes" : "no");
+    if (auto n = rep.find("network"); n != rep.end() && n->is_object()) {
+      s += row("iperf3 (host client / guest server)",
+               str(*n, "iperf3_version") + " / " + str(*n, "guest_iperf3_version"));
+    }
   }
   if (auto c = rep.find("compression"); c != rep.end() && c->is_object()) {
     s += row("zstd version (guest)", str(*c, "zstd_version"));

@@ -167,7 +167,14 @@ Result<std::vector<ZstdBenchResult>> zstd_repeats(const SuiteContext& ctx, bool 
 }  // namespace
 
 Status run_network_suite(const SuiteContext& ctx, const NetworkOptions& opts, json& out) {
-  out = {{"runs", json::array()}, {"iperf3_port", ctx.options.iperf3_port}};
+  out = {{"runs", json::array()}, {"iperf3_port", ctx.options.iperf3_port}, {"guest_iperf3_version", nullptr}};
+  // Best effort: a missing iperf3 is reported by the server start below, with its context.
+  auto version = ctx.hypervisor.exec(ctx.target.vm_name, {.argv = {"iperf3", "--version"},
+                                                          .timeout = ctx.options.guest_command_timeout});
+  if (version.is_ok() && version->exit_code == 0) {
+    std::string first = version->out.substr(0, version->out.find('\n'));
+    if (!first.empty()) out["guest_iperf3_version"] = trim(first);
+  }
   std::vector<int> mtus = opts.mtus;
   bool change_mtu = !mtus.empty();
   if (mtus.empty()) mtus.push_back(ctx.target.mtu);

@@ -55,6 +55,8 @@ class FakeHypervisor final : public Hypervisor {
     ok.exit_code = 0;
     if (a[0] == "cat") {
       ok.out = "4242\n";
+    } else if (a[0] == "iperf3" && a.size() > 1 && a[1] == "--version") {
+      ok.out = "iperf 3.12 (cJSON 1.7.15)\nLinux guest 6.1.0 aarch64\n";
     } else if (a[0] == "zstd" && a.size() > 1 && a[1] == "--version") {
       ok.out = read_fixture("zstd_version.out");
     } else if (a[0] == "zstd") {
@@ -188,6 +190,7 @@ TEST_CASE("runner: a full run succeeds, is consistent, stored, listed and reload
     CHECK(rep["compression"]["guest"][1]["threads"] == 2);
     CHECK(rep["compression"]["guest"][0]["compress_mb_s"]["n"] == 3);
     CHECK(rep["compression"]["zstd_version"] == "1.5.4");
+    CHECK(rep["network"]["guest_iperf3_version"] == "iperf 3.12 (cJSON 1.7.15)");
     CHECK(rep["compression"]["guest_host_ratio"]["available"] == false);
     CHECK_THAT(rep["compression"]["guest_host_ratio"]["reason"].get<std::string>(), Catch::Contains("TCG"));
     CHECK(rep["sensors"]["before"].size() == 4);
