@@ -11,6 +11,8 @@
 // Results: JSON with p50/p90/p99/max/mean per mode, summarised in BENCHMARKS.md.
 
 #include <CLI/CLI.hpp>
+#include <httplib.h>
+#include <regex>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -200,6 +202,29 @@ int run_against_daemon(const std::string& server, const std::string& token,
     (void)(*client)->release_lease(dto->id);
   }
   out["modes"]["daemon_real_guests"] = summarise(ms);
+  // The cold path (every refill behind these hand-outs is one), split by the daemon's
+  // armhive_boot_phase_seconds histograms: mean seconds per phase.
+  httplib::Client http(server);
+  auto metrics = http.Get("/metrics", {{"Authorization", "Bearer " + token}});
+  if (metrics && metrics->status == 200) {
+    std::map<std::string, std::pair<double, double>> phases;  // phase -> (sum, count)
+    std::regex line(R"re(armhive_boot_phase_seconds_(sum|count)\{([^}]*)\} ([0-9.eE+-]+))re");
+    std::regex phase_label(R"re(phase="([a-z]+)")re");
+    for (std::sregex_iterator it(metrics->body.begin(), metrics->body.end(), line), end;
+         it != end; ++it) {
+      std::smatch p;
+      std::string labels = (*it)[2];
+      if (!std::regex_search(labels, p, phase_label)) continue;
+      double v = std::stod((*it)[3]);
+      auto& [sum, count] = phases[p[1]];
+      ((*it)[1] == "sum" ? sum : count) += v;
+    }
+    for (const auto& [phase, sc] : phases) {
+      if (sc.second > 0) {
+        out["cold_path"][phase] = {{"mean_s", sc.first / sc.second}, {"n", sc.second}};
+      }
+    }
+  }
   out["modes"]["daemon_real_guests"]["what"] =
       "POST /v1/leases to a running armhived; keys injected into a real guest via the agent";
   out["server"] = server;

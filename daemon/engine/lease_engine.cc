@@ -45,6 +45,9 @@ LeaseEngine::LeaseEngine(EngineOptions options, Hypervisor& hypervisor, LeaseSto
   if (metrics_) {
     metrics_->describe_histogram("armhive_handout_seconds",
                                  "Lease request to ready, by pool and path (warm or cold)");
+    metrics_->describe_histogram("armhive_boot_phase_seconds",
+                                 "Cold boot phases: create (overlay + define + start), boot (to "
+                                 "the guest agent answering), readiness (to an address)");
     metrics_->describe_histogram("armhive_provision_seconds",
                                  "VM create to guest agent answering and address known");
     metrics_->describe_counter("armhive_leases_ended_total", "Leases ended, by final state");
@@ -407,19 +410,25 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
     return;
   }
   if (create) {
+    auto t0 = std::chrono::steady_clock::now();
     Status s = hypervisor_.create_vm(spec);
     if (!s.is_ok()) {
       boot_failed(vm_name, "cannot create VM: " + s.message(),
                   s.code() == ErrorCode::kUnavailable);
       return;
     }
+    record_phase(vm_name, "create", t0);  // overlay + define + start
   }
   // Ready means: the guest agent answers and the guest has an address.
   Status ping = hypervisor_.ping_agent(vm_name, options_.agent_timeout);
   std::string address;
   if (ping.is_ok()) {
+    record_phase(vm_name, "boot", {});  // started -> guest agent answers
     auto addr = hypervisor_.guest_address(vm_name);
-    if (addr.is_ok()) address = *addr;
+    if (addr.is_ok()) {
+      address = *addr;
+      record_phase(vm_name, "readiness", {});  // agent -> address known
+    }
   }
   if (address.empty()) {
     if (clock_.now() >= deadline) {
@@ -477,6 +486,26 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
     return;
   }
   handout(vm_name, lease_id);
+}
+
+// Boot phase timings (steady clock) for armhive_boot_phase_seconds{phase}: each phase runs
+// from the end of the previous one; `start` is given for the first. Recorded once per VM.
+void LeaseEngine::record_phase(const std::string& vm_name, const char* phase,
+                               std::chrono::steady_clock::time_point start) {
+  std::lock_guard lock(mu_);
+  auto it = vms_.find(vm_name);
+  if (it == vms_.end()) return;
+  Vm& vm = it->second;
+  auto now = std::chrono::steady_clock::now();
+  if (start == std::chrono::steady_clock::time_point{}) start = vm.phase_mark;
+  if (start == std::chrono::steady_clock::time_point{} || !vm.phases_seen.insert(phase).second) {
+    return;  // resumed after a restart (no start known), or already recorded
+  }
+  vm.phase_mark = now;
+  if (metrics_) {
+    metrics_->observe("armhive_boot_phase_seconds", {{"pool", vm.record.pool}, {"phase", phase}},
+                      std::chrono::duration<double>(now - start).count());
+  }
 }
 
 void LeaseEngine::boot_failed(const std::string& vm_name, std::string why,

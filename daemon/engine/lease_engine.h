@@ -131,6 +131,8 @@ class LeaseEngine final : public LeaseService {
     bool cancelled = false;  // its boot must stop (lease cancelled, crash, shutdown)
     std::string failure;     // why, when cancelled by a crash
     TimePoint boot_started;
+    std::chrono::steady_clock::time_point phase_mark;  // end of the last recorded boot phase
+    std::set<std::string> phases_seen;
   };
   struct ActiveLease {
     Lease lease;
@@ -171,6 +173,8 @@ class LeaseEngine final : public LeaseService {
   void on_event(const VmEvent& event);
   void vm_gone_locked(Vm& vm, const std::string& why);
   void boot_failed(const std::string& vm_name, std::string why, bool host_down);
+  void record_phase(const std::string& vm_name, const char* phase,
+                    std::chrono::steady_clock::time_point start);
 
   void arm_timer(boost::asio::steady_timer& timer, std::chrono::milliseconds period,
                  std::function<void()> fn);

@@ -142,6 +142,11 @@ TEST_CASE("a lease on an empty pool boots a VM cold and becomes ready", "[engine
   for (const auto& t : l.history) states.push_back(t.to);
   CHECK(states == std::vector<LeaseState>{LeaseState::kPending, LeaseState::kProvisioning,
                                           LeaseState::kReady});
+  // The cold path is timed phase by phase, once each.
+  for (const char* phase : {"create", "boot", "readiness"}) {
+    CHECK(h.metrics.count("armhive_boot_phase_seconds", {{"pool", "ci"}, {"phase", phase}}) == 1);
+  }
+  CHECK(h.metrics.count("armhive_handout_seconds", {{"pool", "ci"}, {"path", "cold"}}) == 1);
 }
 
 TEST_CASE("release destroys the VM, frees its cores and the pool refills", "[engine]") {
