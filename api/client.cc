@@ -84,8 +84,8 @@ Result<std::unique_ptr<Client>> Client::create(ClientOptions options) {
   std::string rest = s.substr(http ? 7 : 8);
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
   if (rest.empty() || rest.find('/') != std::string::npos) {
-    return invalid_argument("server", "must be http(s)://host[:port] without a path (got \"" +
-                                          s + "\")");
+    return invalid_argument("server",
+                            "must be http(s)://host[:port] without a path (got \"" + s + "\")");
   }
   options.server = (http ? "http://" : "https://") + rest;
   return std::unique_ptr<Client>(new Client(std::move(options)));
@@ -125,8 +125,8 @@ Result<std::string> Client::call_ok(const std::string& method, const std::string
                                     const std::string& body,
                                     const std::map<std::string, std::string>& headers,
                                     std::optional<std::chrono::seconds> read_timeout) {
-  ARMHIVE_ASSIGN_OR_RETURN(Response r,
-                           call(method, path, body, headers, read_timeout.value_or(options_.timeout)));
+  ARMHIVE_ASSIGN_OR_RETURN(
+      Response r, call(method, path, body, headers, read_timeout.value_or(options_.timeout)));
   if (r.status < 200 || r.status >= 300) return status_from_response(r.status, r.body);
   return std::move(r.body);
 }
@@ -222,8 +222,7 @@ Status Client::stream_events(uint64_t since, bool follow,
   if (options_.insecure) cli.enable_server_certificate_verification(false);
   httplib::Headers h;
   if (!options_.token.empty()) h.emplace("Authorization", "Bearer " + options_.token);
-  std::string path =
-      "/v1/events?since=" + std::to_string(since) + (follow ? "" : "&follow=false");
+  std::string path = "/v1/events?since=" + std::to_string(since) + (follow ? "" : "&follow=false");
   int http_status = 0;
   std::string error_body;
   std::string pending;

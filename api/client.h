@@ -27,10 +27,10 @@ struct ClientOptions {
 struct LeaseQuery {
   std::string pool;
   std::string state;
-  std::string owner;                         // admin tokens only
-  std::map<std::string, std::string> labels; // all must match
-  bool active = false;                       // only leases that have not ended
-  size_t limit = 0;                          // 0: server default
+  std::string owner;                          // admin tokens only
+  std::map<std::string, std::string> labels;  // all must match
+  bool active = false;                        // only leases that have not ended
+  size_t limit = 0;                           // 0: server default
   std::string cursor;
 };
 
@@ -87,8 +87,8 @@ class Client {
     std::string content_type;
     std::string body;
   };
-  Result<Response> call(const std::string& method, const std::string& path,
-                        const std::string& body, const std::map<std::string, std::string>& headers,
+  Result<Response> call(const std::string& method, const std::string& path, const std::string& body,
+                        const std::map<std::string, std::string>& headers,
                         std::chrono::seconds read_timeout);
   Result<std::string> call_ok(const std::string& method, const std::string& path,
                               const std::string& body = {},

@@ -48,9 +48,7 @@ class Reader {
     return &*it;
   }
 
-  Status missing(std::string_view key) const {
-    return invalid_argument(field(key), "is required");
-  }
+  Status missing(std::string_view key) const { return invalid_argument(field(key), "is required"); }
 
   Status str(std::string_view key, std::string& out, bool required = false) const {
     const json* v = find(key);
@@ -86,7 +84,8 @@ class Reader {
     }
     auto i = v->get<int64_t>();
     if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-        (i > 0 && static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+        (i > 0 &&
+         static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
       return invalid_argument(field(key), "is out of range");
     }
     out = static_cast<T>(i);
@@ -180,8 +179,8 @@ class Reader {
 Result<int64_t> ttl_from_json(const json& v, const std::string& field) {
   if (v.is_number_integer()) {
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxTtlSeconds)) {
-      return invalid_argument(field, "must be at most 30 days (" + std::to_string(kMaxTtlSeconds) +
-                                         " s)");
+      return invalid_argument(field,
+                              "must be at most 30 days (" + std::to_string(kMaxTtlSeconds) + " s)");
     }
     int64_t s = v.get<int64_t>();
     AH_TRY(check_ttl(field, s));
@@ -192,8 +191,8 @@ Result<int64_t> ttl_from_json(const json& v, const std::string& field) {
     AH_TRY(check_ttl(field, s));
     return s;
   }
-  return invalid_argument(field,
-                          "must be a number of seconds or a duration string like \"2h\" or \"90m\"");
+  return invalid_argument(
+      field, "must be a number of seconds or a duration string like \"2h\" or \"90m\"");
 }
 
 // Output bytes: text when valid UTF-8, else base64 under `<key>_base64`.
@@ -345,7 +344,8 @@ Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
     h.clusters.clear();
     for (size_t i = 0; i < c->size(); ++i) {
       std::vector<int> cpus;
-      Reader inner(json{{"c", (*c)[i]}}, r.field("clusters") + "[" + std::to_string(i) + "]");
+      const json wrapped = {{"c", (*c)[i]}};  // Reader keeps a reference: must outlive it
+      Reader inner(wrapped, r.field("clusters") + "[" + std::to_string(i) + "]");
       AH_TRY(inner.int_list("c", cpus));
       h.clusters.push_back(std::move(cpus));
     }
@@ -408,7 +408,8 @@ std::string dump_json(const json& j, int indent) {
 }
 
 json to_json(const LeaseCreateRequest& r) {
-  json j = {{"pool", r.pool}, {"ssh_keys", r.ssh_keys}, {"labels", r.labels}, {"purpose", r.purpose}};
+  json j = {
+      {"pool", r.pool}, {"ssh_keys", r.ssh_keys}, {"labels", r.labels}, {"purpose", r.purpose}};
   if (r.ttl_seconds) j["ttl"] = *r.ttl_seconds;
   return j;
 }
@@ -477,8 +478,8 @@ Result<ExecRequestDto> exec_request_from_json(const json& j) {
   AH_TRY(get_bytes(r, "stdin", out.stdin_data));
   AH_TRY(r.integer("timeout_s", out.timeout_s));
   if (out.timeout_s <= 0 || out.timeout_s > kMaxExecTimeoutSeconds) {
-    return invalid_argument("timeout_s", "must be between 1 and " +
-                                             std::to_string(kMaxExecTimeoutSeconds));
+    return invalid_argument("timeout_s",
+                            "must be between 1 and " + std::to_string(kMaxExecTimeoutSeconds));
   }
   return out;
 }
@@ -581,11 +582,11 @@ json to_json(const HostDto& h) {
                      {"vm", c.vm},
                      {"pool", c.pool}});
   }
-  return {{"hostname", h.hostname},   {"uri", h.uri},
-          {"connected", h.connected}, {"arch", h.arch},
-          {"cpu_model", h.cpu_model}, {"accel", h.accel},
-          {"memory_kib", h.memory_kib}, {"numa_nodes", std::move(numa)},
-          {"clusters", h.clusters},   {"cores", std::move(cores)},
+  return {{"hostname", h.hostname},          {"uri", h.uri},
+          {"connected", h.connected},        {"arch", h.arch},
+          {"cpu_model", h.cpu_model},        {"accel", h.accel},
+          {"memory_kib", h.memory_kib},      {"numa_nodes", std::move(numa)},
+          {"clusters", h.clusters},          {"cores", std::move(cores)},
           {"fragmentation", h.fragmentation}};
 }
 
@@ -596,9 +597,9 @@ Result<HostDto> host_from_json(const json& j) {
 }
 
 json to_json(const EventDto& e) {
-  return {{"seq", e.seq},         {"at", e.at},     {"type", e.type},
-          {"lease_id", e.lease_id}, {"vm", e.vm},   {"pool", e.pool},
-          {"owner", e.owner},     {"state", e.state}, {"detail", e.detail}};
+  return {{"seq", e.seq},           {"at", e.at},       {"type", e.type},
+          {"lease_id", e.lease_id}, {"vm", e.vm},       {"pool", e.pool},
+          {"owner", e.owner},       {"state", e.state}, {"detail", e.detail}};
 }
 
 Result<EventDto> event_from_json(const json& j) {
@@ -678,18 +679,30 @@ Result<std::vector<BenchmarkRunDto>> benchmark_runs_from_json(const json& j) {
 
 std::string_view problem_title(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "OK";
-    case ErrorCode::kInvalidArgument: return "Invalid request";
-    case ErrorCode::kUnauthenticated: return "Authentication required";
-    case ErrorCode::kPermissionDenied: return "Permission denied";
-    case ErrorCode::kNotFound: return "Not found";
-    case ErrorCode::kConflict: return "Conflict";
-    case ErrorCode::kPayloadTooLarge: return "Request body too large";
-    case ErrorCode::kUnprocessable: return "Request cannot be satisfied";
-    case ErrorCode::kResourceExhausted: return "Quota or capacity exhausted";
-    case ErrorCode::kInternal: return "Internal server error";
-    case ErrorCode::kUnavailable: return "Service unavailable";
-    case ErrorCode::kTimeout: return "Timed out";
+    case ErrorCode::kOk:
+      return "OK";
+    case ErrorCode::kInvalidArgument:
+      return "Invalid request";
+    case ErrorCode::kUnauthenticated:
+      return "Authentication required";
+    case ErrorCode::kPermissionDenied:
+      return "Permission denied";
+    case ErrorCode::kNotFound:
+      return "Not found";
+    case ErrorCode::kConflict:
+      return "Conflict";
+    case ErrorCode::kPayloadTooLarge:
+      return "Request body too large";
+    case ErrorCode::kUnprocessable:
+      return "Request cannot be satisfied";
+    case ErrorCode::kResourceExhausted:
+      return "Quota or capacity exhausted";
+    case ErrorCode::kInternal:
+      return "Internal server error";
+    case ErrorCode::kUnavailable:
+      return "Service unavailable";
+    case ErrorCode::kTimeout:
+      return "Timed out";
   }
   return "Error";
 }

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace armhive {
@@ -15,8 +16,8 @@ namespace armhive {
 //
 // Plain data; no thread affinity.
 
-inline constexpr size_t kMaxBodyBytes = 64 * 1024;                 // larger bodies: 413
-inline constexpr int64_t kMaxTtlSeconds = 30LL * 24 * 3600;        // 30 days: above is absurd
+inline constexpr size_t kMaxBodyBytes = 64 * 1024;           // larger bodies: 413
+inline constexpr int64_t kMaxTtlSeconds = 30LL * 24 * 3600;  // 30 days: above is absurd
 inline constexpr int64_t kMaxExecTimeoutSeconds = 3600;
 inline constexpr size_t kMaxSshKeys = 32;
 inline constexpr std::string_view kProblemTypeBase = "https://armhive.dev/problems/";
@@ -27,7 +28,7 @@ struct LeaseCreateRequest {
   std::optional<int64_t> ttl_seconds;  // wire: "ttl": 7200 or "2h" / "90m" / "1h30m"
   std::vector<std::string> ssh_keys;
   std::map<std::string, std::string> labels;
-  std::string purpose = "ci";          // "ci" | "dev"
+  std::string purpose = "ci";  // "ci" | "dev"
 };
 
 // POST /v1/leases/{id}/renew
@@ -60,7 +61,7 @@ struct LeaseDto {
   std::string id;
   std::string pool;
   std::string owner;
-  std::string state;    // pending|provisioning|ready|releasing|released|expired|failed
+  std::string state;  // pending|provisioning|ready|releasing|released|expired|failed
   std::string reason;
   std::string purpose;
   std::map<std::string, std::string> labels;
@@ -143,11 +144,11 @@ struct EventDto {
 
 // application/problem+json (RFC 7807).
 struct Problem {
-  std::string type;    // kProblemTypeBase + code name, e.g. ".../invalid-argument"
+  std::string type;  // kProblemTypeBase + code name, e.g. ".../invalid-argument"
   std::string title;
   int status = 500;
   std::string detail;
-  std::string field;   // the request field at fault, e.g. "ssh_keys[1]"; empty when none
+  std::string field;  // the request field at fault, e.g. "ssh_keys[1]"; empty when none
 };
 
 // POST /v1/leases/{id}/exec. stdin travels as "stdin" (UTF-8 text) or "stdin_base64".

@@ -35,13 +35,22 @@ Result<int64_t> parse_duration(std::string_view field, std::string_view text) {
     }
     int64_t unit = 0;
     switch (c) {
-      case 's': unit = 1; break;
-      case 'm': unit = 60; break;
-      case 'h': unit = 3600; break;
-      case 'd': unit = 86400; break;
+      case 's':
+        unit = 1;
+        break;
+      case 'm':
+        unit = 60;
+        break;
+      case 'h':
+        unit = 3600;
+        break;
+      case 'd':
+        unit = 86400;
+        break;
       default:
         return invalid_argument(
-            f, "is not a duration: use seconds or a number with a unit s, m, h, d (\"2h\", \"90m\")");
+            f,
+            "is not a duration: use seconds or a number with a unit s, m, h, d (\"2h\", \"90m\")");
     }
     if (number < 0) return invalid_argument(f, "has a unit without a number");
     if (number > std::numeric_limits<int64_t>::max() / unit - total) {
@@ -61,8 +70,8 @@ Result<int64_t> parse_duration(std::string_view field, std::string_view text) {
 Status check_ttl(std::string_view field, int64_t seconds) {
   if (seconds <= 0) return invalid_argument(std::string(field), "must be positive");
   if (seconds > kMaxTtlSeconds) {
-    return invalid_argument(std::string(field), "must be at most 30 days (" +
-                                                    std::to_string(kMaxTtlSeconds) + " s)");
+    return invalid_argument(std::string(field),
+                            "must be at most 30 days (" + std::to_string(kMaxTtlSeconds) + " s)");
   }
   return Status::ok();
 }
@@ -94,11 +103,13 @@ Status check_name(std::string_view field, std::string_view value) {
 }
 
 Status check_ssh_key(std::string_view field, std::string_view key) {
-  static constexpr std::array<std::string_view, 7> kTypes{
-      "ssh-ed25519",         "ssh-rsa",
-      "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
-      "ecdsa-sha2-nistp521", "sk-ssh-ed25519@openssh.com",
-      "sk-ecdsa-sha2-nistp256@openssh.com"};
+  static constexpr std::array<std::string_view, 7> kTypes{"ssh-ed25519",
+                                                          "ssh-rsa",
+                                                          "ecdsa-sha2-nistp256",
+                                                          "ecdsa-sha2-nistp384",
+                                                          "ecdsa-sha2-nistp521",
+                                                          "sk-ssh-ed25519@openssh.com",
+                                                          "sk-ecdsa-sha2-nistp256@openssh.com"};
   const std::string f(field);
   if (key.size() > 16384) return invalid_argument(f, "key is too long");
   for (char c : key) {
@@ -108,8 +119,9 @@ Status check_ssh_key(std::string_view field, std::string_view key) {
   }
   size_t sp = key.find(' ');
   if (sp == std::string_view::npos) {
-    return invalid_argument(f, "expected an OpenSSH public key '<type> <base64> [comment]' "
-                               "(the .pub file, not the private key)");
+    return invalid_argument(f,
+                            "expected an OpenSSH public key '<type> <base64> [comment]' "
+                            "(the .pub file, not the private key)");
   }
   std::string_view type = key.substr(0, sp);
   bool known = false;

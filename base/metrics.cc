@@ -86,7 +86,7 @@ std::string render_labels(const Metrics::Labels& labels, std::string_view extra_
 
 const std::vector<double>& Metrics::latency_buckets() {
   static const std::vector<double> kBuckets{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-                                            2.5,   5,    10,    30,   60,  120, 300};
+                                            2.5,   5,    10,    30,   60,  120,  300};
   return kBuckets;
 }
 

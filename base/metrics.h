@@ -49,8 +49,8 @@ class Metrics {
  private:
   enum class Type { kCounter, kGauge, kHistogram };
   struct Series {
-    double value = 0;                // counter / gauge
-    std::vector<uint64_t> buckets;   // histogram: cumulative-less counts per bucket
+    double value = 0;               // counter / gauge
+    std::vector<uint64_t> buckets;  // histogram: cumulative-less counts per bucket
     uint64_t count = 0;
     double sum = 0;
   };

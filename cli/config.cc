@@ -1,9 +1,10 @@
 #include "cli/config.h"
 
+#include <toml++/toml.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <toml++/toml.h>
 
 namespace armhive {
 namespace {
@@ -82,7 +83,8 @@ Result<ClientOptions> resolve_client_options(const CliSettings& flags) {
   ARMHIVE_ASSIGN_OR_RETURN(FileSettings file, read_config(path, explicit_config));
   if (file.token.empty() && !file.token_file.empty()) {
     std::ifstream in(expand_home(file.token_file));
-    if (!in) return invalid_argument("config", path + ": cannot read token_file " + file.token_file);
+    if (!in)
+      return invalid_argument("config", path + ": cannot read token_file " + file.token_file);
     std::getline(in, file.token);
     while (!file.token.empty() && std::isspace(static_cast<unsigned char>(file.token.back()))) {
       file.token.pop_back();

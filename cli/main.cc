@@ -43,11 +43,15 @@ using SteadyClock = std::chrono::steady_clock;
 
 int exit_code_for(const Status& s) {
   switch (s.code()) {
-    case ErrorCode::kOk: return kExitOk;
-    case ErrorCode::kTimeout: return kExitTimeout;
+    case ErrorCode::kOk:
+      return kExitOk;
+    case ErrorCode::kTimeout:
+      return kExitTimeout;
     case ErrorCode::kInternal:
-    case ErrorCode::kUnavailable: return kExitServer;
-    default: return kExitApi;
+    case ErrorCode::kUnavailable:
+      return kExitServer;
+    default:
+      return kExitApi;
   }
 }
 
@@ -70,7 +74,8 @@ int report(const Status& s, const ClientOptions& /*o*/) {
     case ErrorCode::kNotFound:
       std::cerr << "hint: `armhive lease ls` lists your leases, `armhive pools` the pools\n";
       break;
-    default: break;
+    default:
+      break;
   }
   return exit_code_for(s);
 }
@@ -105,8 +110,8 @@ class Progress {
     state_ = state;
     detail_ = detail;
     if (!tty_) {
-      std::cerr << what_ << ": " << state << (detail.empty() ? "" : " (" + detail + ")") << " after "
-                << elapsed() << "s\n";
+      std::cerr << what_ << ": " << state << (detail.empty() ? "" : " (" + detail + ")")
+                << " after " << elapsed() << "s\n";
     }
   }
 
@@ -333,7 +338,8 @@ int run(int argc, char** argv) {
   create->add_option("--purpose", purpose, "ci or dev")->check(CLI::IsMember({"ci", "dev"}));
   create->add_flag("--wait", wait, "wait until the VM is ready");
   create->add_option("--wait-timeout", wait_timeout, "give up waiting after this (default 15m)");
-  create->add_option("--idempotency-key", idem, "retry-safe key: the same key returns the same lease");
+  create->add_option("--idempotency-key", idem,
+                     "retry-safe key: the same key returns the same lease");
 
   std::string state, owner;
   bool all = false;
@@ -574,9 +580,12 @@ int run(int argc, char** argv) {
       return kExitApi;
     }
     std::vector<std::string> args{"ssh",
-                                  "-o", "StrictHostKeyChecking=no",
-                                  "-o", "UserKnownHostsFile=/dev/null",
-                                  "-o", "LogLevel=ERROR"};
+                                  "-o",
+                                  "StrictHostKeyChecking=no",
+                                  "-o",
+                                  "UserKnownHostsFile=/dev/null",
+                                  "-o",
+                                  "LogLevel=ERROR"};
     if (!identity.empty()) {
       args.push_back("-i");
       args.push_back(expand_home(identity));
@@ -679,9 +688,8 @@ int run(int argc, char** argv) {
       int allocated = 0;
       for (const auto& c : h.cores) allocated += (!c.lease_id.empty() || !c.vm.empty()) ? 1 : 0;
       std::cout << h.hostname << " (" << h.arch << ", " << h.cpu_model << ", " << h.accel
-                << (h.connected ? "" : ", DISCONNECTED") << "): " << h.cores.size()
-                << " cores, " << allocated << " pinned, fragmentation " << h.fragmentation
-                << "\n";
+                << (h.connected ? "" : ", DISCONNECTED") << "): " << h.cores.size() << " cores, "
+                << allocated << " pinned, fragmentation " << h.fragmentation << "\n";
       Table t({"CPU", "NODE", "CLUSTER", "ROLE", "LEASE", "VM", "POOL"});
       for (const auto& c : h.cores) {
         t.add({std::to_string(c.cpu), std::to_string(c.numa_node), std::to_string(c.cluster),
@@ -718,8 +726,8 @@ int run(int argc, char** argv) {
     std::cout << "Run:      " << r->id << "\nLease:    " << r->lease_id << " (" << r->vm_name
               << ", pool " << r->pool << ", host " << r->host << ")\nState:    " << r->state
               << (r->error.empty() ? "" : " (" + r->error + ")") << "\nCreated:  " << r->created_at
-              << "\nFinished: " << r->finished_at.value_or("-") << "\nReport:   "
-              << o.server << "/v1/benchmarks/" << r->id << "/report.html\n";
+              << "\nFinished: " << r->finished_at.value_or("-") << "\nReport:   " << o.server
+              << "/v1/benchmarks/" << r->id << "/report.html\n";
     auto rep = nlohmann::json::parse(r->report_json, nullptr, false);
     if (!rep.is_discarded() && !rep.empty()) std::cout << dump_json(rep, 2) << "\n";
     return kExitOk;
@@ -731,8 +739,12 @@ int run(int argc, char** argv) {
     if (json_out) {
       nlohmann::json arr = nlohmann::json::array();
       for (const auto& b : *r) {
-        arr.push_back({{"id", b.id}, {"lease_id", b.lease_id}, {"state", b.state},
-                       {"pool", b.pool}, {"host", b.host}, {"created_at", b.created_at}});
+        arr.push_back({{"id", b.id},
+                       {"lease_id", b.lease_id},
+                       {"state", b.state},
+                       {"pool", b.pool},
+                       {"host", b.host},
+                       {"created_at", b.created_at}});
       }
       print_json(arr);
       return kExitOk;
@@ -848,8 +860,8 @@ int run(int argc, char** argv) {
       }
     }
     if (json_out) {
-      nlohmann::json j = {{"id", run.id}, {"lease_id", run.lease_id}, {"state", run.state},
-                          {"error", run.error}};
+      nlohmann::json j = {
+          {"id", run.id}, {"lease_id", run.lease_id}, {"state", run.state}, {"error", run.error}};
       print_json(j);
     } else {
       std::cout << run.id << "\n";

@@ -36,8 +36,8 @@ LeaseDto to_dto(const Lease& l) {
     d.ssh = s;
   }
   for (const auto& t : l.history) {
-    d.history.push_back({std::string(to_string(t.from)), std::string(to_string(t.to)),
-                         to_rfc3339(t.at), t.reason});
+    d.history.push_back(
+        {std::string(to_string(t.from)), std::string(to_string(t.to)), to_rfc3339(t.at), t.reason});
   }
   return d;
 }

@@ -88,7 +88,8 @@ std::string percent_decode(std::string_view s) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '+') {
       out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+    } else if (s[i] == '%' && i + 2 < s.size() &&
+               std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
                std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
       out += static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16));
       i += 2;
@@ -123,11 +124,20 @@ std::string html_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -136,8 +146,7 @@ std::string html_escape(std::string_view s) {
 }  // namespace
 
 struct HttpServer::Impl {
-  Impl(HttpOptions o, LeaseService& l, BenchmarkService* b, TokenStore& t, AuditLog& a,
-       Metrics& m)
+  Impl(HttpOptions o, LeaseService& l, BenchmarkService* b, TokenStore& t, AuditLog& a, Metrics& m)
       : options(std::move(o)), leases(l), benchmarks(b), tokens(t), audit(a), metrics(m) {}
 
   HttpOptions options;
@@ -190,8 +199,8 @@ struct HttpServer::Impl {
       double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
       metrics.inc("armhive_api_requests_total",
                   {{"method", method}, {"route", name}, {"code", std::to_string(res.status)}});
-      metrics.observe("armhive_api_request_duration_seconds",
-                      {{"method", method}, {"route", name}}, secs);
+      metrics.observe("armhive_api_request_duration_seconds", {{"method", method}, {"route", name}},
+                      secs);
     };
     if (method == "GET") {
       server->Get(pattern, wrapped);
@@ -210,8 +219,9 @@ struct HttpServer::Impl {
     if (access == Access::kPublic) return handler(anonymous, req, res);
     std::string auth = req.get_header_value("Authorization");
     if (auth.empty()) {
-      return unauthenticated("missing bearer token: send \"Authorization: Bearer ah_...\" "
-                             "(create one with `armhived token create NAME --role ci`)");
+      return unauthenticated(
+          "missing bearer token: send \"Authorization: Bearer ah_...\" "
+          "(create one with `armhived token create NAME --role ci`)");
     }
     constexpr std::string_view kBearer = "Bearer ";
     if (auth.size() <= kBearer.size() || auth.compare(0, kBearer.size(), kBearer) != 0) {
@@ -329,8 +339,9 @@ struct HttpServer::Impl {
     if (req.has_param("state")) {
       auto st = lease_state_from_string(req.get_param_value("state"));
       if (!st) {
-        return invalid_argument("state", "must be one of pending, provisioning, ready, "
-                                         "releasing, released, expired, failed");
+        return invalid_argument("state",
+                                "must be one of pending, provisioning, ready, "
+                                "releasing, released, expired, failed");
       }
       f.state = st;
     }
@@ -377,8 +388,8 @@ struct HttpServer::Impl {
       // Wait in slices so that stop() is not held up by a long-poll.
       auto deadline = SteadyClock::now() + timeout;
       while (!stopping && lease.state != LeaseState::kReady && !is_terminal(lease.state)) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                                          SteadyClock::now());
+        auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
         if (left.count() <= 0) break;
         ARMHIVE_ASSIGN_OR_RETURN(
             lease, leases.wait_lease(id, std::min(left, std::chrono::milliseconds(1000))));
@@ -405,8 +416,7 @@ struct HttpServer::Impl {
     return Status::ok();
   }
 
-  Status release_lease(const TokenInfo& who, const httplib::Request& req,
-                       httplib::Response& res) {
+  Status release_lease(const TokenInfo& who, const httplib::Request& req, httplib::Response& res) {
     std::string id = req.matches[1];
     ARMHIVE_ASSIGN_OR_RETURN(Lease lease, visible_lease(who, id));
     (void)lease;
@@ -499,9 +509,8 @@ struct HttpServer::Impl {
     if (!format.empty() && format != "json" && format != "svg") {
       return invalid_argument("format", "must be json or svg");
     }
-    bool svg = format == "svg" ||
-               (format.empty() &&
-                req.get_header_value("Accept").find("image/svg+xml") != std::string::npos);
+    bool svg = format == "svg" || (format.empty() && req.get_header_value("Accept").find(
+                                                         "image/svg+xml") != std::string::npos);
     ARMHIVE_ASSIGN_OR_RETURN(auto hosts, visible_hosts(who));
     if (svg) {
 #ifndef ARMHIVE_HTTP_HAVE_CORE_MAP
@@ -536,8 +545,8 @@ struct HttpServer::Impl {
     if (hosts.empty()) html += "<p>No hosts are configured.</p>\n";
     for (const auto& h : hosts) {
       HostDto d = to_dto(h);
-      html += "<section><h2>" + html_escape(d.hostname) + "</h2><p>" + html_escape(d.arch) +
-              ", " + html_escape(d.cpu_model) + ", " + html_escape(d.accel) + ", " +
+      html += "<section><h2>" + html_escape(d.hostname) + "</h2><p>" + html_escape(d.arch) + ", " +
+              html_escape(d.cpu_model) + ", " + html_escape(d.accel) + ", " +
               std::to_string(h.topology.cpus.size()) + " CPUs, fragmentation " +
               std::to_string(d.fragmentation) + (d.connected ? "" : ", <b>disconnected</b>") +
               "</p>\n" + render_svg(h) + "\n</section>\n";
@@ -574,8 +583,8 @@ struct HttpServer::Impl {
             sink.done();
             return true;
           }
-          auto slice = stream->follow ? std::min<std::chrono::milliseconds>(
-                                            options.event_keepalive, std::chrono::seconds(1))
+          auto slice = stream->follow ? std::min<std::chrono::milliseconds>(options.event_keepalive,
+                                                                            std::chrono::seconds(1))
                                       : std::chrono::milliseconds(0);
           auto batch = leases.events_since(stream->cursor, slice);
           std::string out;
@@ -641,16 +650,15 @@ struct HttpServer::Impl {
     return Status::ok();
   }
 
-  Status get_benchmark(const TokenInfo& who, const httplib::Request& req,
-                       httplib::Response& res) {
+  Status get_benchmark(const TokenInfo& who, const httplib::Request& req, httplib::Response& res) {
     ARMHIVE_RETURN_IF_ERROR(need_benchmarks());
     ARMHIVE_ASSIGN_OR_RETURN(BenchmarkRun run, visible_run(who, req.matches[1]));
     write_json(res, 200, to_json(run));
     return Status::ok();
   }
 
-  Status benchmark_report(const TokenInfo& who, const httplib::Request& req,
-                          httplib::Response& res, bool csv) {
+  Status benchmark_report(const TokenInfo& who, const httplib::Request& req, httplib::Response& res,
+                          bool csv) {
     ARMHIVE_RETURN_IF_ERROR(need_benchmarks());
     ARMHIVE_ASSIGN_OR_RETURN(BenchmarkRun run, visible_run(who, req.matches[1]));
     std::vector<std::string> ids{run.id};
@@ -720,10 +728,10 @@ struct HttpServer::Impl {
       metrics.clear("armhive_leases");
       for (const auto& [state, n] : by_state) metrics.set("armhive_leases", {{"state", state}}, n);
     }
-    for (const char* g : {"armhive_pool_warm_vms", "armhive_pool_starting_vms",
-                          "armhive_pool_leased_vms", "armhive_pool_pending_leases",
-                          "armhive_host_cores", "armhive_host_cores_allocated",
-                          "armhive_host_fragmentation"}) {
+    for (const char* g :
+         {"armhive_pool_warm_vms", "armhive_pool_starting_vms", "armhive_pool_leased_vms",
+          "armhive_pool_pending_leases", "armhive_host_cores", "armhive_host_cores_allocated",
+          "armhive_host_fragmentation"}) {
       metrics.clear(g);
     }
     for (const auto& p : leases.pools()) {
@@ -765,8 +773,7 @@ struct HttpServer::Impl {
     route("GET", "/metrics", "/metrics", Access::kPublic, bind(&Impl::metrics_text));
     route("POST", "/v1/leases", "/v1/leases", Access::kWrite, bind(&Impl::create_lease));
     route("GET", "/v1/leases", "/v1/leases", Access::kRead, bind(&Impl::list_leases));
-    route("GET", R"(/v1/leases/([^/]+))", "/v1/leases/{id}", Access::kRead,
-          bind(&Impl::get_lease));
+    route("GET", R"(/v1/leases/([^/]+))", "/v1/leases/{id}", Access::kRead, bind(&Impl::get_lease));
     route("DELETE", R"(/v1/leases/([^/]+))", "/v1/leases/{id}", Access::kWrite,
           bind(&Impl::release_lease));
     route("POST", R"(/v1/leases/([^/]+)/renew)", "/v1/leases/{id}/renew", Access::kWrite,
@@ -775,25 +782,22 @@ struct HttpServer::Impl {
           bind(&Impl::exec));
     route("GET", R"(/v1/leases/([^/]+)/console)", "/v1/leases/{id}/console", Access::kRead,
           bind(&Impl::console));
-    route("POST", R"(/v1/leases/([^/]+)/benchmarks)", "/v1/leases/{id}/benchmarks",
-          Access::kWrite, bind(&Impl::start_benchmark));
+    route("POST", R"(/v1/leases/([^/]+)/benchmarks)", "/v1/leases/{id}/benchmarks", Access::kWrite,
+          bind(&Impl::start_benchmark));
     route("GET", "/v1/pools", "/v1/pools", Access::kRead, bind(&Impl::list_pools));
     route("GET", "/v1/hosts", "/v1/hosts", Access::kRead, bind(&Impl::list_hosts));
     route("GET", "/ui/hosts", "/ui/hosts", Access::kRead, bind(&Impl::hosts_page));
     route("GET", "/v1/events", "/v1/events", Access::kRead, bind(&Impl::events));
-    route("GET", "/v1/benchmarks", "/v1/benchmarks", Access::kRead,
-          bind(&Impl::list_benchmarks));
+    route("GET", "/v1/benchmarks", "/v1/benchmarks", Access::kRead, bind(&Impl::list_benchmarks));
     // Before /v1/benchmarks/{id}: routes match in registration order.
     route("GET", "/v1/benchmarks/compare", "/v1/benchmarks/compare", Access::kRead,
           bind(&Impl::compare_benchmarks));
     route("GET", R"(/v1/benchmarks/([^/]+)/report\.html)", "/v1/benchmarks/{id}/report.html",
-          Access::kRead, [this](T who, R req, W res) {
-            return benchmark_report(who, req, res, false);
-          });
+          Access::kRead,
+          [this](T who, R req, W res) { return benchmark_report(who, req, res, false); });
     route("GET", R"(/v1/benchmarks/([^/]+)/report\.csv)", "/v1/benchmarks/{id}/report.csv",
-          Access::kRead, [this](T who, R req, W res) {
-            return benchmark_report(who, req, res, true);
-          });
+          Access::kRead,
+          [this](T who, R req, W res) { return benchmark_report(who, req, res, true); });
     route("GET", R"(/v1/benchmarks/([^/]+))", "/v1/benchmarks/{id}", Access::kRead,
           bind(&Impl::get_benchmark));
   }
@@ -801,8 +805,8 @@ struct HttpServer::Impl {
 
 HttpServer::HttpServer(HttpOptions options, LeaseService& leases, BenchmarkService* benchmarks,
                        TokenStore& tokens, AuditLog& audit, Metrics& metrics)
-    : impl_(std::make_unique<Impl>(std::move(options), leases, benchmarks, tokens, audit,
-                                   metrics)) {}
+    : impl_(
+          std::make_unique<Impl>(std::move(options), leases, benchmarks, tokens, audit, metrics)) {}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -815,8 +819,8 @@ Status HttpServer::start() {
   }
   if (o.threads < 2) return invalid_argument("threads", "must be at least 2");
   if (!o.tls_cert_file.empty()) {
-    auto ssl = std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(),
-                                                    o.tls_key_file.c_str());
+    auto ssl =
+        std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
     if (!ssl->is_valid()) {
       return unavailable("cannot load the TLS certificate or key",
                          o.tls_cert_file + ", " + o.tls_key_file);
@@ -839,26 +843,26 @@ Status HttpServer::start() {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
   });
-  s.set_exception_handler([&d](const httplib::Request& req, httplib::Response& res,
-                               std::exception_ptr ep) {
-    std::string what = "unknown exception";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    d.log("error: " + req.method + " " + req.path + ": " + what);
-    write_problem(res, internal_error("internal error while handling the request"));
-  });
-  s.set_error_handler(httplib::Server::HandlerWithResponse(
-      [&d](const httplib::Request& req, httplib::Response& res) {
+  s.set_exception_handler(
+      [&d](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown exception";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        d.log("error: " + req.method + " " + req.path + ": " + what);
+        write_problem(res, internal_error("internal error while handling the request"));
+      });
+  s.set_error_handler(httplib::Server::HandlerWithResponse([&d](const httplib::Request& req,
+                                                                httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     Status st;
     if (res.status == 413) {
-      st = Status(ErrorCode::kPayloadTooLarge, "the request body exceeds " +
-                                                   std::to_string(d.options.max_body_bytes) +
-                                                   " bytes");
+      st =
+          Status(ErrorCode::kPayloadTooLarge,
+                 "the request body exceeds " + std::to_string(d.options.max_body_bytes) + " bytes");
     } else if (res.status == 404) {
       st = not_found("no endpoint " + req.method + " " + req.path + " (see /v1 in openapi.yaml)");
     } else if (res.status == 400) {
@@ -875,8 +879,7 @@ Status HttpServer::start() {
   }));
   if (o.log) {
     s.set_logger([&d](const httplib::Request& req, const httplib::Response& res) {
-      d.log(req.remote_addr + " " + req.method + " " + req.path + " " +
-            std::to_string(res.status));
+      d.log(req.remote_addr + " " + req.method + " " + req.path + " " + std::to_string(res.status));
     });
   }
   d.describe_metrics();
@@ -920,7 +923,7 @@ int HttpServer::port() const { return impl_->bound_port; }
 std::string HttpServer::url() const {
   return std::string(impl_->tls ? "https" : "http") + "://" +
          (impl_->options.bind_address == "0.0.0.0" ? std::string("127.0.0.1")
-                                                    : impl_->options.bind_address) +
+                                                   : impl_->options.bind_address) +
          ":" + std::to_string(impl_->bound_port);
 }
 

@@ -27,10 +27,10 @@ struct HttpOptions {
   std::string tls_key_file;
   // Worker threads. Long-polls and event streams each hold one for their duration.
   int threads = 64;
-  size_t max_body_bytes = kMaxBodyBytes;   // larger request bodies: 413
+  size_t max_body_bytes = kMaxBodyBytes;  // larger request bodies: 413
   std::chrono::seconds read_timeout{30};
   std::chrono::seconds write_timeout{30};
-  std::chrono::seconds max_wait{300};      // cap on ?wait=ready&timeout=
+  std::chrono::seconds max_wait{300};               // cap on ?wait=ready&timeout=
   std::chrono::milliseconds event_keepalive{5000};  // newline on an idle event stream
   std::string version = "0.1.0";
   // Receives one line per request and per server error; may be empty. Called from worker

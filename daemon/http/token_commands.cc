@@ -30,10 +30,13 @@ int failure(std::ostream& err, const Status& s) {
   }
   err << "\n";
   switch (s.code()) {
-    case ErrorCode::kInvalidArgument: return 1;
+    case ErrorCode::kInvalidArgument:
+      return 1;
     case ErrorCode::kConflict:
-    case ErrorCode::kNotFound: return 2;
-    default: return 3;
+    case ErrorCode::kNotFound:
+      return 2;
+    default:
+      return 3;
   }
 }
 
@@ -116,8 +119,8 @@ int list(const std::vector<std::string>& args, TokenStore& store, std::ostream& 
     return 0;
   }
   char line[256];
-  std::snprintf(line, sizeof line, "%-24s %-6s %-10s %-8s %-25s %s\n", "NAME", "ROLE",
-                "MAX-LEASES", "MAX-TTL", "CREATED", "REVOKED");
+  std::snprintf(line, sizeof line, "%-24s %-6s %-10s %-8s %-25s %s\n", "NAME", "ROLE", "MAX-LEASES",
+                "MAX-TTL", "CREATED", "REVOKED");
   out << line;
   for (const auto& t : *tokens) {
     std::snprintf(line, sizeof line, "%-24s %-6s %-10s %-8s %-25s %s\n", t.name.c_str(),
@@ -154,8 +157,7 @@ int run_token_command(const std::vector<std::string>& args, Database& db, std::o
   return usage(err, "unknown command \"" + args[0] + "\"");
 }
 
-Status install_bootstrap_token(TokenStore& tokens, std::string_view secret,
-                               std::string_view name) {
+Status install_bootstrap_token(TokenStore& tokens, std::string_view secret, std::string_view name) {
   TokenSpec spec;
   spec.name = std::string(name);
   spec.role = TokenRole::kAdmin;

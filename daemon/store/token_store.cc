@@ -49,8 +49,7 @@ TokenInfo row_to_info(const SqlRow& r) {
   return t;
 }
 
-constexpr std::string_view kColumns =
-    "name, role, max_leases, max_ttl_s, created_at, revoked_at";
+constexpr std::string_view kColumns = "name, role, max_leases, max_ttl_s, created_at, revoked_at";
 
 const std::vector<std::string> kTokenSteps = {
     "CREATE TABLE tokens ("
@@ -78,10 +77,14 @@ const std::vector<std::string> kAuditSteps = {
 
 std::string_view to_string(TokenRole role) {
   switch (role) {
-    case TokenRole::kAdmin: return "admin";
-    case TokenRole::kCi: return "ci";
-    case TokenRole::kDev: return "dev";
-    case TokenRole::kRead: return "read";
+    case TokenRole::kAdmin:
+      return "admin";
+    case TokenRole::kCi:
+      return "ci";
+    case TokenRole::kDev:
+      return "dev";
+    case TokenRole::kRead:
+      return "read";
   }
   return "read";
 }
@@ -138,8 +141,8 @@ Result<std::string> TokenStore::create(const TokenSpec& spec) {
     return tx.execute(
         "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        {spec.name, hash_token(secret), std::string(to_string(spec.role)),
-         int64_t{spec.max_leases}, int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now())});
+        {spec.name, hash_token(secret), std::string(to_string(spec.role)), int64_t{spec.max_leases},
+         int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now())});
   });
   if (!s.is_ok()) return s;
   return secret;
@@ -148,8 +151,9 @@ Result<std::string> TokenStore::create(const TokenSpec& spec) {
 Status TokenStore::put(const TokenSpec& spec, std::string_view secret) {
   ARMHIVE_RETURN_IF_ERROR(check_spec(spec));
   if (!looks_like_token(secret)) {
-    return invalid_argument("token", "must be \"ah_\" followed by 40 base64url characters "
-                                     "(create one with `armhived token create`)");
+    return invalid_argument("token",
+                            "must be \"ah_\" followed by 40 base64url characters "
+                            "(create one with `armhived token create`)");
   }
   return db_.transaction([&](Database::Tx& tx) -> Status {
     // Another name holding the same secret would make authentication ambiguous.
@@ -160,8 +164,8 @@ Status TokenStore::put(const TokenSpec& spec, std::string_view secret) {
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, "
         "role = excluded.role, max_leases = excluded.max_leases, max_ttl_s = excluded.max_ttl_s, "
         "revoked_at = NULL",
-        {spec.name, hash_token(secret), std::string(to_string(spec.role)),
-         int64_t{spec.max_leases}, int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now())});
+        {spec.name, hash_token(secret), std::string(to_string(spec.role)), int64_t{spec.max_leases},
+         int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now())});
   });
 }
 
@@ -180,8 +184,8 @@ Result<TokenInfo> TokenStore::authenticate(std::string_view secret) {
 
 Status TokenStore::revoke(const std::string& name) {
   return db_.transaction([&](Database::Tx& tx) -> Status {
-    ARMHIVE_ASSIGN_OR_RETURN(auto rows, tx.query("SELECT revoked_at FROM tokens WHERE name = ?",
-                                                 {name}));
+    ARMHIVE_ASSIGN_OR_RETURN(auto rows,
+                             tx.query("SELECT revoked_at FROM tokens WHERE name = ?", {name}));
     if (rows.empty()) return not_found("no token named \"" + name + "\"");
     if (!sql_is_null(rows[0][0])) return Status::ok();
     return tx.execute("UPDATE tokens SET revoked_at = ? WHERE name = ?",
@@ -210,8 +214,8 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(Database& db, const Clock& cloc
   return std::unique_ptr<AuditLog>(new AuditLog(db, clock));
 }
 
-Status AuditLog::record(std::string_view actor, std::string_view action,
-                        std::string_view lease_id, std::string_view detail) {
+Status AuditLog::record(std::string_view actor, std::string_view action, std::string_view lease_id,
+                        std::string_view detail) {
   return db_.execute(
       "INSERT INTO audit (at, actor, action, lease_id, detail) VALUES (?, ?, ?, ?, ?)",
       {to_unix_ms(clock_.now()), std::string(actor), std::string(action), std::string(lease_id),

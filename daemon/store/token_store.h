@@ -26,10 +26,10 @@ std::string_view to_string(TokenRole role);
 std::optional<TokenRole> token_role_from_string(std::string_view s);
 
 struct TokenSpec {
-  std::string name;          // validate_name rules
+  std::string name;  // validate_name rules
   TokenRole role = TokenRole::kCi;
-  int max_leases = 0;        // 0: unlimited
-  Seconds max_ttl{0};        // 0: unlimited (the pool's max_ttl still applies)
+  int max_leases = 0;  // 0: unlimited
+  Seconds max_ttl{0};  // 0: unlimited (the pool's max_ttl still applies)
 };
 
 struct TokenInfo {

@@ -78,7 +78,8 @@ TEST_CASE("api: exec bytes travel as text or base64", "[api]") {
   CHECK(back->err == "plain");
   CHECK(back->exit_code == 3);
 
-  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
+  for (const std::string& s :
+       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
     auto d = base64_decode("x", base64_encode(s));
     REQUIRE(d.is_ok());
     CHECK(*d == s);

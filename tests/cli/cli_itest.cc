@@ -159,7 +159,8 @@ TEST_CASE("cli: usage errors exit 1, an unreachable server exits 3", "[cli]") {
 
   int port = f.server->port();
   f.server->stop();
-  auto down = cli.run({"pools"}, {}, {{"ARMHIVE_SERVER", "http://127.0.0.1:" + std::to_string(port)}});
+  auto down =
+      cli.run({"pools"}, {}, {{"ARMHIVE_SERVER", "http://127.0.0.1:" + std::to_string(port)}});
   CHECK(down.exit_code == 3);
   CHECK(down.err.find("is armhived running") != std::string::npos);
 }
@@ -266,6 +267,7 @@ TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   CHECK(cli.run_json({"pools"}).size() == 2);
 
   auto hosts = cli.run({"hosts", "--svg", (cli.home / "map.svg").string()});
+  INFO(hosts.err);
   CHECK(hosts.exit_code == 0);
   CHECK(hosts.out.find("honeycomb (aarch64, cortex-a72, kvm)") != std::string::npos);
   CHECK(hosts.out.find(id) != std::string::npos);

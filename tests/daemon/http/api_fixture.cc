@@ -50,8 +50,8 @@ void record(const std::string& method, const std::string& path, const HttpReply&
                       {"body", body}};
   char name[64];
   std::snprintf(name, sizeof name, "/%d-%06d.json", static_cast<int>(getpid()), ++counter);
-  std::ofstream(std::string(dir) + name) << j.dump(1, ' ', false,
-                                                   nlohmann::json::error_handler_t::replace);
+  std::ofstream(std::string(dir) + name)
+      << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace

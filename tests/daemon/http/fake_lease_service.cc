@@ -158,9 +158,9 @@ Result<Lease> FakeLeaseService::renew_lease(const std::string& id, Seconds ttl) 
     if (l.id != id) continue;
     if (is_terminal(l.state)) return conflict("lease \"" + id + "\" has ended", id);
     if (ttl > pools_[l.pool].max_ttl) {
-      return Status(ErrorCode::kUnprocessable, "pool \"" + l.pool + "\" allows at most " +
-                                                   std::to_string(pools_[l.pool].max_ttl.count()) +
-                                                   " s",
+      return Status(ErrorCode::kUnprocessable,
+                    "pool \"" + l.pool + "\" allows at most " +
+                        std::to_string(pools_[l.pool].max_ttl.count()) + " s",
                     {}, "ttl");
     }
     l.ttl = ttl;
@@ -401,8 +401,12 @@ Result<nlohmann::json> FakeBenchmarkService::compare(const std::vector<std::stri
   for (size_t i = 0; i < ids.size(); ++i) {
     auto r = get(ids[i]);
     if (!r.is_ok()) return r.status();
-    runs.push_back({{"id", ids[i]}, {"vm_name", r->vm_name}, {"pool", r->pool},
-                    {"host", r->host}, {"state", "succeeded"}, {"emulated", false},
+    runs.push_back({{"id", ids[i]},
+                    {"vm_name", r->vm_name},
+                    {"pool", r->pool},
+                    {"host", r->host},
+                    {"state", "succeeded"},
+                    {"emulated", false},
                     {"created_at", to_rfc3339(r->created_at)}});
     double v = base * (1.0 + 0.5 * static_cast<double>(i));
     values.push_back(v);

@@ -68,8 +68,7 @@ TEST_CASE("http: requests without a valid token are 401, read tokens cannot writ
   CHECK(missing.headers["WWW-Authenticate"].find("Bearer") == 0);
   CHECK(j["detail"].get<std::string>().find("Authorization: Bearer") != std::string::npos);
   problem(f.request("GET", "/v1/leases", "ah_" + std::string(40, 'x')), 401);
-  problem(f.request("GET", "/v1/leases", {}, {}, {{"Authorization", "Basic Zm9vOmJhcg=="}}),
-          401);
+  problem(f.request("GET", "/v1/leases", {}, {}, {{"Authorization", "Basic Zm9vOmJhcg=="}}), 401);
 
   auto ro = f.request("POST", "/v1/leases", f.reader, lease_body());
   auto pj = problem(ro, 403);
@@ -114,7 +113,9 @@ TEST_CASE("http: creating a lease returns it ready with ssh details and audits i
 
 TEST_CASE("http: malformed lease requests are 400 problems naming the field", "[http]") {
   ApiFixture f;
-  auto post = [&](const std::string& body) { return f.request("POST", "/v1/leases", f.ci_b, body); };
+  auto post = [&](const std::string& body) {
+    return f.request("POST", "/v1/leases", f.ci_b, body);
+  };
   problem(post(R"({"pool":"tiny","colour":"blue"})"), 400, "colour");
   problem(post(R"({"pool":"tiny","ttl":true})"), 400, "ttl");
   problem(post(R"({"pool":"tiny","ttl":1.5})"), 400, "ttl");
@@ -163,8 +164,7 @@ TEST_CASE("http: bodies over the limit are 413 problems", "[http]") {
 
 TEST_CASE("http: per-token quotas are 429 with a clear detail", "[http]") {
   ApiFixture f;
-  auto ttl = problem(f.request("POST", "/v1/leases", f.ci_a, R"({"pool":"tiny","ttl":"5h"})"),
-                     429);
+  auto ttl = problem(f.request("POST", "/v1/leases", f.ci_a, R"({"pool":"tiny","ttl":"5h"})"), 429);
   CHECK(ttl["type"] == "https://armhive.dev/problems/resource-exhausted");
   CHECK(ttl["detail"].get<std::string>().find("at most 4h") != std::string::npos);
 
@@ -173,7 +173,8 @@ TEST_CASE("http: per-token quotas are 429 with a clear detail", "[http]") {
   auto third = problem(f.request("POST", "/v1/leases", f.ci_a, lease_body()), 429);
   CHECK(third["detail"].get<std::string>().find("2 of its 2") != std::string::npos);
   // Retrying a create with its idempotency key is not a new lease, even at the quota.
-  auto again = f.request("POST", "/v1/leases", f.ci_a, lease_body(), {{"Idempotency-Key", "job-1"}});
+  auto again =
+      f.request("POST", "/v1/leases", f.ci_a, lease_body(), {{"Idempotency-Key", "job-1"}});
   REQUIRE(again.status == 201);
   CHECK(parse(again)["id"] == first);
 
@@ -291,8 +292,7 @@ TEST_CASE("http: renew and release follow the lease's state", "[http]") {
   auto renewed = f.request("POST", "/v1/leases/" + id + "/renew", f.ci_b, R"({"ttl":"2h"})");
   REQUIRE(renewed.status == 200);
   CHECK(parse(renewed)["ttl_seconds"] == 7200);
-  problem(f.request("POST", "/v1/leases/" + id + "/renew", f.ci_b, R"({"ttl":"9h"})"), 422,
-          "ttl");
+  problem(f.request("POST", "/v1/leases/" + id + "/renew", f.ci_b, R"({"ttl":"9h"})"), 422, "ttl");
   problem(f.request("POST", "/v1/leases/" + id + "/renew", f.ci_b, "{}"), 400, "ttl");
   problem(f.request("POST", "/v1/leases/" + id + "/renew", f.ci_b, R"({"ttl":"1h","x":1})"), 400,
           "x");
@@ -332,12 +332,12 @@ TEST_CASE("http: exec runs a command in the guest and returns its output", "[htt
   auto text = parse(f.request("POST", "/v1/leases/" + id + "/exec", f.ci_b,
                               R"({"argv":["cat"],"stdin":"plain"})"));
   CHECK(text["stdout"] == "plain");
-  auto bin = parse(f.request("POST", "/v1/leases/" + id + "/exec", f.ci_b,
-                             R"({"argv":["binary"]})"));
+  auto bin =
+      parse(f.request("POST", "/v1/leases/" + id + "/exec", f.ci_b, R"({"argv":["binary"]})"));
   CHECK(bin["stdout_base64"] == "//4AAQ==");
   CHECK_FALSE(bin.contains("stdout"));
-  auto fail = parse(f.request("POST", "/v1/leases/" + id + "/exec", f.ci_b,
-                              R"({"argv":["false"]})"));
+  auto fail =
+      parse(f.request("POST", "/v1/leases/" + id + "/exec", f.ci_b, R"({"argv":["false"]})"));
   CHECK(fail["exit_code"] == 1);
   CHECK(fail["stderr"] == "failed\n");
 
@@ -354,8 +354,7 @@ TEST_CASE("http: exec runs a command in the guest and returns its output", "[htt
   problem(post(R"({"argv":["ls"],"shell":true})"), 400, "shell");
 
   std::string pending = create(f, f.ci_b, "slow");
-  problem(f.request("POST", "/v1/leases/" + pending + "/exec", f.ci_b, R"({"argv":["ls"]})"),
-          409);
+  problem(f.request("POST", "/v1/leases/" + pending + "/exec", f.ci_b, R"({"argv":["ls"]})"), 409);
 }
 
 TEST_CASE("http: an exception in the service is a 500 problem, not a crash", "[http]") {
@@ -376,8 +375,7 @@ TEST_CASE("http: console returns the serial log as text", "[http]") {
   CHECK(r.body.find("Booting Linux") != std::string::npos);
   auto tail = f.request("GET", "/v1/leases/" + id + "/console?max_bytes=10", f.ci_b);
   CHECK(tail.body.size() == 10);
-  problem(f.request("GET", "/v1/leases/" + id + "/console?max_bytes=-1", f.ci_b), 400,
-          "max_bytes");
+  problem(f.request("GET", "/v1/leases/" + id + "/console?max_bytes=-1", f.ci_b), 400, "max_bytes");
 }
 
 TEST_CASE("http: pools and hosts describe capacity and the core map", "[http]") {
@@ -445,7 +443,8 @@ TEST_CASE("http: events stream as NDJSON, filtered to the token's own leases", "
 
   auto admin = f.request("GET", "/v1/events?follow=false", f.admin);
   CHECK(std::count(admin.body.begin(), admin.body.end(), '\n') == 4);
-  uint64_t newest = json::parse(admin.body.substr(admin.body.rfind('\n', admin.body.size() - 2) + 1))["seq"];
+  uint64_t newest =
+      json::parse(admin.body.substr(admin.body.rfind('\n', admin.body.size() - 2) + 1))["seq"];
   auto since = f.request("GET", "/v1/events?follow=false&since=" + std::to_string(last), f.admin);
   CHECK(since.body.find(theirs) != std::string::npos);
   CHECK(since.body.find(mine) == std::string::npos);
@@ -462,8 +461,8 @@ TEST_CASE("http: events stream as NDJSON, filtered to the token's own leases", "
     f.leases.emit("vm.crashed", theirs, "ci-b");
     f.leases.emit("vm.crashed", mine, "ci-a");
   });
-  cli.Get("/v1/events?since=" + std::to_string(newest),
-          {{"Authorization", "Bearer " + f.ci_a}}, [&](const char* data, size_t len) {
+  cli.Get("/v1/events?since=" + std::to_string(newest), {{"Authorization", "Bearer " + f.ci_a}},
+          [&](const char* data, size_t len) {
             std::string chunk(data, len);
             if (chunk == "\n") saw_keepalive = true;
             received += chunk;
@@ -487,7 +486,8 @@ TEST_CASE("http: benchmarks start, list, report and compare through the service"
   CHECK(run["owner"] == "ci-b");
   std::string run_id = run["id"];
   CHECK(started.headers["Location"] == "/v1/benchmarks/" + run_id);
-  std::string second = parse(f.request("POST", "/v1/leases/" + id + "/benchmarks", f.ci_b, ""))["id"];
+  std::string second =
+      parse(f.request("POST", "/v1/leases/" + id + "/benchmarks", f.ci_b, ""))["id"];
 
   auto got = parse(f.request("GET", "/v1/benchmarks/" + run_id, f.ci_b));
   CHECK(got["state"] == "succeeded");
@@ -502,14 +502,14 @@ TEST_CASE("http: benchmarks start, list, report and compare through the service"
   auto cmp = f.request("GET", "/v1/benchmarks/compare?ids=" + run_id + "," + second, f.ci_b);
   CHECK(cmp.status == 200);
   CHECK(cmp.content_type.rfind("text/html", 0) == 0);
-  auto cmpj = parse(f.request(
-      "GET", "/v1/benchmarks/compare?format=json&ids=" + run_id + "," + second, f.ci_b));
+  auto cmpj = parse(
+      f.request("GET", "/v1/benchmarks/compare?format=json&ids=" + run_id + "," + second, f.ci_b));
   CHECK(cmpj["runs"].size() == 2);
   CHECK(cmpj["metrics"][0]["ratios"].size() == 2);
 
-  problem(f.request("POST", "/v1/leases/" + id + "/benchmarks", f.ci_b,
-                    R"({"network":{"streams":0}})"),
-          400, "network.streams");
+  problem(
+      f.request("POST", "/v1/leases/" + id + "/benchmarks", f.ci_b, R"({"network":{"streams":0}})"),
+      400, "network.streams");
   problem(f.request("POST", "/v1/leases/" + id + "/benchmarks", f.ci_b, R"({"suites":["disk"]})"),
           400, "suites");
   problem(f.request("GET", "/v1/benchmarks/compare?ids=" + run_id, f.ci_b), 400, "ids");
@@ -530,8 +530,7 @@ TEST_CASE("http: without a benchmark service the endpoints are 503 problems", "[
   problem(f.request("GET", "/v1/benchmarks", f.ci_b), 503);
 }
 
-TEST_CASE("http: /metrics is valid Prometheus text with lease, pool and API figures",
-          "[http]") {
+TEST_CASE("http: /metrics is valid Prometheus text with lease, pool and API figures", "[http]") {
   ApiFixture f;
   create(f, f.ci_b);
   create(f, f.ci_b, "slow");
@@ -541,7 +540,8 @@ TEST_CASE("http: /metrics is valid Prometheus text with lease, pool and API figu
   REQUIRE(r.status == 200);
   CHECK(r.content_type.rfind("text/plain; version=0.0.4", 0) == 0);
 
-  std::regex sample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (-?[0-9.e+]+|\+Inf|NaN)$)");
+  std::regex sample(
+      R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (-?[0-9.e+]+|\+Inf|NaN)$)");
   std::regex comment(R"(^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*$)");
   std::map<std::string, double> values;
   std::istringstream lines(r.body);

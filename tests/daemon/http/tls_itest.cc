@@ -34,8 +34,8 @@ bool make_self_signed(const fs::path& cert_path, const fs::path& key_path) {
   X509V3_set_ctx_nodb(&ctx);
   X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
   X509_EXTENSION* san = X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, "IP:127.0.0.1");
-  bool ok = san != nullptr && X509_add_ext(cert, san, -1) == 1 &&
-            X509_sign(cert, key, EVP_sha256()) > 0;
+  bool ok =
+      san != nullptr && X509_add_ext(cert, san, -1) == 1 && X509_sign(cert, key, EVP_sha256()) > 0;
   X509_EXTENSION_free(san);
   if (ok) {
     FILE* c = std::fopen(cert_path.c_str(), "w");

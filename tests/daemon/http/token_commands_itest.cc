@@ -1,5 +1,3 @@
-#include "daemon/http/token_commands.h"
-
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -7,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "daemon/http/token_commands.h"
 #include "daemon/store/database.h"
 #include "daemon/store/token_store.h"
 
@@ -28,8 +27,8 @@ Run token(Database& db, std::vector<std::string> args) {
 TEST_CASE("token commands: create prints the secret once, list and revoke", "[http][tokens]") {
   auto db = Database::open(":memory:");
   REQUIRE(db.is_ok());
-  Run created = token(**db, {"create", "gitlab", "--role", "ci", "--max-leases", "3",
-                             "--max-ttl", "4h"});
+  Run created =
+      token(**db, {"create", "gitlab", "--role", "ci", "--max-leases", "3", "--max-ttl", "4h"});
   INFO(created.err);
   REQUIRE(created.code == 0);
   std::string secret = created.out.substr(0, created.out.find('\n'));

@@ -1,8 +1,8 @@
-#include "daemon/store/token_store.h"
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
+
+#include "daemon/store/token_store.h"
 
 namespace armhive {
 namespace {
@@ -97,8 +97,7 @@ TEST_CASE("tokens: names are unique and validated, secrets differ", "[store][tok
   auto bad = (*store)->create({"Bad Name", TokenRole::kCi, 0, Seconds(0)});
   CHECK(bad.status().code() == ErrorCode::kInvalidArgument);
   CHECK(bad.status().field() == "name");
-  CHECK((*store)->create({"neg", TokenRole::kCi, -1, Seconds(0)}).status().field() ==
-        "max_leases");
+  CHECK((*store)->create({"neg", TokenRole::kCi, -1, Seconds(0)}).status().field() == "max_leases");
 
   std::set<std::string> secrets;
   for (int i = 0; i < 20; ++i) {
