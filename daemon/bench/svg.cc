@@ -170,7 +170,7 @@ std::string svg_line_chart(std::string_view title, std::string_view x_label,
       break;
     }
   }
-  xmax = std::ceil(xmax / xstep - 1e-9) * xstep;
+  xmax = std::ceil(xmax / xstep - 0.02) * xstep;  // 3.0004 s of a 3 s test ends at 3
   ymax = nice_max(ymax);
   auto px = [&](double x) { return left + (right - left) * x / xmax; };
   auto py = [&](double y) { return bottom - (bottom - top) * y / ymax; };

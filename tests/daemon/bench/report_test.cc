@@ -202,6 +202,11 @@ TEST_CASE("svg_escape handles markup, quotes, control bytes and invalid UTF-8", 
   std::string lines = svg_line_chart(kHostile, "s", "Gbit/s", {{kHostile, {{1, 2}, {2, 3}}, true}});
   CHECK(xml_count(lines, "/s:svg//s:polyline") == 1);
 
+  // The x axis ends at the test's duration although iperf3's last interval ends a bit later.
+  std::string axis = svg_line_chart("t", "seconds", "Gbit/s", {{"sum", {{1.0004, 1}, {2.0002, 1}, {3.0004, 1}}, true}});
+  CHECK(xml_count(axis, "/s:svg/s:text[.='3']") == 1);
+  CHECK(xml_count(axis, "/s:svg/s:text[.='4']") == 0);
+
   // 40 streams: every line is drawn, the legend keeps 15 of them, the sum, and a count.
   std::vector<SvgLineSeries> many;
   for (int i = 0; i < 40; ++i) many.push_back({"port " + std::to_string(5000 + i), {{1, 1.0 * i}}, false});
