@@ -254,6 +254,21 @@ TEST_CASE("runner: iperf3 missing in the guest fails the run clearly", "[bench]"
   CHECK(h.hv.saw("rm -f /run/armhive-iperf3-"));  // the stop path ran anyway
 }
 
+TEST_CASE("runner: an unreachable guest fails the run with the agent's error", "[bench]") {
+  Harness h;
+  h.hv.override_handler = [](const std::vector<std::string>&) -> std::optional<Result<GuestExecResult>> {
+    return Result<GuestExecResult>(unavailable("guest agent is not connected", "armhive-vm-1"));
+  };
+  auto runner = h.runner();
+  auto run = runner->wait(runner->start(request({"compression"}))->id, 60s);
+  REQUIRE(run.is_ok());
+  CHECK(run->state == BenchmarkState::kFailed);
+  CHECK_THAT(run->error, Catch::StartsWith("compression: zstd: zstd --version in the guest"));
+  CHECK_THAT(run->error, Catch::Contains("guest agent is not connected"));
+  CHECK(run->report["error_code"] == "unavailable");
+  CHECK(to_unix_ms(run->finished_at) != 0);
+}
+
 TEST_CASE("runner: a guest exec timeout fails the run and still stops the server", "[bench]") {
   Harness h;
   h.hv.override_handler = [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
