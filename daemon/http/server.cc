@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -159,6 +160,7 @@ struct HttpServer::Impl {
   std::unique_ptr<httplib::Server> server;
   std::thread listener;
   std::atomic<bool> stopping{false};
+  std::mutex quota_mu;  // serialises quota check + create for tokens with max_leases
   int bound_port = 0;
   bool tls = false;
 
@@ -306,6 +308,11 @@ struct HttpServer::Impl {
         }
       }
     }
+    // Count-then-create must not interleave for one token, or concurrent creates could all
+    // pass the count. Creating returns at once (the engine provisions asynchronously), so one
+    // lock for quota-limited tokens costs little.
+    std::unique_lock<std::mutex> quota_lock;
+    if (who.max_leases > 0) quota_lock = std::unique_lock(quota_mu);
     if (who.max_leases > 0) {
       LeaseFilter f;
       f.owner = who.name;

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <atomic>
 #include <regex>
 #include <thread>
 
@@ -183,6 +184,50 @@ TEST_CASE("http: per-token quotas are 429 with a clear detail", "[http]") {
   // Releasing one frees a slot.
   REQUIRE(f.request("DELETE", "/v1/leases/" + first, f.ci_a).status == 200);
   create(f, f.ci_a);
+}
+
+TEST_CASE("http: concurrent creates cannot exceed a token's lease quota", "[http]") {
+  ApiFixture f;
+  std::atomic<int> created{0}, refused{0}, other{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      int status = f.request("POST", "/v1/leases", f.ci_a, lease_body()).status;
+      (status == 201 ? created : status == 429 ? refused : other)++;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(created == 2);
+  CHECK(refused == 6);
+  CHECK(other == 0);
+}
+
+TEST_CASE("http: stop() ends open event streams and long-polls", "[http]") {
+  ApiFixture f;
+  std::string pending = create(f, f.ci_b, "slow");
+  std::atomic<int> finished{0};
+  std::thread stream([&] {
+    httplib::Client cli(f.url());
+    cli.set_read_timeout(std::chrono::seconds(120));
+    cli.Get("/v1/events", {{"Authorization", "Bearer " + f.ci_b}},
+            [](const char*, size_t) { return true; });
+    ++finished;
+  });
+  std::thread poll([&] {
+    httplib::Client cli(f.url());
+    cli.set_read_timeout(std::chrono::seconds(120));
+    cli.Get("/v1/leases/" + pending + "?wait=ready&timeout=5m",
+            {{"Authorization", "Bearer " + f.ci_b}});
+    ++finished;
+  });
+  // Both requests are being served once the stream has sent a keep-alive and the poll is
+  // waiting; there is no event to wait for, so give them a moment to connect.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  f.server->stop();  // returns only once every worker is done
+  stream.join();
+  poll.join();
+  CHECK(finished == 2);
+  CHECK(f.request("GET", "/healthz").status == -1);  // nothing listens any more
 }
 
 TEST_CASE("http: an idempotency key returns the same lease", "[http]") {
