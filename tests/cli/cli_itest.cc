@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -51,7 +53,7 @@ struct Cli {
 };
 
 fs::path make_home(const char* name) {
-  fs::path home = fs::temp_directory_path() / name;
+  fs::path home = fs::temp_directory_path() / (std::string(name) + "-" + std::to_string(getpid()));
   fs::remove_all(home);
   fs::create_directories(home / ".ssh");
   std::ofstream(home / ".ssh" / "id_ed25519.pub") << kTestKey << "\n";

@@ -3,6 +3,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
@@ -51,7 +52,7 @@ bool make_self_signed(const fs::path& cert_path, const fs::path& key_path) {
 }
 
 TEST_CASE("http: with a certificate and key the server speaks only TLS", "[http][tls]") {
-  fs::path dir = fs::temp_directory_path() / "armhive-tls-test";
+  fs::path dir = fs::temp_directory_path() / ("armhive-tls-test-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   REQUIRE(make_self_signed(dir / "cert.pem", dir / "key.pem"));

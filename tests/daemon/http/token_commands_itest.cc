@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -86,7 +88,8 @@ TEST_CASE("token commands: a bootstrap admin token from a file", "[http][tokens]
   SystemClock clock;
   auto store = TokenStore::open(**db, clock);
   REQUIRE(store.is_ok());
-  auto dir = std::filesystem::temp_directory_path() / "armhive-bootstrap-test";
+  auto dir = std::filesystem::temp_directory_path() /
+             ("armhive-bootstrap-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   std::string secret = "ah_" + std::string(40, 'Q');
   std::ofstream(dir / "admin.token") << "  " << secret << "  \n# comment\n";

@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
@@ -13,7 +15,8 @@ class FixedClock final : public Clock {
 };
 
 std::string temp_db(const char* name) {
-  auto dir = std::filesystem::temp_directory_path() / "armhive-token-test";
+  auto dir =
+      std::filesystem::temp_directory_path() / ("armhive-token-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   auto path = dir / name;
   std::filesystem::remove(path);
