@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "daemon/virt/error.h"
+#include "daemon/virt/event_loop.h"
 
 namespace armhive {
 
@@ -105,7 +106,8 @@ Status Connection::reconnect() {
     old = std::exchange(state_->conn, std::move(opened.conn));
     state_->closed = std::move(opened.closed);
   }
-  // `old` closes here, outside the lock, unless a caller still holds it.
+  old.reset();  // closes here, outside the lock, unless a caller still holds it
+  wake_event_loop();
   return Status::ok();
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/virt/error.h"
+#include "daemon/virt/event_loop.h"
 
 namespace armhive {
 
@@ -142,6 +143,7 @@ Result<std::unique_ptr<DomainEvents>> DomainEvents::attach(const Connection& con
     delete op2;
     virResetLastError();
   }
+  wake_event_loop();
   return self;
 }
 

@@ -32,11 +32,15 @@ void EventLoop::run() {
   }
 }
 
+void wake_event_loop() {
+  // A 0 ms timer makes the blocked poll() return; the timer removes itself when it fires.
+  if (virEventAddTimeout(0, wake_once, nullptr, nullptr) < 0) virResetLastError();
+}
+
 void EventLoop::stop() noexcept {
   if (!thread_.joinable()) return;
   stopping_.store(true);
-  // A 0 ms timer makes the blocked poll() return; the timer removes itself when it fires.
-  if (virEventAddTimeout(0, wake_once, nullptr, nullptr) < 0) virResetLastError();
+  wake_event_loop();
   thread_.join();
   g_loop_running.store(false);
 }

@@ -33,4 +33,11 @@ class EventLoop {
   std::thread thread_;
 };
 
+// Makes the running loop start a fresh iteration (a one-shot 0 ms timer). Called after a
+// connection or event registration changes: the loop then rebuilds its poll set. (Seen with
+// libvirt 9.0: after libvirtd restarted and the connection was reopened — its socket reusing
+// the old descriptor number — events were not dispatched until the loop woke for another
+// reason.) Harmless when no loop runs.
+void wake_event_loop();
+
 }  // namespace armhive

@@ -1,6 +1,7 @@
 // End-to-end: a real aarch64 guest under the sandboxed libvirtd (scripts/libvirt-sandbox; this
 // process already runs inside its network namespace), booted from the tiny image catalogue.
 #include <libvirt/libvirt.h>
+#include <signal.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -9,11 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
+#include "base/process_runner.h"
 #include "daemon/virt/event_loop.h"
 #include "daemon/virt/host_discovery.h"
 #include "daemon/virt/libvirt_hypervisor.h"
@@ -323,6 +326,117 @@ TEST_CASE("a UEFI guest starts on AAVMF with its own vars file, removed with it"
   REQUIRE((*hv)->destroy_vm(spec.name).is_ok());
   CHECK_FALSE(fs::exists(paths.nvram));
   CHECK_FALSE(fs::exists(paths.overlay));
+  CHECK((*hv)->list_vm_files()->empty());
+  CHECK(remove_network((*hv)->connection(), net.name).is_ok());
+  fs::remove_all(state);
+}
+
+}  // namespace
+}  // namespace armhive
+
+namespace armhive {
+namespace {
+
+bool wait_until(const std::function<bool()>& cond, std::chrono::seconds limit) {
+  const auto deadline = Clock::now() + limit;
+  while (Clock::now() < deadline) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return cond();
+}
+
+TEST_CASE("after libvirtd restarts, the hypervisor reconnects and still sees its running VM",
+          "[virt][e2e][reconnect]") {
+  TinyImage img = load_tiny_image();
+  auto loop = EventLoop::start();
+  REQUIRE(loop.is_ok());
+  fs::path state = fs::path(env_or("ARMHIVE_E2E_STATE", fs::temp_directory_path().string())) /
+                   "virt-e2e-reconnect";
+  fs::remove_all(state);
+  LibvirtHypervisorOptions opts;
+  opts.uri = env_or("ARMHIVE_VIRT_E2E_URI", "qemu:///system");
+  opts.state_dir = (state / "vms").string();
+  opts.storage_pool = "armhive-virt-e2e-reconnect";
+  auto hv = LibvirtHypervisor::open(opts);
+  REQUIRE(hv.is_ok());
+  NetworkSpec net{"armhive-virt-e2e", "ahvirte2e0",   "10.231.7.1/24",
+                  "10.231.7.10",      "10.231.7.100", 1500};
+  REQUIRE(ensure_network((*hv)->connection(), net).is_ok());
+  VmSpec spec;
+  spec.name = "armhive-virt-e2e-rc";
+  spec.vm_id = "vm-virt-e2e-rc";
+  spec.pool = "reconnect";
+  spec.base_disk = img.disk;
+  spec.kernel = img.kernel;
+  spec.initrd = img.initrd;
+  spec.cmdline = img.cmdline;
+  spec.network = net.name;
+  REQUIRE((*hv)->create_vm(spec).is_ok());
+  REQUIRE((*hv)->list_vms()->size() == 1);
+
+  // Stop libvirtd (QEMU keeps running) and start a fresh one in this same namespace.
+  int64_t pid = 0;
+  {
+    std::ifstream in("/run/libvirtd.pid");
+    in >> pid;
+  }
+  REQUIRE(pid > 0);
+  REQUIRE(::kill(static_cast<pid_t>(pid), SIGTERM) == 0);
+  CHECK(wait_until(
+      [&] {
+        return !fs::exists("/proc/" + std::to_string(pid) + "/status") ||
+               read_file("/proc/" + std::to_string(pid) + "/status").find("State:\tZ") !=
+                   std::string::npos;
+      },
+      std::chrono::seconds(30)));
+  CHECK(wait_until([&] { return (*hv)->connection().disconnected(); }, std::chrono::seconds(30)));
+  CHECK((*hv)->list_vms().status().code() == ErrorCode::kUnavailable);
+
+  SubprocessRunner runner;
+  ProcessRequest start;
+  start.argv = {"libvirtd", "-d"};
+  start.env = {{"LIBVIRT_LOG_OUTPUTS", "3:file:/var/log/libvirt/libvirtd.log"}};
+  start.timeout = std::chrono::seconds(60);
+  auto started = runner.run(start);
+  REQUIRE(started.is_ok());
+  REQUIRE(started->exit_code == 0);
+
+  Result<std::vector<VmInfo>> vms = Status(ErrorCode::kUnavailable, "not yet");
+  CHECK(wait_until(
+      [&] {
+        vms = (*hv)->list_vms();
+        return vms.is_ok();
+      },
+      std::chrono::seconds(60)));
+  INFO(vms.status().to_string());
+  REQUIRE(vms.is_ok());
+  REQUIRE(vms->size() == 1);
+  CHECK(vms->front().name == spec.name);
+  CHECK(vms->front().vm_id == spec.vm_id);
+  CHECK(vms->front().running);
+  CHECK_FALSE((*hv)->connection().disconnected());
+  // The restarted libvirtd reconnects to QEMU and the agent in the background; a destroy racing
+  // with that stops the domain without a lifecycle event (libvirt 9.0). The agent answering
+  // again means it is done (and is what a user checks after a restart).
+  CHECK(wait_until([&] { return (*hv)->ping_agent(spec.name, std::chrono::seconds(2)).is_ok(); },
+                   std::chrono::seconds(120)));
+
+  // Events are re-registered on the new connection.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopped = false;
+  (*hv)->set_event_handler([&](const VmEvent& e) {
+    std::lock_guard lock(mu);
+    if (e.name == spec.name && e.kind == VmEventKind::kStopped) stopped = true;
+    cv.notify_all();
+  });
+  REQUIRE((*hv)->destroy_vm(spec.name).is_ok());
+  {
+    std::unique_lock lock(mu);
+    CHECK(cv.wait_for(lock, std::chrono::seconds(30), [&] { return stopped; }));
+  }
+  CHECK((*hv)->list_vms()->empty());
   CHECK((*hv)->list_vm_files()->empty());
   CHECK(remove_network((*hv)->connection(), net.name).is_ok());
   fs::remove_all(state);
