@@ -718,9 +718,22 @@ int run(int argc, char** argv) {
     auto r = client.get_benchmark(id);
     if (!r.is_ok()) return report(r.status(), o);
     if (json_out) {
-      std::cout << r->report_json << "\n";
-      auto full = nlohmann::json::parse(r->report_json, nullptr, false);
-      (void)full;
+      auto parsed = [](const std::string& text) {
+        auto j = nlohmann::json::parse(text.empty() ? "{}" : text, nullptr, false);
+        return j.is_discarded() ? nlohmann::json::object() : j;
+      };
+      print_json({{"id", r->id},
+                  {"lease_id", r->lease_id},
+                  {"owner", r->owner},
+                  {"vm_name", r->vm_name},
+                  {"pool", r->pool},
+                  {"host", r->host},
+                  {"state", r->state},
+                  {"error", r->error},
+                  {"created_at", r->created_at},
+                  {"finished_at", r->finished_at ? nlohmann::json(*r->finished_at) : nullptr},
+                  {"request", parsed(r->request_json)},
+                  {"report", parsed(r->report_json)}});
       return kExitOk;
     }
     std::cout << "Run:      " << r->id << "\nLease:    " << r->lease_id << " (" << r->vm_name

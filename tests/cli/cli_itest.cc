@@ -295,6 +295,10 @@ TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   CHECK(waited.err.find("succeeded") != std::string::npos);
   auto show = cli.run({"bench", "show", a});
   CHECK(show.out.find("State:    succeeded") != std::string::npos);
+  json shown = cli.run_json({"bench", "show", a});
+  CHECK(shown["state"] == "succeeded");
+  CHECK(shown["request"]["suites"] == json::array({"compression"}));
+  CHECK(shown["report"].is_object());
   CHECK(cli.run_json({"bench", "ls"}).size() == 3);
   auto report = cli.run({"bench", "report", a, "-o", (cli.home / "r.html").string()});
   CHECK(report.exit_code == 0);
