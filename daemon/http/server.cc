@@ -398,8 +398,15 @@ struct HttpServer::Impl {
         auto left =
             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
         if (left.count() <= 0) break;
+        auto slice_start = SteadyClock::now();
+        LeaseState before = lease.state;
         ARMHIVE_ASSIGN_OR_RETURN(
             lease, leases.wait_lease(id, std::min(left, std::chrono::milliseconds(1000))));
+        // A service that returns at once without a change must not turn this into a spin.
+        if (lease.state == before &&
+            SteadyClock::now() - slice_start < std::chrono::milliseconds(5)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
       }
     }
     write_json(res, 200, to_json(to_dto(lease)));
@@ -593,7 +600,12 @@ struct HttpServer::Impl {
           auto slice = stream->follow ? std::min<std::chrono::milliseconds>(options.event_keepalive,
                                                                             std::chrono::seconds(1))
                                       : std::chrono::milliseconds(0);
+          auto slice_start = SteadyClock::now();
           auto batch = leases.events_since(stream->cursor, slice);
+          if (stream->follow && batch.empty() &&
+              SteadyClock::now() - slice_start < std::chrono::milliseconds(5)) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));  // no spinning
+          }
           std::string out;
           for (const auto& e : batch) {
             stream->cursor = std::max(stream->cursor, e.seq);
