@@ -393,8 +393,11 @@ Result<std::string> LibvirtHypervisor::guest_address(std::string_view name) {
     std::string addr = first_ipv4(ifaces, n);
     if (!addr.empty()) return addr;
   }
-  if (!last.is_ok() && last.code() != ErrorCode::kUnprocessable) return last;
-  return Status(ErrorCode::kUnavailable, "the guest has no IPv4 address yet", std::string(name));
+  // Not there yet (no lease, agent not up) is the normal state of a booting guest: callers poll.
+  if (last.code() == ErrorCode::kNotFound) return last;  // the domain itself is gone
+  std::string msg = "the guest has no IPv4 address yet";
+  if (!last.is_ok()) msg += " (" + last.message() + ")";
+  return Status(ErrorCode::kUnavailable, std::move(msg), std::string(name));
 }
 
 Status LibvirtHypervisor::set_authorized_keys(std::string_view name, std::string_view user,

@@ -41,6 +41,8 @@ struct LibvirtHypervisorOptions {
 // caller (the engine's per-VM strand), as QEMU holds a per-domain job lock. Every guest-agent
 // call has a finite timeout. When the connection is found closed (libvirtd restarted), the
 // next call reconnects and re-registers events; calls racing with that get kUnavailable.
+// Events are a hint, not a guarantee: libvirt 9.0 drops the STOPPED event of a domain destroyed
+// while a restarted libvirtd is still reconnecting to it. Reconcile with list_vms().
 class LibvirtHypervisor final : public Hypervisor {
  public:
   static Result<std::unique_ptr<LibvirtHypervisor>> open(LibvirtHypervisorOptions options);
@@ -52,9 +54,14 @@ class LibvirtHypervisor final : public Hypervisor {
   Result<std::vector<std::string>> list_vm_files() override;
   Status set_lease(std::string_view name, std::string_view lease_id) override;
   Status ping_agent(std::string_view name, std::chrono::milliseconds timeout) override;
+  // kUnavailable while the guest has no IPv4 address (no DHCP lease, agent not up): poll.
   Result<std::string> guest_address(std::string_view name) override;
   Status set_authorized_keys(std::string_view name, std::string_view user,
                              const std::vector<std::string>& keys) override;
+  // guest-exec with captured output, polled every exec_poll_interval until request.timeout;
+  // then timed_out is set and the guest process is sent SIGKILL through the agent (best
+  // effort, needs /bin/kill in the guest). Each agent call is capped at 10 s, so the call can
+  // return up to ~10 s after the timeout.
   Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override;
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
   void set_event_handler(std::function<void(const VmEvent&)> handler) override;
