@@ -52,6 +52,16 @@ struct Cli {
   }
 };
 
+// A fake $HOME with an SSH key pair, removed at the end of the test.
+struct TempHome {
+  explicit TempHome(const char* name);
+  ~TempHome() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path path;
+};
+
 fs::path make_home(const char* name) {
   fs::path home = fs::temp_directory_path() / (std::string(name) + "-" + std::to_string(getpid()));
   fs::remove_all(home);
@@ -61,9 +71,12 @@ fs::path make_home(const char* name) {
   return home;
 }
 
+TempHome::TempHome(const char* name) : path(make_home(name)) {}
+
 TEST_CASE("cli: lease create, ls, show, renew and rm against a real server", "[cli]") {
   ApiFixture f;
-  Cli cli{f, f.ci_b, make_home("armhive-cli-1")};
+  TempHome home("armhive-cli-1");
+  Cli cli{f, f.ci_b, home.path};
   std::string key = (cli.home / ".ssh" / "id_ed25519.pub").string();
 
   json l = cli.run_json({"lease", "create", "--pool", "tiny", "--ttl", "2h", "--ssh-key", key,
@@ -110,7 +123,8 @@ TEST_CASE("cli: lease create, ls, show, renew and rm against a real server", "[c
 
 TEST_CASE("cli: API errors exit 2 and name the field or say what to fix", "[cli]") {
   ApiFixture f;
-  Cli cli{f, f.ci_b, make_home("armhive-cli-2")};
+  TempHome home("armhive-cli-2");
+  Cli cli{f, f.ci_b, home.path};
   auto bad_label = cli.run({"lease", "create", "--pool", "tiny", "--label", "Bad Key=x"});
   CHECK(bad_label.exit_code == 2);
   CHECK(bad_label.err.find("labels.Bad Key") != std::string::npos);
@@ -147,7 +161,8 @@ TEST_CASE("cli: API errors exit 2 and name the field or say what to fix", "[cli]
 
 TEST_CASE("cli: usage errors exit 1, an unreachable server exits 3", "[cli]") {
   ApiFixture f;
-  Cli cli{f, f.ci_b, make_home("armhive-cli-3")};
+  TempHome home("armhive-cli-3");
+  Cli cli{f, f.ci_b, home.path};
   CHECK(cli.run({}).exit_code == 1);
   CHECK(cli.run({"lease", "create"}).exit_code == 1);  // --pool is required
   auto ttl = cli.run({"lease", "create", "--pool", "tiny", "--ttl", "soon"});
@@ -169,7 +184,8 @@ TEST_CASE("cli: usage errors exit 1, an unreachable server exits 3", "[cli]") {
 
 TEST_CASE("cli: server and token come from flags, environment or the config file", "[cli]") {
   ApiFixture f;
-  fs::path home = make_home("armhive-cli-4");
+  TempHome temp("armhive-cli-4");
+  fs::path home = temp.path;
   Cli cli{f, "", home};
   fs::create_directories(home / ".config" / "armhive");
   std::ofstream(home / ".config" / "armhive" / "config.toml")
@@ -195,7 +211,8 @@ TEST_CASE("cli: server and token come from flags, environment or the config file
 
 TEST_CASE("cli: --wait follows a pending lease until ready, or times out with exit 4", "[cli]") {
   ApiFixture f;
-  Cli cli{f, f.ci_b, make_home("armhive-cli-5")};
+  TempHome home("armhive-cli-5");
+  Cli cli{f, f.ci_b, home.path};
   auto timeout = cli.run({"lease", "create", "--pool", "slow", "--wait", "--wait-timeout", "2s"});
   CHECK(timeout.exit_code == 4);
   // Not a terminal: plain progress lines rather than a spinner.
@@ -224,9 +241,38 @@ TEST_CASE("cli: --wait follows a pending lease until ready, or times out with ex
   CHECK(json::parse(waited.out)["state"] == "ready");
 }
 
+TEST_CASE("cli: --wait shows a spinner with the state and elapsed time on a terminal", "[cli]") {
+  if (access("/usr/bin/script", X_OK) != 0) {
+    WARN("util-linux script(1) is missing: no pseudo-terminal to test with");
+    return;
+  }
+  ApiFixture f;
+  TempHome home("armhive-cli-tty");
+  Cli cli{f, f.ci_b, home.path};
+  // script(1) runs the CLI on a pseudo-terminal and copies what it writes to our stdout.
+  std::string command =
+      std::string(ARMHIVE_CLI_PATH) + " lease create --pool slow --wait --wait-timeout 2s";
+  ProcessRequest req;
+  req.argv = {"/usr/bin/script", "-qec", command, "/dev/null"};
+  req.env = {{"HOME", cli.home.string()},
+             {"ARMHIVE_CONFIG", ""},
+             {"ARMHIVE_SERVER", f.url()},
+             {"ARMHIVE_TOKEN", f.ci_b}};
+  req.timeout = std::chrono::seconds(60);
+  SubprocessRunner runner;
+  auto r = runner.run(req);
+  REQUIRE(r.is_ok());
+  INFO(r->out << r->err);
+  CHECK(r->exit_code == 4);
+  CHECK(r->out.find("\r") != std::string::npos);  // redrawn in place
+  CHECK(r->out.find(": pending (waiting for capacity) ") != std::string::npos);
+  CHECK(r->out.find("still pending") != std::string::npos);
+}
+
 TEST_CASE("cli: exec propagates the remote exit code and output", "[cli]") {
   ApiFixture f;
-  Cli cli{f, f.ci_b, make_home("armhive-cli-6")};
+  TempHome home("armhive-cli-6");
+  Cli cli{f, f.ci_b, home.path};
   std::string id = cli.run({"lease", "create", "--pool", "tiny"}).out;
   id.pop_back();
   auto echo = cli.run({"exec", id, "--", "echo", "hello", "-n"});
@@ -259,7 +305,8 @@ TEST_CASE("cli: exec propagates the remote exit code and output", "[cli]") {
 
 TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   ApiFixture f;
-  Cli cli{f, f.ci_b, make_home("armhive-cli-7")};
+  TempHome home("armhive-cli-7");
+  Cli cli{f, f.ci_b, home.path};
   std::string id = cli.run({"lease", "create", "--pool", "tiny"}).out;
   id.pop_back();
 
