@@ -1077,6 +1077,17 @@ void LeaseEngine::recover() {
         auto lit = leases_.find(d.lease_id);
         adopt = lit != leases_.end() && lit->second.lease.vm_name == d.name;
       }
+      if (adopt && !d.vcpu_pins.empty()) {
+        // The running domain is the truth of where it runs; a database that disagrees is
+        // reported, and rewritten when the VM is adopted below.
+        Status agree = compare_recorded_pins(d.name, rit->second.cpus, d.vcpu_pins);
+        if (!agree.is_ok()) {
+          spdlog::warn("recovery: {}", agree.to_string());
+          Vm probe;
+          probe.record = rit->second;
+          emit_vm_locked("vm.pins_mismatch", probe, agree.message());
+        }
+      }
       if (adopt) {
         std::vector<int> pins = d.vcpu_pins.empty() ? rit->second.cpus : d.vcpu_pins;
         Status s = allocator_.adopt(d.name, pins, pit->second.config.cpu_policy);
@@ -1096,6 +1107,11 @@ void LeaseEngine::recover() {
       vm.record.lease_id = d.lease_id.empty() ? rit->second.lease_id : d.lease_id;
       if (const Placement* p = allocator_.find(d.name)) vm.placement = *p;
       vm.record.cpus = vm.placement.cpus();
+      auto bound = leases_.find(vm.record.lease_id);
+      if (bound != leases_.end() && bound->second.lease.cpus != vm.record.cpus) {
+        bound->second.lease.cpus = vm.record.cpus;
+        (void)store_.update(bound->second.lease);
+      }
       vm.strand = std::make_shared<Strand>(io_.get_executor());
       vm.boot_started = clock_.now();
       std::string name = d.name;

@@ -116,6 +116,11 @@ void FakeHypervisor::add_stray_files(const std::string& name) {
   files_.insert(name);
 }
 
+void FakeHypervisor::repin(const std::string& name, std::vector<int> pins) {
+  std::lock_guard lock(mu_);
+  domains_.at(name).spec.vcpu_pins = std::move(pins);
+}
+
 std::map<std::string, FakeHypervisor::Domain> FakeHypervisor::domains() const {
   std::lock_guard lock(mu_);
   return domains_;

@@ -42,6 +42,8 @@ class FakeHypervisor final : public Hypervisor {
   // Adds a domain the engine never made (an orphan) and a stray file set.
   void add_orphan(const std::string& name);
   void add_stray_files(const std::string& name);
+  // Re-pins a running domain behind the engine's back (as an operator with virsh might).
+  void repin(const std::string& name, std::vector<int> pins);
 
   std::map<std::string, Domain> domains() const;
   std::set<std::string> files() const;

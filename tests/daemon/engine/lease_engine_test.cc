@@ -239,23 +239,27 @@ TEST_CASE("a VM that fails to boot fails its lease and leaves nothing behind", "
   }
   CHECK(ended.state == LeaseState::kFailed);
   CHECK(ended.reason.find("injected create failure") != std::string::npos);
+  REQUIRE(h.engine->wait_idle(5s));  // the VM's cleanup may still run after the lease failed
   CHECK(h.hypervisor->domains().empty());
   CHECK(h.cores_held() == 0);
   CHECK(h.store->vms()->empty());
 }
 
 TEST_CASE("a pool whose VMs keep failing to boot backs off instead of looping", "[engine]") {
-  Harness h({ci_pool(1, 2)}, ":memory:", nullptr, 200ms);
+  // A 10 s backoff: after the first failed refill nothing is retried while the test runs.
+  Harness h({ci_pool(1, 2)}, ":memory:", nullptr, 10s);
   h.hypervisor->fail_create = true;
   h.start();
-  std::this_thread::sleep_for(1s);
-  // Backoff 200 ms doubling: at most a handful of attempts in a second (a loop makes thousands).
-  CHECK(h.hypervisor->creates() >= 1);
-  CHECK(h.hypervisor->creates() <= 4);
+  for (int i = 0; i < 1000 && h.hypervisor->creates() == 0; ++i) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(300ms);  // a loop would make hundreds of attempts meanwhile
+  CHECK(h.hypervisor->creates() == 1);
+  // A lease waits and says why instead of failing on a known-broken pool.
   Lease l = h.lease();
-  CHECK(h.engine->get_lease(l.id)->reason.find("backing off") != std::string::npos);
-  h.hypervisor->fail_create = false;
-  CHECK(h.wait_ready(l.id).state == LeaseState::kReady);
+  CHECK(l.state == LeaseState::kPending);
+  CHECK(h.engine->get_lease(l.id)->reason.find("backing off after 1 failed boot") !=
+        std::string::npos);
+  CHECK(h.hypervisor->creates() == 1);
+  CHECK(h.engine->release_lease(l.id)->state == LeaseState::kReleased);
 }
 
 TEST_CASE("a host that is down keeps leases waiting instead of failing them", "[engine]") {
@@ -289,6 +293,10 @@ TEST_CASE("a crashed guest fails its lease and the pool refills", "[engine]") {
   Lease l = h.lease();
   REQUIRE(l.state == LeaseState::kReady);
   h.hypervisor->crash(l.vm_name);
+  // The crash event is handled asynchronously: wait for its effect before settling.
+  for (int i = 0; i < 1000 && h.engine->get_lease(l.id)->state != LeaseState::kFailed; ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
   REQUIRE(h.settle(1));
   Lease failed = *h.engine->get_lease(l.id);
   CHECK(failed.state == LeaseState::kFailed);
@@ -362,8 +370,10 @@ TEST_CASE("restart re-adopts live VMs, destroys orphans and fails leases whose V
     lost_lease = b.id;
     h.engine->stop();  // like kill -9: VMs keep running, nothing is cleaned up
   }
-  // While the daemon is down: one VM vanishes, an orphan appears, stray files appear.
+  // While the daemon is down: one VM vanishes, an orphan appears, stray files appear, and the
+  // kept VM is re-pinned (to CPUs 14-15) so that the database no longer says where it runs.
   REQUIRE(hv->destroy_vm(lost_vm).is_ok());
+  hv->repin(kept, {14, 15});
   hv->add_orphan("armhive-vm-0rphan00");
   hv->add_stray_files("armhive-vm-5tray000");
   Harness h2({ci_pool(1, 4)}, db, hv);
@@ -377,6 +387,13 @@ TEST_CASE("restart re-adopts live VMs, destroys orphans and fails leases whose V
   CHECK_FALSE(hv->files().count("armhive-vm-5tray000"));
   // Cores were re-derived: the kept VM and the warm one hold 4, and no two VMs share one.
   CHECK(h2.cores_held() == 4);
+  // The disagreement was reported, and the lease now records where its VM really runs.
+  CHECK(h2.engine->get_lease(kept_lease)->cpus == std::vector<int>{14, 15});
+  bool reported = false;
+  for (const Event& e : h2.engine->events_since(0, 0ms)) {
+    reported = reported || (e.type == "vm.pins_mismatch" && e.vm_name == kept);
+  }
+  CHECK(reported);
   // The re-adopted lease can still be released normally.
   REQUIRE(h2.engine->release_lease(kept_lease).is_ok());
   REQUIRE(h2.settle(1));
