@@ -207,7 +207,38 @@ struct HttpServer::Impl {
     if (method == "GET") {
       server->Get(pattern, wrapped);
     } else if (method == "POST") {
-      server->Post(pattern, wrapped);
+      // Read the body ourselves: httplib 0.11 enforces its payload limit only for bodies with
+      // a Content-Length, not for chunked ones.
+      server->Post(pattern, [this, method, name, wrapped](const httplib::Request& req,
+                                                          httplib::Response& res,
+                                                          const httplib::ContentReader& reader) {
+        std::string body;
+        bool too_large = false;
+        bool ok = reader([&](const char* data, size_t len) {
+          if (body.size() + len > options.max_body_bytes) {
+            too_large = true;
+            return false;
+          }
+          body.append(data, len);
+          return true;
+        });
+        if (!ok || too_large) {
+          if (too_large || res.status == 413) {
+            write_problem(res, Status(ErrorCode::kPayloadTooLarge,
+                                      "the request body exceeds " +
+                                          std::to_string(options.max_body_bytes) + " bytes"));
+          } else {
+            write_problem(res, invalid_argument("body", "the request body could not be read"));
+          }
+          res.set_header("Connection", "close");
+          metrics.inc("armhive_api_requests_total",
+                      {{"method", method}, {"route", name}, {"code", std::to_string(res.status)}});
+          return;
+        }
+        httplib::Request with_body = req;  // `matches` still refers to req.path, which lives on
+        with_body.body = std::move(body);
+        wrapped(with_body, res);
+      });
     } else if (method == "DELETE") {
       server->Delete(pattern, wrapped);
     }

@@ -1,8 +1,8 @@
 #include <httplib.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
-#include <atomic>
 #include <regex>
 #include <thread>
 
@@ -159,6 +159,27 @@ TEST_CASE("http: bodies over the limit are 413 problems", "[http]") {
   std::string big = R"({"pool":"tiny","labels":{"x":")" + std::string(70 * 1024, 'a') + "\"}}";
   auto r = f.request("POST", "/v1/leases", f.ci_b, big);
   problem(r, 413);
+  // The same without a Content-Length (chunked transfer encoding).
+  httplib::Client cli(f.url());
+  size_t sent = 0;
+  auto chunked = cli.Post(
+      "/v1/leases", {{"Authorization", "Bearer " + f.ci_b}},
+      [&](size_t, httplib::DataSink& sink) {
+        std::string piece(8192, ' ');
+        if (sent > 256 * 1024) {
+          sink.done();
+          return true;
+        }
+        sent += piece.size();
+        return sink.write(piece.data(), piece.size());
+      },
+      "application/json");
+  if (chunked) {  // the server may also just close the connection on us
+    INFO(chunked->body);
+    CHECK(chunked->status == 413);
+    CHECK(chunked->get_header_value("Content-Type") == "application/problem+json");
+    CHECK(chunked->body.find("65536 bytes") != std::string::npos);
+  }
   // The server is still fine afterwards.
   CHECK(f.request("GET", "/healthz").status == 200);
 }
