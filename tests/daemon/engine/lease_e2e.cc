@@ -24,7 +24,10 @@ std::string e2e_state() {
   return s ? s : "/tmp/armhive-e2e";
 }
 
-const char* kDedicatedPool = R"(
+// One dedicated core (CPU 1 of this 2-CPU machine) for a one-VM pool; min_warm 1 keeps a warm
+// VM, 0 makes every lease boot cold.
+std::string pool_toml(int min_warm) {
+  return R"(
 [host.cpus]
 housekeeping = "0"
 dedicated = "1"
@@ -35,32 +38,13 @@ image = "tiny"
 vcpus = 1
 memory_mib = 384
 network = "armhive"
-min_warm = 1
 max = 1
 max_starting = 1
 default_ttl = "10m"
 max_ttl = "1h"
 cpu_policy = "dedicated"
-)";
-
-const char* kColdPool = R"(
-[host.cpus]
-housekeeping = "0"
-dedicated = "1"
-
-[[pools]]
-name = "ci"
-image = "tiny"
-vcpus = 1
-memory_mib = 384
-network = "armhive"
-min_warm = 0
-max = 1
-max_starting = 1
-default_ttl = "10m"
-max_ttl = "1h"
-cpu_policy = "dedicated"
-)";
+min_warm = )" + std::to_string(min_warm) + "\n";
+}
 
 // A fresh ed25519 key pair; returns the public key line.
 std::string make_key(const std::string& dir) {
@@ -122,7 +106,7 @@ std::set<std::string> vm_files(const std::string& state) {
 TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill and expiry",
           "[lease]") {
   std::string state = e2e_state() + "/lease-warm";
-  DaemonProcess daemon(state, e2e_state() + "/images", 18470, kDedicatedPool);
+  DaemonProcess daemon(state, e2e_state() + "/images", 18470, pool_toml(1));
   Status started = daemon.start();
   INFO(daemon.log());
   REQUIRE(started.is_ok());
@@ -215,7 +199,7 @@ TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill an
 TEST_CASE("kill -9 of the daemon while provisioning: restart converges, nothing leaks",
           "[recovery]") {
   std::string state = e2e_state() + "/lease-recovery";
-  DaemonProcess daemon(state, e2e_state() + "/images", 18471, kColdPool);
+  DaemonProcess daemon(state, e2e_state() + "/images", 18471, pool_toml(0));
   REQUIRE(daemon.start().is_ok());
   auto api = daemon.client();
   LeaseCreateRequest req;
@@ -251,7 +235,7 @@ TEST_CASE("kill -9 of the daemon while provisioning: restart converges, nothing 
 
 TEST_CASE("kill -9 of a guest's QEMU fails its lease and the pool refills", "[crash]") {
   std::string state = e2e_state() + "/lease-crash";
-  DaemonProcess daemon(state, e2e_state() + "/images", 18472, kDedicatedPool);
+  DaemonProcess daemon(state, e2e_state() + "/images", 18472, pool_toml(1));
   REQUIRE(daemon.start().is_ok());
   auto api = daemon.client();
   REQUIRE(eventually([&] { return api->pools().is_ok() && (*api->pools())[0].warm == 1; }, 240s));
