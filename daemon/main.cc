@@ -41,24 +41,32 @@ std::string machine_hostname() {
   return buf;
 }
 
-// Creates an admin token named "admin" on first start and writes its secret to `path` (0600),
-// so a fresh installation can be driven without a manual step. Never overwrites the file.
+// The admin token behind `bootstrap_token_file`: an operator-provided secret in that file is
+// installed (hashed) as token "admin"; without the file, a fresh installation creates the token
+// and writes its secret there (0600), so it can be driven without a manual step.
 Status bootstrap_admin(TokenStore& tokens, const std::string& path) {
   if (path.empty()) return Status::ok();
-  if (tokens.get("admin").is_ok() && std::filesystem::exists(path)) return Status::ok();
+  if (std::filesystem::exists(path)) {
+    auto secret = read_token_file(path);
+    if (!secret.is_ok()) return secret.status();
+    return install_bootstrap_token(tokens, *secret, "admin");
+  }
   if (tokens.get("admin").is_ok()) {
     return conflict("token 'admin' exists but " + path +
-                    " is missing: revoke it with `armhived token revoke admin` to re-bootstrap");
+                    " is missing: put its secret there, or revoke it with `armhived token revoke "
+                    "admin` to create a new one");
   }
   auto secret = tokens.create({.name = "admin", .role = TokenRole::kAdmin});
   if (!secret.is_ok()) return secret.status();
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::ofstream out(path, std::ios::trunc);
-  out << *secret << "\n";
-  out.close();
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << *secret << "\n";
+    if (!out) return unavailable("cannot write the bootstrap token", path);
+  }
   std::filesystem::permissions(path, std::filesystem::perms::owner_read |
-                                         std::filesystem::perms::owner_write);
-  if (!out) return unavailable("cannot write the bootstrap token", path);
+                                         std::filesystem::perms::owner_write, ec);
   spdlog::info("created admin token; its secret is in {}", path);
   return Status::ok();
 }
