@@ -12,9 +12,8 @@ namespace armhive {
 
 namespace {
 
-// The close callback's opaque pointer. libvirt owns it (freed through free_cookie when the
-// callback is unregistered or the connection goes), and it shares the flag with Connection, so
-// a late callback never touches freed memory.
+// The close callback's opaque pointer, owned by the connection's deleter (see open_raw). It
+// shares the flag with Connection, so a late callback never touches freed memory.
 struct CloseCookie {
   std::shared_ptr<std::atomic<bool>> closed;
 };
@@ -22,8 +21,6 @@ struct CloseCookie {
 void on_close(virConnectPtr /*conn*/, int /*reason*/, void* opaque) {
   static_cast<CloseCookie*>(opaque)->closed->store(true);
 }
-
-void free_cookie(void* opaque) { delete static_cast<CloseCookie*>(opaque); }
 
 struct Opened {
   ConnectPtr conn;
@@ -39,17 +36,18 @@ Result<Opened> open_raw(const std::string& uri) {
     return Status(ErrorCode::kUnavailable, s.message(), uri);
   }
   auto closed = std::make_shared<std::atomic<bool>>(false);
+  // We own the cookie, not libvirt: drivers without close callbacks (test:///) accept the
+  // registration without storing it and would never call a free function, so it is freed by
+  // the deleter below, after the callback is unregistered (libvirt no longer calls it then).
   auto* cookie = new CloseCookie{closed};
-  if (virConnectRegisterCloseCallback(raw, on_close, cookie, free_cookie) < 0) {
-    delete cookie;  // not registered: libvirt did not take it
-    virResetLastError();
-  }
+  if (virConnectRegisterCloseCallback(raw, on_close, cookie, nullptr) < 0) virResetLastError();
   // Interval 5 s, 3 unanswered probes: libvirtd gone for ~15 s closes the connection. Drivers
   // without keepalive (test:///) report an error or 1: not fatal.
   if (virConnectSetKeepAlive(raw, 5, 3) < 0) virResetLastError();
-  ConnectPtr conn(raw, [](virConnectPtr c) {
+  ConnectPtr conn(raw, [cookie](virConnectPtr c) {
     if (virConnectUnregisterCloseCallback(c, on_close) < 0) virResetLastError();
     virConnectClose(c);
+    delete cookie;
   });
   return Opened{std::move(conn), std::move(closed)};
 }

@@ -91,7 +91,8 @@ struct Harness {
 
   int cores_held() {
     int n = 0;
-    for (const CoreUse& c : engine->hosts()[0].cores) n += c.vm_name.empty() ? 0 : 1;
+    std::vector<HostView> hosts = engine->hosts();  // keep the views alive while iterating
+    for (const CoreUse& c : hosts[0].cores) n += c.vm_name.empty() ? 0 : 1;
     return n;
   }
 
