@@ -27,6 +27,7 @@
 #include "api/client.h"
 #include "api/json.h"
 #include "api/validation.h"
+#include "cli/bench_summary.h"
 #include "cli/config.h"
 #include "cli/table.h"
 
@@ -742,7 +743,7 @@ int run(int argc, char** argv) {
               << "\nFinished: " << r->finished_at.value_or("-") << "\nReport:   " << o.server
               << "/v1/benchmarks/" << r->id << "/report.html\n";
     auto rep = nlohmann::json::parse(r->report_json, nullptr, false);
-    if (!rep.is_discarded() && !rep.empty()) std::cout << dump_json(rep, 2) << "\n";
+    if (!rep.is_discarded()) print_bench_summary(rep, std::cout);
     return kExitOk;
   }
 
