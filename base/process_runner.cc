@@ -90,8 +90,8 @@ Result<ProcessResult> SubprocessRunner::run(const ProcessRequest& request) {
     for (int i = 0; i < nfds; ++i) {
       if (fds[i].revents == 0) continue;
       if (fds[i].fd == in_fd) {
-        ssize_t w = ::write(in_fd, request.stdin_data.data() + in_off,
-                            request.stdin_data.size() - in_off);
+        ssize_t w =
+            ::write(in_fd, request.stdin_data.data() + in_off, request.stdin_data.size() - in_off);
         if (w > 0) in_off += static_cast<size_t>(w);
         if (w < 0 || in_off >= request.stdin_data.size()) close_fd(in_fd);
         continue;
@@ -100,7 +100,10 @@ Result<ProcessResult> SubprocessRunner::run(const ProcessRequest& request) {
       if (got > 0) {
         (fds[i].fd == out_fd ? result.out : result.err).append(buf, static_cast<size_t>(got));
       } else if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
-        if (fds[i].fd == out_fd) close_fd(out_fd); else close_fd(err_fd);
+        if (fds[i].fd == out_fd)
+          close_fd(out_fd);
+        else
+          close_fd(err_fd);
       }
     }
   }

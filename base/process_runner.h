@@ -10,7 +10,7 @@
 namespace armhive {
 
 struct ProcessRequest {
-  std::vector<std::string> argv;           // argv[0] is looked up in PATH; never a shell
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH; never a shell
   std::string stdin_data;
   std::map<std::string, std::string> env;  // added to the inherited environment
   std::string cwd;                         // empty: inherit

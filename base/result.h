@@ -14,7 +14,7 @@ namespace armhive {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     if (std::get<Status>(v_).is_ok()) {
       std::fputs("armhive: Result constructed from an ok Status\n", stderr);
@@ -30,9 +30,18 @@ class [[nodiscard]] Result {
     return is_ok() ? kOkStatus : std::get<Status>(v_);
   }
 
-  T& value() & { check(); return std::get<T>(v_); }
-  const T& value() const& { check(); return std::get<T>(v_); }
-  T&& value() && { check(); return std::get<T>(std::move(v_)); }
+  T& value() & {
+    check();
+    return std::get<T>(v_);
+  }
+  const T& value() const& {
+    check();
+    return std::get<T>(v_);
+  }
+  T&& value() && {
+    check();
+    return std::get<T>(std::move(v_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }

@@ -5,7 +5,10 @@
 namespace armhive {
 
 Status::Status(ErrorCode code, std::string message, std::string context, std::string field)
-    : code_(code), message_(std::move(message)), context_(std::move(context)), field_(std::move(field)) {}
+    : code_(code),
+      message_(std::move(message)),
+      context_(std::move(context)),
+      field_(std::move(field)) {}
 
 Status Status::annotate(std::string_view what) const {
   if (is_ok()) return *this;
@@ -32,53 +35,92 @@ std::string Status::to_string() const {
 
 int http_status(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return 200;
-    case ErrorCode::kInvalidArgument: return 400;
-    case ErrorCode::kUnauthenticated: return 401;
-    case ErrorCode::kPermissionDenied: return 403;
-    case ErrorCode::kNotFound: return 404;
-    case ErrorCode::kConflict: return 409;
-    case ErrorCode::kPayloadTooLarge: return 413;
-    case ErrorCode::kUnprocessable: return 422;
-    case ErrorCode::kResourceExhausted: return 429;
-    case ErrorCode::kInternal: return 500;
-    case ErrorCode::kUnavailable: return 503;
-    case ErrorCode::kTimeout: return 504;
+    case ErrorCode::kOk:
+      return 200;
+    case ErrorCode::kInvalidArgument:
+      return 400;
+    case ErrorCode::kUnauthenticated:
+      return 401;
+    case ErrorCode::kPermissionDenied:
+      return 403;
+    case ErrorCode::kNotFound:
+      return 404;
+    case ErrorCode::kConflict:
+      return 409;
+    case ErrorCode::kPayloadTooLarge:
+      return 413;
+    case ErrorCode::kUnprocessable:
+      return 422;
+    case ErrorCode::kResourceExhausted:
+      return 429;
+    case ErrorCode::kInternal:
+      return 500;
+    case ErrorCode::kUnavailable:
+      return 503;
+    case ErrorCode::kTimeout:
+      return 504;
   }
   return 500;
 }
 
 ErrorCode code_from_http(int status) {
   switch (status) {
-    case 200: case 201: case 202: case 204: return ErrorCode::kOk;
-    case 400: return ErrorCode::kInvalidArgument;
-    case 401: return ErrorCode::kUnauthenticated;
-    case 403: return ErrorCode::kPermissionDenied;
-    case 404: return ErrorCode::kNotFound;
-    case 409: return ErrorCode::kConflict;
-    case 413: return ErrorCode::kPayloadTooLarge;
-    case 422: return ErrorCode::kUnprocessable;
-    case 429: return ErrorCode::kResourceExhausted;
-    case 503: return ErrorCode::kUnavailable;
-    case 504: return ErrorCode::kTimeout;
-    default: return ErrorCode::kInternal;
+    case 200:
+    case 201:
+    case 202:
+    case 204:
+      return ErrorCode::kOk;
+    case 400:
+      return ErrorCode::kInvalidArgument;
+    case 401:
+      return ErrorCode::kUnauthenticated;
+    case 403:
+      return ErrorCode::kPermissionDenied;
+    case 404:
+      return ErrorCode::kNotFound;
+    case 409:
+      return ErrorCode::kConflict;
+    case 413:
+      return ErrorCode::kPayloadTooLarge;
+    case 422:
+      return ErrorCode::kUnprocessable;
+    case 429:
+      return ErrorCode::kResourceExhausted;
+    case 503:
+      return ErrorCode::kUnavailable;
+    case 504:
+      return ErrorCode::kTimeout;
+    default:
+      return ErrorCode::kInternal;
   }
 }
 
 std::string_view code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidArgument: return "invalid-argument";
-    case ErrorCode::kUnauthenticated: return "unauthenticated";
-    case ErrorCode::kPermissionDenied: return "permission-denied";
-    case ErrorCode::kNotFound: return "not-found";
-    case ErrorCode::kConflict: return "conflict";
-    case ErrorCode::kPayloadTooLarge: return "payload-too-large";
-    case ErrorCode::kUnprocessable: return "unprocessable";
-    case ErrorCode::kResourceExhausted: return "resource-exhausted";
-    case ErrorCode::kInternal: return "internal";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidArgument:
+      return "invalid-argument";
+    case ErrorCode::kUnauthenticated:
+      return "unauthenticated";
+    case ErrorCode::kPermissionDenied:
+      return "permission-denied";
+    case ErrorCode::kNotFound:
+      return "not-found";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kPayloadTooLarge:
+      return "payload-too-large";
+    case ErrorCode::kUnprocessable:
+      return "unprocessable";
+    case ErrorCode::kResourceExhausted:
+      return "resource-exhausted";
+    case ErrorCode::kInternal:
+      return "internal";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kTimeout:
+      return "timeout";
   }
   return "internal";
 }

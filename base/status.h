@@ -8,18 +8,18 @@ namespace armhive {
 // Error codes map one-to-one to HTTP statuses (see http_status()). Keep the set small:
 // a code says what the caller can do about it, the message says what happened.
 enum class ErrorCode {
-  kOk,                  // 200
-  kInvalidArgument,     // 400: the request is malformed; `field` names the culprit
-  kUnauthenticated,     // 401
-  kPermissionDenied,    // 403
-  kNotFound,            // 404
-  kConflict,            // 409: the state does not allow it now (or the name is taken)
-  kPayloadTooLarge,     // 413
-  kUnprocessable,       // 422: well-formed but can never be satisfied (e.g. a VM larger than any host)
-  kResourceExhausted,   // 429: quota or capacity
-  kInternal,            // 500: a broken promise of ours (not a broken invariant: those abort)
-  kUnavailable,         // 503: the environment failed (libvirt down, guest unreachable); retryable
-  kTimeout,             // 504
+  kOk,                // 200
+  kInvalidArgument,   // 400: the request is malformed; `field` names the culprit
+  kUnauthenticated,   // 401
+  kPermissionDenied,  // 403
+  kNotFound,          // 404
+  kConflict,          // 409: the state does not allow it now (or the name is taken)
+  kPayloadTooLarge,   // 413
+  kUnprocessable,  // 422: well-formed but can never be satisfied (e.g. a VM larger than any host)
+  kResourceExhausted,  // 429: quota or capacity
+  kInternal,           // 500: a broken promise of ours (not a broken invariant: those abort)
+  kUnavailable,        // 503: the environment failed (libvirt down, guest unreachable); retryable
+  kTimeout,            // 504
 };
 
 // Status: the outcome of an operation that can fail for environmental reasons.
@@ -68,8 +68,8 @@ Status internal_error(std::string message, std::string context = {});
 }  // namespace armhive
 
 // Propagate a failed Status from an expression returning Status.
-#define ARMHIVE_RETURN_IF_ERROR(expr)               \
-  do {                                              \
-    ::armhive::Status armhive_status_ = (expr);     \
+#define ARMHIVE_RETURN_IF_ERROR(expr)                     \
+  do {                                                    \
+    ::armhive::Status armhive_status_ = (expr);           \
     if (!armhive_status_.is_ok()) return armhive_status_; \
   } while (0)

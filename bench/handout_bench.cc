@@ -10,16 +10,17 @@
 //
 // Results: JSON with p50/p90/p99/max/mean per mode, summarised in BENCHMARKS.md.
 
-#include <CLI/CLI.hpp>
 #include <httplib.h>
-#include <regex>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
+#include <regex>
 #include <thread>
 
 #include "api/client.h"
@@ -35,7 +36,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 const std::string kKey =
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk2b2hDb3JlS2V5Rm9yVGVzdHNPbmx5MTIzNDU2Nzg5 bench@armhive";
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk2b2hDb3JlS2V5Rm9yVGVzdHNPbmx5MTIzNDU2Nzg5 "
+    "bench@armhive";
 
 nlohmann::json summarise(std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
@@ -46,8 +48,11 @@ nlohmann::json summarise(std::vector<double> ms) {
   };
   double sum = 0;
   for (double v : ms) sum += v;
-  return {{"n", ms.size()},         {"p50_ms", pct(0.50)}, {"p90_ms", pct(0.90)},
-          {"p99_ms", pct(0.99)},    {"max_ms", ms.empty() ? 0 : ms.back()},
+  return {{"n", ms.size()},
+          {"p50_ms", pct(0.50)},
+          {"p90_ms", pct(0.90)},
+          {"p99_ms", pct(0.99)},
+          {"max_ms", ms.empty() ? 0 : ms.back()},
           {"mean_ms", ms.empty() ? 0 : sum / static_cast<double>(ms.size())}};
 }
 
@@ -95,7 +100,8 @@ struct InProcess {
     options.pools = {pool};
     options.agent_poll = std::chrono::milliseconds(1);
     HostTopology host = lx2160a_topology();
-    ARMHIVE_ASSIGN_OR_RETURN(CoreAllocator alloc, CoreAllocator::create(host, default_cpu_sets(host)));
+    ARMHIVE_ASSIGN_OR_RETURN(CoreAllocator alloc,
+                             CoreAllocator::create(host, default_cpu_sets(host)));
     engine = std::make_unique<LeaseEngine>(
         options, hypervisor, *store, std::move(alloc),
         [](const std::string& name) -> Result<BootImage> {
@@ -169,8 +175,8 @@ int run_in_process(int leases, nlohmann::json& out) {
   return 0;
 }
 
-int run_against_daemon(const std::string& server, const std::string& token,
-                       const std::string& pool, int leases, nlohmann::json& out) {
+int run_against_daemon(const std::string& server, const std::string& token, const std::string& pool,
+                       int leases, nlohmann::json& out) {
   auto client = Client::create({.server = server, .token = token});
   if (!client.is_ok()) return 1;
   auto warm = [&]() {
@@ -210,8 +216,8 @@ int run_against_daemon(const std::string& server, const std::string& token,
     std::map<std::string, std::pair<double, double>> phases;  // phase -> (sum, count)
     std::regex line(R"re(armhive_boot_phase_seconds_(sum|count)\{([^}]*)\} ([0-9.eE+-]+))re");
     std::regex phase_label(R"re(phase="([a-z]+)")re");
-    for (std::sregex_iterator it(metrics->body.begin(), metrics->body.end(), line), end;
-         it != end; ++it) {
+    for (std::sregex_iterator it(metrics->body.begin(), metrics->body.end(), line), end; it != end;
+         ++it) {
       std::smatch p;
       std::string labels = (*it)[2];
       if (!std::regex_search(labels, p, phase_label)) continue;

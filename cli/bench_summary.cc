@@ -53,7 +53,8 @@ void print_bench_summary(const nlohmann::json& report, std::ostream& out) {
   const nlohmann::json& net = report.contains("network") ? report["network"] : nlohmann::json();
   if (net.is_object() && net.contains("runs") && !net["runs"].empty()) {
     out << "\nNetwork (" << net.value("iperf3_version", std::string("iperf3")) << ")\n";
-    Table t({"DIRECTION", "MTU", "STREAMS", "SECONDS", "GBIT/S", "RETRANSMITS", "BUSIEST HOST CORE"});
+    Table t(
+        {"DIRECTION", "MTU", "STREAMS", "SECONDS", "GBIT/S", "RETRANSMITS", "BUSIEST HOST CORE"});
     for (const auto& run : net["runs"]) {
       const nlohmann::json& total = run.contains("total") ? run["total"] : nlohmann::json();
       std::string gbits = "-", retrans = "-";
@@ -66,7 +67,8 @@ void print_bench_summary(const nlohmann::json& report, std::ostream& out) {
       }
       t.add({run.value("direction", std::string("-")), std::to_string(run.value("mtu", 0)),
              std::to_string(run.value("streams", 0)), std::to_string(run.value("duration_s", 0)),
-             gbits, retrans, busiest_core(run.contains("host_cpu") ? run["host_cpu"] : nlohmann::json())});
+             gbits, retrans,
+             busiest_core(run.contains("host_cpu") ? run["host_cpu"] : nlohmann::json())});
     }
     t.print(out);
   }
@@ -91,11 +93,13 @@ void print_bench_summary(const nlohmann::json& report, std::ostream& out) {
       }
     };
     add_rows("guest", comp["guest"]);
-    if (comp.contains("host") && comp["host"].is_object() && comp["host"].value("available", false)) {
+    if (comp.contains("host") && comp["host"].is_object() &&
+        comp["host"].value("available", false)) {
       add_rows("host", comp["host"].value("results", nlohmann::json::array()));
     }
     t.print(out);
-    if (comp.contains("host") && comp["host"].is_object() && !comp["host"].value("available", false)) {
+    if (comp.contains("host") && comp["host"].is_object() &&
+        !comp["host"].value("available", false)) {
       out << "host: " << comp["host"].value("reason", std::string("not run")) << "\n";
     }
   }

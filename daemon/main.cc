@@ -2,13 +2,13 @@
 // Everything with behaviour lives in the module libraries; this file only connects them.
 
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <spdlog/spdlog.h>
 
 #include "base/metrics.h"
 #include "base/process_runner.h"
@@ -65,8 +65,8 @@ Status bootstrap_admin(TokenStore& tokens, const std::string& path) {
     out << *secret << "\n";
     if (!out) return unavailable("cannot write the bootstrap token", path);
   }
-  std::filesystem::permissions(path, std::filesystem::perms::owner_read |
-                                         std::filesystem::perms::owner_write, ec);
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
   spdlog::info("created admin token; its secret is in {}", path);
   return Status::ok();
 }
@@ -126,15 +126,16 @@ int serve(const DaemonConfig& config) {
   if (!sets.is_ok()) return fail(sets.status(), "CPU sets");
   auto allocator = CoreAllocator::create(*topology, *sets);
   if (!allocator.is_ok()) return fail(allocator.status(), "CPU allocator");
-  spdlog::info("CPUs: housekeeping {}, dedicated {}, shared {}", format_cpu_list(sets->housekeeping),
-               format_cpu_list(sets->dedicated), format_cpu_list(sets->shared));
+  spdlog::info("CPUs: housekeeping {}, dedicated {}, shared {}",
+               format_cpu_list(sets->housekeeping), format_cpu_list(sets->dedicated),
+               format_cpu_list(sets->shared));
 
   CatalogImageSource images(config.catalog_dir());
   for (const PoolConfig& p : config.pools) {
     auto image = images.resolve(p.image);
     if (!image.is_ok()) {
-      spdlog::warn("pool {}: image '{}' not usable yet ({}); its leases will wait", p.name,
-                   p.image, image.status().message());
+      spdlog::warn("pool {}: image '{}' not usable yet ({}); its leases will wait", p.name, p.image,
+                   image.status().message());
     }
   }
 
@@ -145,9 +146,10 @@ int serve(const DaemonConfig& config) {
   engine_options.threads = config.threads;
   engine_options.boot_timeout = config.boot_timeout;
   engine_options.reconcile_period = config.reconcile_period;
-  LeaseEngine engine(engine_options, **hypervisor, **leases, std::move(allocator).value(),
-                     [&images](const std::string& name) { return images.resolve(name); }, clock,
-                     &metrics, topology->hostname);
+  LeaseEngine engine(
+      engine_options, **hypervisor, **leases, std::move(allocator).value(),
+      [&images](const std::string& name) { return images.resolve(name); }, clock, &metrics,
+      topology->hostname);
   if (Status s = engine.start(); !s.is_ok()) return fail(s, "lease engine");
 
   SubprocessRunner runner;

@@ -71,7 +71,9 @@ bool BenchmarkRunner::stopping() const {
 Status BenchmarkRunner::save(const BenchmarkRun& run) const {
   std::error_code ec;
   fs::create_directories(options_.runs_dir, ec);
-  if (ec) return unavailable("cannot create " + options_.runs_dir + ": " + ec.message(), options_.runs_dir);
+  if (ec)
+    return unavailable("cannot create " + options_.runs_dir + ": " + ec.message(),
+                       options_.runs_dir);
   fs::path final_path = fs::path(options_.runs_dir) / (run.id + ".json");
   fs::path tmp = final_path;
   tmp += ".tmp";
@@ -81,7 +83,8 @@ Status BenchmarkRunner::save(const BenchmarkRun& run) const {
     if (!out) return unavailable("cannot write " + tmp.string(), tmp.string());
   }
   fs::rename(tmp, final_path, ec);
-  if (ec) return unavailable("cannot rename " + tmp.string() + ": " + ec.message(), final_path.string());
+  if (ec)
+    return unavailable("cannot rename " + tmp.string() + ": " + ec.message(), final_path.string());
   return Status::ok();
 }
 
@@ -100,11 +103,14 @@ void BenchmarkRunner::update(const BenchmarkRun& run) {
 Status BenchmarkRunner::load() {
   std::error_code ec;
   fs::create_directories(options_.runs_dir, ec);
-  if (ec) return unavailable("cannot create " + options_.runs_dir + ": " + ec.message(), options_.runs_dir);
+  if (ec)
+    return unavailable("cannot create " + options_.runs_dir + ": " + ec.message(),
+                       options_.runs_dir);
   std::vector<BenchmarkRun> interrupted;
   {
     std::lock_guard lock(mu_);
-    for (fs::directory_iterator it(options_.runs_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    for (fs::directory_iterator it(options_.runs_dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
       if (it->path().extension() != ".json") continue;
       std::ifstream in(it->path());
       std::stringstream text;
@@ -152,9 +158,10 @@ Result<BenchmarkRun> BenchmarkRunner::start(const BenchmarkRequest& request) {
     if (stopping_) return unavailable("the benchmark service is shutting down");
     if (auto q = queues_.find(target->vm_name);
         q != queues_.end() && q->second.jobs.size() >= options_.max_queued_per_vm) {
-      return Status(ErrorCode::kResourceExhausted,
-                    std::to_string(q->second.jobs.size()) + " benchmark runs are already queued for this VM",
-                    target->vm_name);
+      return Status(
+          ErrorCode::kResourceExhausted,
+          std::to_string(q->second.jobs.size()) + " benchmark runs are already queued for this VM",
+          target->vm_name);
     }
     do {
       run.id = new_run_id();
@@ -214,8 +221,9 @@ void BenchmarkRunner::execute(const Job& job) {
   rep["schema"] = kReportSchema;
   rep["emulated"] = t.emulated;
   if (t.emulated) {
-    rep["emulation_note"] = "the " + t.guest_arch + " guest runs under QEMU TCG (software emulation) on a " +
-                            t.host_arch + " host: every guest figure is EMULATED and says nothing about Arm "
+    rep["emulation_note"] = "the " + t.guest_arch +
+                            " guest runs under QEMU TCG (software emulation) on a " + t.host_arch +
+                            " host: every guest figure is EMULATED and says nothing about Arm "
                             "hardware";
   }
   rep["settings"] = {{"host", t.host},
@@ -319,7 +327,8 @@ Result<nlohmann::json> BenchmarkRunner::compare(const std::vector<std::string>& 
   return compare_benchmark_runs(runs);
 }
 
-Result<BenchmarkRun> BenchmarkRunner::wait(const std::string& id, std::chrono::milliseconds timeout) {
+Result<BenchmarkRun> BenchmarkRunner::wait(const std::string& id,
+                                           std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   auto done = [&] {
     auto it = runs_.find(id);

@@ -18,17 +18,17 @@
 namespace armhive {
 
 struct BenchmarkRunnerOptions {
-  std::string runs_dir;              // one RUN_ID.json per run; created if missing
-  std::string proc_root = "/proc";   // host CPU sampler
-  std::string sys_root = "/sys";     // host temperature sensors
-  int iperf3_port = 5201;            // the guest server's port
+  std::string runs_dir;                  // one RUN_ID.json per run; created if missing
+  std::string proc_root = "/proc";       // host CPU sampler
+  std::string sys_root = "/sys";         // host temperature sensors
+  int iperf3_port = 5201;                // the guest server's port
   std::string guest_interface = "eth0";  // for `ip link set dev IF mtu M` when MTUs are given
   std::string guest_run_dir = "/run";    // where the guest server's pidfile goes
-  int zstd_seconds = 1;              // zstd -i<s>: minimum seconds per measurement
+  int zstd_seconds = 1;                  // zstd -i<s>: minimum seconds per measurement
   std::chrono::milliseconds guest_command_timeout{std::chrono::seconds(30)};
   std::chrono::milliseconds zstd_timeout{std::chrono::minutes(5)};  // per zstd run
-  size_t max_queued_per_vm = 8;      // start() answers kResourceExhausted beyond this
-  int client_connect_attempts = 3;   // the daemonised server may not listen yet
+  size_t max_queued_per_vm = 8;     // start() answers kResourceExhausted beyond this
+  int client_connect_attempts = 3;  // the daemonised server may not listen yet
   std::chrono::milliseconds client_retry_delay{std::chrono::milliseconds(500)};
 };
 
@@ -77,7 +77,7 @@ class BenchmarkRunner final : public BenchmarkService {
   void worker(std::string vm_name);
   void execute(const Job& job);
   bool stopping() const;
-  void update(const BenchmarkRun& run);      // stores in memory + on disk, notifies waiters
+  void update(const BenchmarkRun& run);  // stores in memory + on disk, notifies waiters
   Status save(const BenchmarkRun& run) const;
   Result<std::vector<BenchmarkRun>> collect(const std::vector<std::string>& ids);
 
@@ -90,8 +90,8 @@ class BenchmarkRunner final : public BenchmarkService {
   mutable std::mutex mu_;
   std::condition_variable changed_;
   bool stopping_ = false;
-  std::map<std::string, BenchmarkRun> runs_;   // by id
-  std::map<std::string, VmQueue> queues_;      // by vm_name
+  std::map<std::string, BenchmarkRun> runs_;  // by id
+  std::map<std::string, VmQueue> queues_;     // by vm_name
 };
 
 }  // namespace armhive

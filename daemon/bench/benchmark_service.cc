@@ -35,7 +35,8 @@ Status read_int(const json& obj, std::string_view prefix, const char* key, int& 
 Status read_bool(const json& obj, std::string_view prefix, const char* key, bool& out) {
   auto it = obj.find(key);
   if (it == obj.end()) return Status::ok();
-  if (!it->is_boolean()) return invalid_argument(std::string(prefix) + "." + key, "must be a boolean");
+  if (!it->is_boolean())
+    return invalid_argument(std::string(prefix) + "." + key, "must be a boolean");
   out = it->get<bool>();
   return Status::ok();
 }
@@ -43,7 +44,8 @@ Status read_bool(const json& obj, std::string_view prefix, const char* key, bool
 Status in_range(std::string field, int v, int lo, int hi) {
   if (v < lo || v > hi) {
     return invalid_argument(std::move(field), "must be between " + std::to_string(lo) + " and " +
-                                                  std::to_string(hi) + ", got " + std::to_string(v));
+                                                  std::to_string(hi) + ", got " +
+                                                  std::to_string(v));
   }
   return Status::ok();
 }
@@ -71,10 +73,14 @@ std::optional<TimePoint> parse_rfc3339(const std::string& s) {
 
 std::string_view to_string(BenchmarkState s) {
   switch (s) {
-    case BenchmarkState::kQueued: return "queued";
-    case BenchmarkState::kRunning: return "running";
-    case BenchmarkState::kSucceeded: return "succeeded";
-    case BenchmarkState::kFailed: return "failed";
+    case BenchmarkState::kQueued:
+      return "queued";
+    case BenchmarkState::kRunning:
+      return "running";
+    case BenchmarkState::kSucceeded:
+      return "succeeded";
+    case BenchmarkState::kFailed:
+      return "failed";
   }
   return "unknown";
 }
@@ -94,7 +100,8 @@ Status validate_benchmark_request(const BenchmarkRequest& r) {
     if (s != kSuiteNetwork && s != kSuiteCompression) {
       return invalid_argument("suites", "unknown suite \"" + s + "\" (network, compression)");
     }
-    if (!seen.insert(s).second) return invalid_argument("suites", "suite \"" + s + "\" given twice");
+    if (!seen.insert(s).second)
+      return invalid_argument("suites", "suite \"" + s + "\" given twice");
   }
   const auto& n = r.network;
   ARMHIVE_RETURN_IF_ERROR(in_range("network.streams", n.streams, 1, 128));
@@ -130,8 +137,9 @@ Result<BenchmarkRequest> benchmark_request_from_json(const json& body) {
   }
   if (auto it = body.find("network"); it != body.end()) {
     if (!it->is_object()) return invalid_argument("network", "must be an object");
-    ARMHIVE_RETURN_IF_ERROR(check_members(
-        *it, "network", {"streams", "duration_s", "interval_s", "cport", "both_directions", "mtus"}));
+    ARMHIVE_RETURN_IF_ERROR(
+        check_members(*it, "network",
+                      {"streams", "duration_s", "interval_s", "cport", "both_directions", "mtus"}));
     auto& n = r.network;
     ARMHIVE_RETURN_IF_ERROR(read_int(*it, "network", "streams", n.streams));
     ARMHIVE_RETURN_IF_ERROR(read_int(*it, "network", "duration_s", n.duration_s));

@@ -2,12 +2,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "daemon/core/clock.h"
@@ -36,9 +35,9 @@ struct NetworkOptions {
 };
 
 struct CompressionOptions {
-  int level = 3;                // zstd -b<level>, 1..19
-  int repeats = 5;              // independent zstd runs per thread count, 1..50
-  bool multi_thread = true;     // also run with -T<vcpus>
+  int level = 3;             // zstd -b<level>, 1..19
+  int repeats = 5;           // independent zstd runs per thread count, 1..50
+  bool multi_thread = true;  // also run with -T<vcpus>
 };
 
 struct BenchmarkRequest {
@@ -55,18 +54,19 @@ std::string_view to_string(BenchmarkState s);
 std::optional<BenchmarkState> benchmark_state_from_string(std::string_view s);
 
 struct BenchmarkRun {
-  std::string id;         // "b-" + 12 hex
+  std::string id;  // "b-" + 12 hex
   std::string lease_id;
   std::string owner;
   std::string vm_name;
   std::string pool;
   std::string host;
   BenchmarkState state = BenchmarkState::kQueued;
-  std::string error;      // set when failed: what failed and why, for humans
+  std::string error;  // set when failed: what failed and why, for humans
   TimePoint created_at;
   TimePoint finished_at;  // epoch while not finished
   BenchmarkRequest request;
-  nlohmann::json report = nlohmann::json::object();  // README.md "Report JSON"; partial while running
+  nlohmann::json report =
+      nlohmann::json::object();  // README.md "Report JSON"; partial while running
 };
 
 struct BenchmarkFilter {
@@ -76,7 +76,7 @@ struct BenchmarkFilter {
   std::optional<std::string> pool;
   std::optional<std::string> host;
   std::optional<BenchmarkState> state;
-  size_t limit = 100;     // newest first
+  size_t limit = 100;  // newest first
 };
 
 class BenchmarkService {
@@ -105,8 +105,8 @@ class BenchmarkService {
 // members are rejected. lease_id and owner are not read from the body: the caller sets them.
 // Errors are kInvalidArgument with field set, e.g. "network.streams".
 Result<BenchmarkRequest> benchmark_request_from_json(const nlohmann::json& body);
-nlohmann::json to_json(const BenchmarkRequest& request);  // without lease_id/owner
-Status validate_benchmark_request(const BenchmarkRequest& request);         // also checks lease_id is set
+nlohmann::json to_json(const BenchmarkRequest& request);             // without lease_id/owner
+Status validate_benchmark_request(const BenchmarkRequest& request);  // also checks lease_id is set
 
 nlohmann::json to_json(const BenchmarkRun& run);
 Result<BenchmarkRun> benchmark_run_from_json(const nlohmann::json& j);

@@ -86,7 +86,7 @@ Result<std::map<int, ProcCpuTimes>> read_proc_stat(const std::string& proc_root)
 }
 
 std::vector<CoreCpuSplit> cpu_split(const std::map<int, ProcCpuTimes>& before,
-                                 const std::map<int, ProcCpuTimes>& after) {
+                                    const std::map<int, ProcCpuTimes>& after) {
   std::vector<CoreCpuSplit> out;
   for (const auto& [cpu, a] : after) {
     auto it = before.find(cpu);

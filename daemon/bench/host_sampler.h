@@ -35,7 +35,7 @@ struct CoreCpuSplit {
   uint64_t ticks = 0;
 };
 std::vector<CoreCpuSplit> cpu_split(const std::map<int, ProcCpuTimes>& before,
-                                 const std::map<int, ProcCpuTimes>& after);
+                                    const std::map<int, ProcCpuTimes>& after);
 
 struct HostCpuUsage {
   std::vector<CoreCpuSplit> cores;                 // over the whole sampled span

@@ -1,7 +1,6 @@
 #include "daemon/bench/iperf3_parser.h"
 
 #include <map>
-
 #include <nlohmann/json.hpp>
 
 namespace armhive {
@@ -32,7 +31,8 @@ std::optional<int64_t> opt_int(const json& j, const char* key) {
 Result<IperfResult> parse_iperf3_json(std::string_view text) {
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
-    return invalid_argument("iperf3", "iperf3 output is not complete JSON (truncated or not -J output)");
+    return invalid_argument("iperf3",
+                            "iperf3 output is not complete JSON (truncated or not -J output)");
   }
   try {
     if (auto e = doc.find("error"); e != doc.end() && e->is_string()) {

@@ -15,7 +15,7 @@ namespace armhive {
 
 struct IperfStreamSample {
   int socket = 0;
-  int local_port = 0;         // from start.connected; 0 if unknown
+  int local_port = 0;  // from start.connected; 0 if unknown
   uint64_t bytes = 0;
   double bits_per_second = 0;
   std::optional<int64_t> retransmits;  // only on the sending side
@@ -47,8 +47,8 @@ struct IperfCpu {
 };
 
 struct IperfResult {
-  std::string version;         // "iperf 3.12"
-  bool reverse = false;        // -R: the server (remote) sent
+  std::string version;   // "iperf 3.12"
+  bool reverse = false;  // -R: the server (remote) sent
   int num_streams = 0;
   double duration_s = 0;
   std::vector<int> local_ports;

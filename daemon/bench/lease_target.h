@@ -13,20 +13,20 @@ namespace armhive {
 // lease, its pool config, the host topology and the image manifest) through a
 // LeaseTargetResolver passed to BenchmarkRunner. Plain data.
 struct LeaseTarget {
-  std::string vm_name;           // libvirt domain name, for Hypervisor::exec
-  std::string address;           // guest IPv4, reachable from the host running armhived
+  std::string vm_name;  // libvirt domain name, for Hypervisor::exec
+  std::string address;  // guest IPv4, reachable from the host running armhived
   std::string pool;
-  std::string host;              // host name as shown in reports
-  std::string host_arch;         // "x86_64", "aarch64"
+  std::string host;       // host name as shown in reports
+  std::string host_arch;  // "x86_64", "aarch64"
   std::string guest_arch = "aarch64";
-  std::vector<int> cpus;         // host CPUs pinned to the VM (empty: not pinned)
+  std::vector<int> cpus;               // host CPUs pinned to the VM (empty: not pinned)
   std::vector<int> housekeeping_cpus;  // host CPUs for IRQs / emulator threads, if known
   int vcpus = 1;
-  int mtu = 1500;                // configured MTU of the guest NIC
-  bool emulated = false;         // TCG (no KVM): every guest figure is EMULATED
+  int mtu = 1500;         // configured MTU of the guest NIC
+  bool emulated = false;  // TCG (no KVM): every guest figure is EMULATED
   // The image's deterministic compression corpus (images/ manifest "corpus").
   std::string corpus_path = "/usr/share/armhive/corpus.bin";
-  uint64_t corpus_bytes = 0;     // 0 = unknown
+  uint64_t corpus_bytes = 0;  // 0 = unknown
   uint64_t corpus_seed = 0;
   std::string corpus_sha256;
   std::string corpus_description;  // e.g. "armhive-corpus v1: mixed text/random/zeros"

@@ -34,8 +34,8 @@ std::optional<double> opt_num(const json& j, const char* key) {
 
 std::string csv_cell(std::string_view v) {
   std::string s(v);
-  if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' ||
-                     s[0] == '\r')) {
+  if (!s.empty() &&
+      (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r')) {
     // A leading sign on a plain number is harmless; anything else could be a formula.
     bool numeric = s.size() > 1 && s.find_first_not_of("0123456789.eE+-") == std::string::npos;
     if (!numeric) s = "'" + s;
@@ -59,9 +59,8 @@ std::string csv_num(const std::optional<double>& v, int decimals) {
 
 json host_cpu_json(const HostCpuUsage& usage) {
   auto core = [](const CoreCpuSplit& c) {
-    return json{{"cpu", c.cpu},         {"user", c.user}, {"system", c.system},
-                {"irq", c.irq},         {"softirq", c.softirq}, {"idle", c.idle},
-                {"other", c.other}};
+    return json{{"cpu", c.cpu},         {"user", c.user}, {"system", c.system}, {"irq", c.irq},
+                {"softirq", c.softirq}, {"idle", c.idle}, {"other", c.other}};
   };
   json cores = json::array();
   for (const auto& c : usage.cores) cores.push_back(core(c));
@@ -70,15 +69,19 @@ json host_cpu_json(const HostCpuUsage& usage) {
   // ~400k numbers); the whole-run split per core is always there.
   size_t cells = usage.periods.empty() ? 0 : usage.periods.size() * usage.periods.front().size();
   if (cells > kMaxCpuPeriodCells) {
-    return json{{"available", true}, {"period_s", usage.period_s}, {"cores", cores},
-                {"periods", json::array()}, {"periods_omitted", usage.periods.size()}};
+    return json{{"available", true},
+                {"period_s", usage.period_s},
+                {"cores", cores},
+                {"periods", json::array()},
+                {"periods_omitted", usage.periods.size()}};
   }
   for (const auto& p : usage.periods) {
     json one = json::array();
     for (const auto& c : p) one.push_back(core(c));
     periods.push_back(one);
   }
-  return json{{"available", true}, {"period_s", usage.period_s}, {"cores", cores}, {"periods", periods}};
+  return json{
+      {"available", true}, {"period_s", usage.period_s}, {"cores", cores}, {"periods", periods}};
 }
 
 json network_run_json(const IperfResult& r, int mtu, const std::optional<HostCpuUsage>& host_cpu,
@@ -143,8 +146,8 @@ json network_run_json(const IperfResult& r, int mtu, const std::optional<HostCpu
 }
 
 json spread_json(const SampleSpread& s, const std::vector<double>& samples) {
-  return json{{"median", s.median}, {"min", s.min},       {"max", s.max},  {"mean", s.mean},
-              {"stddev", s.stddev}, {"cv", s.cv},         {"n", s.n},      {"samples", samples}};
+  return json{{"median", s.median}, {"min", s.min}, {"max", s.max}, {"mean", s.mean},
+              {"stddev", s.stddev}, {"cv", s.cv},   {"n", s.n},     {"samples", samples}};
 }
 
 json zstd_series_json(int threads, const std::vector<ZstdBenchResult>& repeats) {
@@ -169,7 +172,9 @@ json zstd_series_json(int threads, const std::vector<ZstdBenchResult>& repeats) 
 json sensors_json(const std::vector<TempSensorReading>& readings) {
   json out = json::array();
   for (const auto& r : readings) {
-    json one{{"id", r.id}, {"label", r.label}, {"celsius", r.celsius ? json(*r.celsius) : json(nullptr)}};
+    json one{{"id", r.id},
+             {"label", r.label},
+             {"celsius", r.celsius ? json(*r.celsius) : json(nullptr)}};
     if (!r.error.empty()) one["error"] = r.error;
     out.push_back(one);
   }
@@ -179,7 +184,8 @@ json sensors_json(const std::vector<TempSensorReading>& readings) {
 Status check_benchmark_report(const json& report) {
   auto fail = [](std::string what) { return internal_error("inconsistent report: " + what); };
   try {
-    if (report.value("schema", "") != kReportSchema) return fail("schema is not " + std::string(kReportSchema));
+    if (report.value("schema", "") != kReportSchema)
+      return fail("schema is not " + std::string(kReportSchema));
     if (auto n = report.find("network"); n != report.end() && !n->is_null()) {
       const auto& runs = n->at("runs");
       if (runs.empty()) return fail("network suite without runs");
@@ -196,8 +202,8 @@ Status check_benchmark_report(const json& report) {
           }
           double reported = iv.at("sum").at("bits_per_second").get<double>();
           if (std::fabs(sum - reported) > 0.005 * reported + 1) {
-            return fail(where + ": streams sum to " + svg_num(sum, 0) + " bit/s but the interval sum is " +
-                        svg_num(reported, 0));
+            return fail(where + ": streams sum to " + svg_num(sum, 0) +
+                        " bit/s but the interval sum is " + svg_num(reported, 0));
           }
           if (bytes != iv.at("sum").at("bytes").get<uint64_t>()) {
             return fail(where + ": stream bytes do not add up to the interval bytes");
@@ -209,8 +215,10 @@ Status check_benchmark_report(const json& report) {
           return fail(where + ": no data received");
         }
         uint64_t stream_bytes = 0;
-        for (const auto& s : run.at("per_stream")) stream_bytes += s.at("receiver_bytes").get<uint64_t>();
-        if (!run.at("per_stream").empty() && stream_bytes != total.at("received_bytes").get<uint64_t>()) {
+        for (const auto& s : run.at("per_stream"))
+          stream_bytes += s.at("receiver_bytes").get<uint64_t>();
+        if (!run.at("per_stream").empty() &&
+            stream_bytes != total.at("received_bytes").get<uint64_t>()) {
           return fail(where + ": per-stream received bytes do not add up to the total");
         }
       }
@@ -233,11 +241,13 @@ Status check_benchmark_report(const json& report) {
         return Status::ok();
       };
       for (const auto& s : guest) {
-        ARMHIVE_RETURN_IF_ERROR(check_series(s, "guest -T" + std::to_string(s.at("threads").get<int>())));
+        ARMHIVE_RETURN_IF_ERROR(
+            check_series(s, "guest -T" + std::to_string(s.at("threads").get<int>())));
       }
       if (auto h = c->find("host"); h != c->end() && h->value("available", false)) {
         for (const auto& s : h->at("results")) {
-          ARMHIVE_RETURN_IF_ERROR(check_series(s, "host -T" + std::to_string(s.at("threads").get<int>())));
+          ARMHIVE_RETURN_IF_ERROR(
+              check_series(s, "host -T" + std::to_string(s.at("threads").get<int>())));
         }
       }
     }
@@ -257,7 +267,12 @@ std::vector<BenchMetric> extract_benchmark_metrics(const json& report) {
         std::string base = "network." + dir + ".mtu" + std::to_string(mtu);
         std::string suffix = " (MTU " + std::to_string(mtu) + ")";
         const json& total = run.at("total");
-        BenchMetric g{base + ".gbit_s", direction_label(dir) + " Gbit/s" + suffix, "Gbit/s", "network", dir, mtu};
+        BenchMetric g{base + ".gbit_s",
+                      direction_label(dir) + " Gbit/s" + suffix,
+                      "Gbit/s",
+                      "network",
+                      dir,
+                      mtu};
         g.value = num_or(total, "received_bits_per_second", 0) / 1e9;
         std::vector<double> per_iv;
         for (const auto& iv : run.value("intervals", json::array())) {
@@ -272,8 +287,12 @@ std::vector<BenchMetric> extract_benchmark_metrics(const json& report) {
         }
         rows.push_back(g);
         if (auto rt = opt_num(total, "retransmits")) {
-          BenchMetric r{base + ".retransmits", direction_label(dir) + " retransmits" + suffix, "count",
-                      "network", dir, mtu};
+          BenchMetric r{base + ".retransmits",
+                        direction_label(dir) + " retransmits" + suffix,
+                        "count",
+                        "network",
+                        dir,
+                        mtu};
           r.value = *rt;
           r.higher_is_better = false;
           rows.push_back(r);
@@ -284,7 +303,8 @@ std::vector<BenchMetric> extract_benchmark_metrics(const json& report) {
       auto add_series = [&](const json& s, const std::string& where) {
         int t = s.value("threads", 0);
         std::string base = "compression." + where + ".t" + std::to_string(t);
-        std::string suffix = " (" + where + ", " + std::to_string(t) + (t == 1 ? " thread)" : " threads)");
+        std::string suffix =
+            " (" + where + ", " + std::to_string(t) + (t == 1 ? " thread)" : " threads)");
         for (auto [k, label] : {std::pair{"compress_mb_s", "zstd compress MB/s"},
                                 std::pair{"decompress_mb_s", "zstd decompress MB/s"}}) {
           const json& sp = s.at(k);

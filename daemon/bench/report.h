@@ -1,10 +1,9 @@
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "daemon/bench/benchmark_service.h"
@@ -24,11 +23,12 @@ inline constexpr const char* kReportSchema = "armhive.bench.report/1";
 // One iperf3 run: "network.runs[i]". `direction` is "host-to-guest" (client sends) or
 // "guest-to-host" (-R).
 nlohmann::json network_run_json(const IperfResult& result, int mtu,
-                                 const std::optional<HostCpuUsage>& host_cpu,
-                                 const std::string& host_cpu_error);
+                                const std::optional<HostCpuUsage>& host_cpu,
+                                const std::string& host_cpu_error);
 nlohmann::json host_cpu_json(const HostCpuUsage& usage);
 nlohmann::json spread_json(const SampleSpread& spread, const std::vector<double>& samples);
-// Repeated zstd results of one thread count: "compression.guest[i]" / "compression.host.results[i]".
+// Repeated zstd results of one thread count: "compression.guest[i]" /
+// "compression.host.results[i]".
 nlohmann::json zstd_series_json(int threads, const std::vector<ZstdBenchResult>& repeats);
 nlohmann::json sensors_json(const std::vector<TempSensorReading>& readings);
 

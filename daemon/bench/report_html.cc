@@ -78,20 +78,23 @@ std::string settings_table(const BenchmarkRun& r) {
   s += row("owner", r.owner);
   s += row("VM", r.vm_name);
   s += row("pool", r.pool);
-  s += row("host", r.host + (str(st, "host_arch").empty() ? "" : " (" + str(st, "host_arch") + ")"));
+  s +=
+      row("host", r.host + (str(st, "host_arch").empty() ? "" : " (" + str(st, "host_arch") + ")"));
   s += row("guest", str(st, "guest_arch") + ", " + str(st, "vcpus") + " vCPU");
   s += row("pinned host cores", cpus_text(st.value("pinned_cpus", json::array())));
   s += row("housekeeping cores", cpus_text(st.value("housekeeping_cpus", json::array())));
   s += row("configured MTU", str(st, "mtu"));
-  json net = r.request.suites.empty() || std::count(r.request.suites.begin(), r.request.suites.end(),
-                                                    std::string(kSuiteNetwork))
-                 ? json(to_json(r.request)["network"])
-                 : json(nullptr);
+  json net =
+      r.request.suites.empty() || std::count(r.request.suites.begin(), r.request.suites.end(),
+                                             std::string(kSuiteNetwork))
+          ? json(to_json(r.request)["network"])
+          : json(nullptr);
   if (!net.is_null()) {
     std::string mtus = net["mtus"].empty() ? "as configured" : cpus_text(net["mtus"]);
     s += row("tested MTUs", mtus);
     s += row("iperf3 streams (-P)", str(net, "streams"));
-    s += row("duration / interval", str(net, "duration_s") + " s / " + str(net, "interval_s") + " s");
+    s += row("duration / interval",
+             str(net, "duration_s") + " s / " + str(net, "interval_s") + " s");
     s += row("client ports (--cport)", str(net, "cport") + " ...");
     s += row("both directions (-R)", net.value("both_directions", true) ? "yes" : "no");
     if (auto n = rep.find("network"); n != rep.end() && n->is_object()) {
@@ -142,10 +145,11 @@ std::string network_section(const json& net, const json& settings) {
     double gbps = total.value("received_bits_per_second", 0.0) / 1e9;
     totals.push_back({name, gbps, std::nullopt, std::nullopt, ""});
     json cpu = run.value("iperf3_cpu_percent", json());
-    table += "<tr><td>" + esc(dir) + "</td><td class=\"num\">" + esc(mtu) + "</td><td class=\"num\">" +
-             esc(str(run, "path_mtu")) + "</td><td class=\"num\">" + esc(str(run, "streams")) +
-             "</td><td class=\"num\">" + svg_num(gbps, 3) + "</td><td class=\"num\">" +
-             esc(str(total, "retransmits")) + "</td><td class=\"num\">" +
+    table += "<tr><td>" + esc(dir) + "</td><td class=\"num\">" + esc(mtu) +
+             "</td><td class=\"num\">" + esc(str(run, "path_mtu")) + "</td><td class=\"num\">" +
+             esc(str(run, "streams")) + "</td><td class=\"num\">" + svg_num(gbps, 3) +
+             "</td><td class=\"num\">" + esc(str(total, "retransmits")) +
+             "</td><td class=\"num\">" +
              (cpu.is_object() ? svg_num(cpu.value("client_total", 0.0), 1) + " / " +
                                     svg_num(cpu.value("server_total", 0.0), 1)
                               : std::string("\xE2\x80\x93")) +
@@ -167,7 +171,8 @@ std::string network_section(const json& net, const json& settings) {
     std::vector<SvgLineSeries> series;
     for (auto& [port, ls] : per_port) series.push_back(std::move(ls));
     series.push_back(std::move(sum));
-    charts += "<div>" + svg_line_chart("Throughput per interval: " + name, "seconds", "Gbit/s", series) +
+    charts += "<div>" +
+              svg_line_chart("Throughput per interval: " + name, "seconds", "Gbit/s", series) +
               "</div>";
 
     // Host CPU split during the run, one stacked bar per core.
@@ -175,7 +180,8 @@ std::string network_section(const json& net, const json& settings) {
     if (hc.value("available", false)) {
       std::vector<SvgStackedBar> bars;
       for (const auto& c : hc.value("cores", json::array())) {
-        bars.push_back({"cpu" + str(c, "cpu"), core_role(settings, c.value("cpu", -1)),
+        bars.push_back({"cpu" + str(c, "cpu"),
+                        core_role(settings, c.value("cpu", -1)),
                         {c.value("user", 0.0), c.value("system", 0.0), c.value("irq", 0.0),
                          c.value("softirq", 0.0), c.value("other", 0.0), c.value("idle", 0.0)}});
       }
@@ -184,15 +190,15 @@ std::string network_section(const json& net, const json& settings) {
                                  {"user", "system", "irq", "softirq", "steal", "idle"}, bars) +
                 "</div>";
     } else {
-      charts += "<p class=\"note\">Host CPU split for " + esc(name) + " not available: " +
-                esc(str(hc, "reason")) + "</p>";
+      charts += "<p class=\"note\">Host CPU split for " + esc(name) +
+                " not available: " + esc(str(hc, "reason")) + "</p>";
     }
   }
   table += "</table>";
   s += table;
   if (totals.size() > 1) {
-    s += "<div class=\"charts\">" + svg_bar_chart("Received throughput by direction and MTU", "Gbit/s", totals) +
-         "</div>";
+    s += "<div class=\"charts\">" +
+         svg_bar_chart("Received throughput by direction and MTU", "Gbit/s", totals) + "</div>";
   }
   s += "<div class=\"charts\">" + charts + "</div>";
   s += "<p>Host CPU split: user includes nice, idle includes iowait; under each core, "
@@ -205,14 +211,15 @@ std::string compression_series_rows(const json& list, const std::string& where) 
   for (const auto& r : list) {
     auto spread = [&](const char* k) {
       const json& sp = r.at(k);
-      return svg_num(sp.value("median", 0.0), 1) + " (" + svg_num(sp.value("min", 0.0), 1) + "\xE2\x80\x93" +
-             svg_num(sp.value("max", 0.0), 1) + ", CV " + svg_num(100 * sp.value("cv", 0.0), 1) + " %)";
+      return svg_num(sp.value("median", 0.0), 1) + " (" + svg_num(sp.value("min", 0.0), 1) +
+             "\xE2\x80\x93" + svg_num(sp.value("max", 0.0), 1) + ", CV " +
+             svg_num(100 * sp.value("cv", 0.0), 1) + " %)";
     };
     s += "<tr><td>" + esc(where) + "</td><td class=\"num\">" + esc(str(r, "threads")) +
          "</td><td class=\"num\">" + esc(str(r, "input_bytes")) + "</td><td class=\"num\">" +
-         esc(str(r, "compressed_bytes")) + "</td><td class=\"num\">" + svg_num(r.value("ratio", 0.0), 3) +
-         "</td><td class=\"num\">" + spread("compress_mb_s") + "</td><td class=\"num\">" +
-         spread("decompress_mb_s") + "</td></tr>";
+         esc(str(r, "compressed_bytes")) + "</td><td class=\"num\">" +
+         svg_num(r.value("ratio", 0.0), 3) + "</td><td class=\"num\">" + spread("compress_mb_s") +
+         "</td><td class=\"num\">" + spread("decompress_mb_s") + "</td></tr>";
   }
   return s;
 }
@@ -228,14 +235,16 @@ std::string compression_section(const json& c, bool emulated) {
        "<th>decompress MB/s median (min\xE2\x80\x93max, CV)</th></tr>";
   s += compression_series_rows(c.value("guest", json::array()), "guest");
   json host = c.value("host", json::object());
-  if (host.value("available", false)) s += compression_series_rows(host.value("results", json::array()), "host");
+  if (host.value("available", false))
+    s += compression_series_rows(host.value("results", json::array()), "host");
   s += "</table>";
   if (!host.value("available", false)) {
     s += "<p class=\"note\">No host run: " + esc(str(host, "reason")) + "</p>";
   }
   json ratio = c.value("guest_host_ratio", json::object());
   if (ratio.value("available", false)) {
-    s += "<table><tr><th>guest/host ratio</th><th>threads</th><th>compress</th><th>decompress</th></tr>";
+    s += "<table><tr><th>guest/host "
+         "ratio</th><th>threads</th><th>compress</th><th>decompress</th></tr>";
     for (const auto& r : ratio.value("by_threads", json::array())) {
       s += "<tr><td></td><td class=\"num\">" + esc(str(r, "threads")) + "</td><td class=\"num\">" +
            svg_num(r.value("compress", 0.0), 3) + "</td><td class=\"num\">" +
@@ -246,14 +255,15 @@ std::string compression_section(const json& c, bool emulated) {
     s += "<p class=\"note\">No guest/host ratio: " + esc(str(ratio, "reason")) + "</p>";
   }
   std::string charts;
-  for (auto [k, title] : {std::pair{"compress_mb_s", "zstd compress MB/s (median, min\xE2\x80\x93max)"},
-                          std::pair{"decompress_mb_s", "zstd decompress MB/s (median, min\xE2\x80\x93max)"}}) {
+  for (auto [k, title] :
+       {std::pair{"compress_mb_s", "zstd compress MB/s (median, min\xE2\x80\x93max)"},
+        std::pair{"decompress_mb_s", "zstd decompress MB/s (median, min\xE2\x80\x93max)"}}) {
     std::vector<SvgBar> bars;
     auto add = [&](const json& list, const std::string& where) {
       for (const auto& r : list) {
         const json& sp = r.at(k);
-        bars.push_back({where + " -T" + str(r, "threads"), sp.value("median", 0.0), sp.value("min", 0.0),
-                        sp.value("max", 0.0), ""});
+        bars.push_back({where + " -T" + str(r, "threads"), sp.value("median", 0.0),
+                        sp.value("min", 0.0), sp.value("max", 0.0), ""});
       }
     };
     add(c.value("guest", json::array()), "guest");
@@ -284,23 +294,28 @@ std::string sensors_section(const json& sensors) {
   }
   auto cell = [](const json& r) {
     if (!r.is_object()) return std::string("absent");
-    if (r.value("celsius", json()).is_number()) return svg_num(r["celsius"].get<double>(), 1) + " \xC2\xB0""C";
-    return "unreadable" + (r.contains("error") ? ": " + r["error"].get<std::string>() : std::string());
+    if (r.value("celsius", json()).is_number())
+      return svg_num(r["celsius"].get<double>(), 1) +
+             " \xC2\xB0"
+             "C";
+    return "unreadable" +
+           (r.contains("error") ? ": " + r["error"].get<std::string>() : std::string());
   };
   s += "<table><tr><th>sensor</th><th>label</th><th>before</th><th>after</th></tr>";
   for (const auto& id : order) {
     const auto& [b, a] = by_id[id];
     std::string label = b.is_object() ? str(b, "label") : str(a, "label");
-    s += "<tr><td>" + esc(id) + "</td><td>" + esc(label) + "</td><td class=\"num\">" + esc(cell(b)) +
-         "</td><td class=\"num\">" + esc(cell(a)) + "</td></tr>";
+    s += "<tr><td>" + esc(id) + "</td><td>" + esc(label) + "</td><td class=\"num\">" +
+         esc(cell(b)) + "</td><td class=\"num\">" + esc(cell(a)) + "</td></tr>";
   }
   return s + "</table>";
 }
 
 std::string page(const std::string& title, const std::string& body) {
   return "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\"><head>"
-         "<meta charset=\"utf-8\"/><title>" + esc(title) + "</title><style>" + kStyle +
-         "</style></head><body>" + body + "</body></html>\n";
+         "<meta charset=\"utf-8\"/><title>" +
+         esc(title) + "</title><style>" + kStyle + "</style></head><body>" + body +
+         "</body></html>\n";
 }
 
 std::string single_report(const BenchmarkRun& r) {
@@ -309,15 +324,18 @@ std::string single_report(const BenchmarkRun& r) {
   std::string body = "<h1>Benchmark " + esc(r.id) + ": " + esc(run_title(r)) + state_badge(r) +
                      emulated_badge(rep) + "</h1>";
   if (emulated) {
-    body += "<p class=\"note\" id=\"emulation-note\">EMULATED: " + esc(str(rep, "emulation_note")) + "</p>";
+    body += "<p class=\"note\" id=\"emulation-note\">EMULATED: " + esc(str(rep, "emulation_note")) +
+            "</p>";
   }
   if (!r.error.empty()) body += "<p class=\"note\">Failed: " + esc(r.error) + "</p>";
   body += "<h2>Settings</h2>" + settings_table(r);
   if (auto n = rep.find("network"); n != rep.end() && n->is_object()) {
     body += network_section(*n, rep.value("settings", json::object()));
   }
-  if (auto c = rep.find("compression"); c != rep.end() && c->is_object()) body += compression_section(*c, emulated);
-  if (auto se = rep.find("sensors"); se != rep.end() && se->is_object()) body += sensors_section(*se);
+  if (auto c = rep.find("compression"); c != rep.end() && c->is_object())
+    body += compression_section(*c, emulated);
+  if (auto se = rep.find("sensors"); se != rep.end() && se->is_object())
+    body += sensors_section(*se);
   return page("armhive benchmark " + r.id + " " + run_title(r), body);
 }
 
@@ -325,18 +343,21 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
   json cmp = compare_benchmark_runs(runs);
   std::string body = "<h1>Benchmark comparison (" + std::to_string(runs.size()) + " runs)</h1>";
   bool any_emulated = false;
-  body += "<table><tr><th>#</th><th>run</th><th>VM</th><th>pool</th><th>host</th><th>state</th><th>mode</th></tr>";
+  body +=
+      "<table><tr><th>#</th><th>run</th><th>VM</th><th>pool</th><th>host</th><th>state</"
+      "th><th>mode</th></tr>";
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     any_emulated |= r.report.value("emulated", false);
-    body += "<tr><td class=\"num\">" + std::to_string(i + 1) + "</td><td>" + esc(r.id) + "</td><td>" +
-            esc(r.vm_name) + "</td><td>" + esc(r.pool) + "</td><td>" + esc(r.host) + "</td><td>" +
-            state_badge(r) + "</td><td>" + emulated_badge(r.report) + "</td></tr>";
+    body += "<tr><td class=\"num\">" + std::to_string(i + 1) + "</td><td>" + esc(r.id) +
+            "</td><td>" + esc(r.vm_name) + "</td><td>" + esc(r.pool) + "</td><td>" + esc(r.host) +
+            "</td><td>" + state_badge(r) + "</td><td>" + emulated_badge(r.report) + "</td></tr>";
   }
   body += "</table>";
   if (any_emulated) {
-    body += "<p class=\"note\">Runs marked EMULATED ran under QEMU TCG: compare them only with each "
-            "other.</p>";
+    body +=
+        "<p class=\"note\">Runs marked EMULATED ran under QEMU TCG: compare them only with each "
+        "other.</p>";
   }
   // The settings that make figures (in)comparable, side by side.
   body += "<h2>Key settings</h2><table><tr><th>setting</th>";
@@ -352,11 +373,16 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
     return std::find(r.request.suites.begin(), r.request.suites.end(), std::string(suite)) !=
            r.request.suites.end();
   };
-  setting_row("host", [&](const BenchmarkRun& r) { return r.host + " (" + str(settings(r), "host_arch") + ")"; });
-  setting_row("vCPUs / pinned cores", [&](const BenchmarkRun& r) {
-    return str(settings(r), "vcpus") + " / " + cpus_text(settings(r).value("pinned_cpus", json::array()));
+  setting_row("host", [&](const BenchmarkRun& r) {
+    return r.host + " (" + str(settings(r), "host_arch") + ")";
   });
-  setting_row("emulated", [](const BenchmarkRun& r) { return r.report.value("emulated", false) ? "EMULATED" : "no"; });
+  setting_row("vCPUs / pinned cores", [&](const BenchmarkRun& r) {
+    return str(settings(r), "vcpus") + " / " +
+           cpus_text(settings(r).value("pinned_cpus", json::array()));
+  });
+  setting_row("emulated", [](const BenchmarkRun& r) {
+    return r.report.value("emulated", false) ? "EMULATED" : "no";
+  });
   setting_row("suites", [](const BenchmarkRun& r) {
     std::string s;
     for (const auto& x : r.request.suites) s += (s.empty() ? "" : ", ") + x;
@@ -369,7 +395,8 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
   });
   setting_row("MTU", [&](const BenchmarkRun& r) {
     if (!has(r, kSuiteNetwork)) return std::string("\xE2\x80\x93");
-    return r.request.network.mtus.empty() ? str(settings(r), "mtu") : cpus_text(json(r.request.network.mtus));
+    return r.request.network.mtus.empty() ? str(settings(r), "mtu")
+                                          : cpus_text(json(r.request.network.mtus));
   });
   setting_row("zstd version / level", [&](const BenchmarkRun& r) {
     if (!has(r, kSuiteCompression)) return std::string("\xE2\x80\x93");
@@ -379,7 +406,8 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
   body += "</table>";
 
   body += "<h2>Metrics (ratio vs run 1)</h2><table><tr><th>metric</th>";
-  for (size_t i = 0; i < runs.size(); ++i) body += "<th>" + std::to_string(i + 1) + ": " + esc(runs[i].vm_name) + "</th>";
+  for (size_t i = 0; i < runs.size(); ++i)
+    body += "<th>" + std::to_string(i + 1) + ": " + esc(runs[i].vm_name) + "</th>";
   body += "</tr>";
   std::string charts;
   for (const auto& m : cmp["metrics"]) {
@@ -393,15 +421,18 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
       std::string ann = ratio.is_number() ? "\xC3\x97" + svg_num(ratio.get<double>(), 2) : "";
       if (i > 0 && !ann.empty()) cell += " (" + ann + ")";
       body += "<td class=\"num\">" + esc(cell) + "</td>";
-      SvgBar bar{std::to_string(i + 1) + ": " + runs[i].vm_name, v.is_number() ? v.get<double>() : 0.0,
-                 std::nullopt, std::nullopt, i > 0 ? ann : ""};
+      SvgBar bar{std::to_string(i + 1) + ": " + runs[i].vm_name,
+                 v.is_number() ? v.get<double>() : 0.0, std::nullopt, std::nullopt,
+                 i > 0 ? ann : ""};
       bar.missing = !v.is_number();
       bar.integer = count;
       bars.push_back(bar);
     }
     body += "</tr>";
     if (m["unit"] != "count" && m["unit"] != "x") {
-      charts += "<div>" + svg_bar_chart(m["label"].get<std::string>(), m["unit"].get<std::string>(), bars) + "</div>";
+      charts += "<div>" +
+                svg_bar_chart(m["label"].get<std::string>(), m["unit"].get<std::string>(), bars) +
+                "</div>";
     }
   }
   body += "</table><h2>VMs side by side</h2><div class=\"charts\">" + charts + "</div>";

@@ -26,7 +26,8 @@ std::string trim(std::string s) {
 
 // Runs argv in the guest; a non-zero exit, a signal or a timeout is an error naming `what`.
 Result<GuestExecResult> guest_run(const SuiteContext& ctx, const std::string& what,
-                                  std::vector<std::string> argv, std::chrono::milliseconds timeout) {
+                                  std::vector<std::string> argv,
+                                  std::chrono::milliseconds timeout) {
   auto r = ctx.hypervisor.exec(ctx.target.vm_name, {.argv = std::move(argv), .timeout = timeout});
   if (!r.is_ok()) return r.status().annotate(what + " in the guest");
   if (r->timed_out) {
@@ -37,8 +38,8 @@ Result<GuestExecResult> guest_run(const SuiteContext& ctx, const std::string& wh
     std::string detail = trim(r->err.empty() ? r->out : r->err);
     std::string hint = r->exit_code == 127 ? " (not installed in the guest image?)" : "";
     return Status(ErrorCode::kUnavailable,
-                  what + " in the guest failed with exit code " + std::to_string(r->exit_code) + hint +
-                      (detail.empty() ? "" : ": " + detail),
+                  what + " in the guest failed with exit code " + std::to_string(r->exit_code) +
+                      hint + (detail.empty() ? "" : ": " + detail),
                   ctx.target.vm_name);
   }
   return r;
@@ -47,17 +48,17 @@ Result<GuestExecResult> guest_run(const SuiteContext& ctx, const std::string& wh
 // Stops the guest iperf3 server named by `pidfile`, whatever state it is in. Best effort: the
 // server may have exited already (-1 makes it exit after one test) or never started.
 void stop_guest_server(const SuiteContext& ctx, const std::string& pidfile) {
-  auto pid = ctx.hypervisor.exec(ctx.target.vm_name,
-                                 {.argv = {"cat", pidfile}, .timeout = ctx.options.guest_command_timeout});
+  auto pid = ctx.hypervisor.exec(
+      ctx.target.vm_name, {.argv = {"cat", pidfile}, .timeout = ctx.options.guest_command_timeout});
   if (pid.is_ok() && pid->exit_code == 0) {
     std::string p = trim(pid->out);
     if (!p.empty() && p.find_first_not_of("0123456789") == std::string::npos) {
-      (void)ctx.hypervisor.exec(ctx.target.vm_name,
-                                {.argv = {"kill", p}, .timeout = ctx.options.guest_command_timeout});
+      (void)ctx.hypervisor.exec(
+          ctx.target.vm_name, {.argv = {"kill", p}, .timeout = ctx.options.guest_command_timeout});
     }
   }
-  (void)ctx.hypervisor.exec(ctx.target.vm_name,
-                            {.argv = {"rm", "-f", pidfile}, .timeout = ctx.options.guest_command_timeout});
+  (void)ctx.hypervisor.exec(ctx.target.vm_name, {.argv = {"rm", "-f", pidfile},
+                                                 .timeout = ctx.options.guest_command_timeout});
 }
 
 // One iperf3 test (one direction at one MTU): server in the guest, client here.
@@ -80,12 +81,22 @@ Status one_iperf(const SuiteContext& ctx, const NetworkOptions& opts, int mtu, b
                            ctx.options.guest_command_timeout);
   if (!started.is_ok()) return started.status().annotate(what);
 
-  std::vector<std::string> argv = {"iperf3", "-c", ctx.target.address, "-p", port,
-                                   "-P", std::to_string(opts.streams),
-                                   "--cport", std::to_string(opts.cport),
-                                   "-t", std::to_string(opts.duration_s),
-                                   "-i", std::to_string(opts.interval_s),
-                                   "-J", "--connect-timeout", "5000"};
+  std::vector<std::string> argv = {"iperf3",
+                                   "-c",
+                                   ctx.target.address,
+                                   "-p",
+                                   port,
+                                   "-P",
+                                   std::to_string(opts.streams),
+                                   "--cport",
+                                   std::to_string(opts.cport),
+                                   "-t",
+                                   std::to_string(opts.duration_s),
+                                   "-i",
+                                   std::to_string(opts.interval_s),
+                                   "-J",
+                                   "--connect-timeout",
+                                   "5000"};
   if (reverse) argv.push_back("-R");
   const auto timeout = std::chrono::seconds(opts.duration_s + 30);
 
@@ -93,24 +104,27 @@ Status one_iperf(const SuiteContext& ctx, const NetworkOptions& opts, int mtu, b
   Status sampler_started = sampler.start();
   Result<IperfResult> parsed = unavailable("iperf3 client not run");
   for (int attempt = 1; attempt <= std::max(1, ctx.options.client_connect_attempts); ++attempt) {
-    if (ctx.cancelled()) return unavailable("cancelled: the daemon is shutting down").annotate(what);
+    if (ctx.cancelled())
+      return unavailable("cancelled: the daemon is shutting down").annotate(what);
     auto client = ctx.processes.run({.argv = argv, .timeout = timeout});
     if (!client.is_ok()) {
       if (client.status().code() == ErrorCode::kNotFound) {
-        return unavailable("iperf3 is not installed on the host: " + client.status().message()).annotate(what);
+        return unavailable("iperf3 is not installed on the host: " + client.status().message())
+            .annotate(what);
       }
       return client.status().annotate(what + ": running the host iperf3 client");
     }
     if (client->timed_out) {
-      return Status(ErrorCode::kTimeout,
-                    "the host iperf3 client timed out after " + std::to_string(timeout.count()) + " s")
+      return Status(ErrorCode::kTimeout, "the host iperf3 client timed out after " +
+                                             std::to_string(timeout.count()) + " s")
           .annotate(what);
     }
     parsed = parse_iperf3_json(client->out);
     if (parsed.is_ok()) break;
     bool refused = parsed.status().message().find("unable to connect") != std::string::npos;
     if (!refused || attempt == ctx.options.client_connect_attempts) {
-      std::string extra = client->out.empty() && !client->err.empty() ? " (" + trim(client->err) + ")" : "";
+      std::string extra =
+          client->out.empty() && !client->err.empty() ? " (" + trim(client->err) + ")" : "";
       return Status(parsed.status().code(), parsed.status().message() + extra).annotate(what);
     }
     std::this_thread::sleep_for(ctx.options.client_retry_delay);
@@ -130,18 +144,24 @@ Status one_iperf(const SuiteContext& ctx, const NetworkOptions& opts, int mtu, b
 }
 
 Status set_guest_mtu(const SuiteContext& ctx, int mtu) {
-  auto r = guest_run(ctx, "setting the guest MTU to " + std::to_string(mtu),
-                     {"ip", "link", "set", "dev", ctx.options.guest_interface, "mtu", std::to_string(mtu)},
-                     ctx.options.guest_command_timeout);
+  auto r = guest_run(
+      ctx, "setting the guest MTU to " + std::to_string(mtu),
+      {"ip", "link", "set", "dev", ctx.options.guest_interface, "mtu", std::to_string(mtu)},
+      ctx.options.guest_command_timeout);
   return r.is_ok() ? Status::ok() : r.status();
 }
 
 Result<std::vector<ZstdBenchResult>> zstd_repeats(const SuiteContext& ctx, bool on_host, int level,
-                                                   int threads, int repeats, const std::string& corpus) {
-  std::vector<std::string> argv = {"zstd", "-q", "-b" + std::to_string(level), "-T" + std::to_string(threads),
-                                   "-i" + std::to_string(ctx.options.zstd_seconds), corpus};
-  std::string what = std::string(on_host ? "host" : "guest") + " zstd -b" + std::to_string(level) + " -T" +
-                     std::to_string(threads);
+                                                  int threads, int repeats,
+                                                  const std::string& corpus) {
+  std::vector<std::string> argv = {"zstd",
+                                   "-q",
+                                   "-b" + std::to_string(level),
+                                   "-T" + std::to_string(threads),
+                                   "-i" + std::to_string(ctx.options.zstd_seconds),
+                                   corpus};
+  std::string what = std::string(on_host ? "host" : "guest") + " zstd -b" + std::to_string(level) +
+                     " -T" + std::to_string(threads);
   std::vector<ZstdBenchResult> out;
   for (int i = 0; i < repeats; ++i) {
     if (ctx.cancelled()) return unavailable("cancelled: the daemon is shutting down");
@@ -152,13 +172,14 @@ Result<std::vector<ZstdBenchResult>> zstd_repeats(const SuiteContext& ctx, bool 
       if (r->timed_out) return Status(ErrorCode::kTimeout, what + " timed out");
       text = r->out + "\n" + r->err;
     } else {
-      auto r = guest_run(ctx, "zstd -b" + std::to_string(level) + " -T" + std::to_string(threads), argv,
-                         ctx.options.zstd_timeout);
+      auto r = guest_run(ctx, "zstd -b" + std::to_string(level) + " -T" + std::to_string(threads),
+                         argv, ctx.options.zstd_timeout);
       if (!r.is_ok()) return r.status();
       text = r->out + "\n" + r->err;
     }
     auto parsed = parse_zstd_bench(text);
-    if (!parsed.is_ok()) return parsed.status().annotate(what + " (repeat " + std::to_string(i + 1) + ")");
+    if (!parsed.is_ok())
+      return parsed.status().annotate(what + " (repeat " + std::to_string(i + 1) + ")");
     out.push_back(*parsed);
   }
   return out;
@@ -167,10 +188,13 @@ Result<std::vector<ZstdBenchResult>> zstd_repeats(const SuiteContext& ctx, bool 
 }  // namespace
 
 Status run_network_suite(const SuiteContext& ctx, const NetworkOptions& opts, json& out) {
-  out = {{"runs", json::array()}, {"iperf3_port", ctx.options.iperf3_port}, {"guest_iperf3_version", nullptr}};
+  out = {{"runs", json::array()},
+         {"iperf3_port", ctx.options.iperf3_port},
+         {"guest_iperf3_version", nullptr}};
   // Best effort: a missing iperf3 is reported by the server start below, with its context.
-  auto version = ctx.hypervisor.exec(ctx.target.vm_name, {.argv = {"iperf3", "--version"},
-                                                          .timeout = ctx.options.guest_command_timeout});
+  auto version = ctx.hypervisor.exec(
+      ctx.target.vm_name,
+      {.argv = {"iperf3", "--version"}, .timeout = ctx.options.guest_command_timeout});
   if (version.is_ok() && version->exit_code == 0) {
     std::string first = version->out.substr(0, version->out.find('\n'));
     if (!first.empty()) out["guest_iperf3_version"] = trim(first);
@@ -195,7 +219,8 @@ Status run_network_suite(const SuiteContext& ctx, const NetworkOptions& opts, js
   }
   if (changed) {
     Status restored = set_guest_mtu(ctx, ctx.target.mtu);
-    if (result.is_ok() && !restored.is_ok()) result = restored.annotate("restoring the configured MTU");
+    if (result.is_ok() && !restored.is_ok())
+      result = restored.annotate("restoring the configured MTU");
   }
   if (!out["runs"].empty()) out["iperf3_version"] = out["runs"][0].value("iperf3_version", "");
   return result;
@@ -214,7 +239,8 @@ Status run_compression_suite(const SuiteContext& ctx, const CompressionOptions& 
            {"description", t.corpus_description}}},
          {"guest", json::array()},
          {"skipped", json::array()}};
-  auto version = guest_run(ctx, "zstd --version", {"zstd", "--version"}, ctx.options.guest_command_timeout);
+  auto version =
+      guest_run(ctx, "zstd --version", {"zstd", "--version"}, ctx.options.guest_command_timeout);
   if (!version.is_ok()) return version.status().annotate("zstd");
   auto v = parse_zstd_version(version->out + version->err);
   if (!v.is_ok()) return v.status().annotate("zstd in the guest");
@@ -224,7 +250,8 @@ Status run_compression_suite(const SuiteContext& ctx, const CompressionOptions& 
   if (opts.multi_thread && t.vcpus > 1) {
     threads.push_back(t.vcpus);
   } else if (opts.multi_thread) {
-    out["skipped"].push_back({{"threads", t.vcpus}, {"reason", "the VM has one vCPU: -T1 is the only run"}});
+    out["skipped"].push_back(
+        {{"threads", t.vcpus}, {"reason", "the VM has one vCPU: -T1 is the only run"}});
   }
   std::map<int, std::vector<ZstdBenchResult>> guest;
   for (int n : threads) {
@@ -246,7 +273,8 @@ Status run_compression_suite(const SuiteContext& ctx, const CompressionOptions& 
     reason = "the guest (" + t.guest_arch + ") is emulated by QEMU TCG on this " + t.host_arch +
              " host: a guest/host ratio would measure the emulator, not the VM";
   } else if (t.host_arch != t.guest_arch) {
-    reason = "the host architecture (" + t.host_arch + ") differs from the guest's (" + t.guest_arch + ")";
+    reason = "the host architecture (" + t.host_arch + ") differs from the guest's (" +
+             t.guest_arch + ")";
   } else if (t.host_corpus_path.empty()) {
     reason = "the corpus is not available on the host";
   }
@@ -256,7 +284,8 @@ Status run_compression_suite(const SuiteContext& ctx, const CompressionOptions& 
     return Status::ok();
   }
   json host{{"available", true}, {"results", json::array()}};
-  auto hv = ctx.processes.run({.argv = {"zstd", "--version"}, .timeout = ctx.options.guest_command_timeout});
+  auto hv = ctx.processes.run(
+      {.argv = {"zstd", "--version"}, .timeout = ctx.options.guest_command_timeout});
   if (hv.is_ok()) {
     if (auto hvv = parse_zstd_version(hv->out + hv->err); hvv.is_ok()) host["zstd_version"] = *hvv;
   }
@@ -264,7 +293,8 @@ Status run_compression_suite(const SuiteContext& ctx, const CompressionOptions& 
   for (int n : threads) {
     auto r = zstd_repeats(ctx, true, opts.level, n, opts.repeats, t.host_corpus_path);
     if (!r.is_ok()) {
-      out["host"] = {{"available", false}, {"reason", "the host run failed: " + r.status().message()}};
+      out["host"] = {{"available", false},
+                     {"reason", "the host run failed: " + r.status().message()}};
       out["guest_host_ratio"] = out["host"];
       return Status::ok();  // the guest figures stand on their own
     }
@@ -272,13 +302,15 @@ Status run_compression_suite(const SuiteContext& ctx, const CompressionOptions& 
     json gs = zstd_series_json(n, guest[n]);
     double hc = series["compress_mb_s"]["median"].get<double>();
     double hd = series["decompress_mb_s"]["median"].get<double>();
-    ratios.push_back({{"threads", n},
-                      {"compress", hc > 0 ? gs["compress_mb_s"]["median"].get<double>() / hc : 0.0},
-                      {"decompress", hd > 0 ? gs["decompress_mb_s"]["median"].get<double>() / hd : 0.0}});
+    ratios.push_back(
+        {{"threads", n},
+         {"compress", hc > 0 ? gs["compress_mb_s"]["median"].get<double>() / hc : 0.0},
+         {"decompress", hd > 0 ? gs["decompress_mb_s"]["median"].get<double>() / hd : 0.0}});
     host["results"].push_back(series);
   }
   if (host.contains("zstd_version") && host["zstd_version"] != out["zstd_version"]) {
-    host["note"] = "host and guest zstd versions differ: throughput moves by up to 17 % between versions";
+    host["note"] =
+        "host and guest zstd versions differ: throughput moves by up to 17 % between versions";
   }
   out["host"] = host;
   out["guest_host_ratio"] = {{"available", true}, {"by_threads", ratios}};

@@ -1,9 +1,8 @@
 #pragma once
 
 #include <functional>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "base/process_runner.h"
 #include "daemon/bench/benchmark_runner.h"

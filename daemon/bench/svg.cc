@@ -23,9 +23,9 @@ size_t utf8_len(std::string_view s, size_t i) {
   for (size_t k = 1; k < n; ++k) {
     if ((b(i + k) & 0xC0) != 0x80) return 0;
   }
-  if (n == 2 && c < 0xC2) return 0;                              // overlong
-  if (n == 3 && c == 0xE0 && b(i + 1) < 0xA0) return 0;          // overlong
-  if (n == 3 && c == 0xED && b(i + 1) >= 0xA0) return 0;         // surrogates
+  if (n == 2 && c < 0xC2) return 0;                       // overlong
+  if (n == 3 && c == 0xE0 && b(i + 1) < 0xA0) return 0;   // overlong
+  if (n == 3 && c == 0xED && b(i + 1) >= 0xA0) return 0;  // surrogates
   if (n == 4 && (c > 0xF4 || (c == 0xF0 && b(i + 1) < 0x90) || (c == 0xF4 && b(i + 1) >= 0x90))) {
     return 0;
   }
@@ -75,7 +75,10 @@ std::string y_axis(double ymax, double left, double right, double top, double bo
     double y = bottom - (bottom - top) * i / ticks;
     s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(y, 1) + "\" x2=\"" +
          svg_num(right, 1) + "\" y2=\"" + svg_num(y, 1) + "\" stroke=\"#dddddd\"/>";
-    s += text_el(left - 6, y + 4, svg_num(v, v >= 100 ? 0 : v >= 10 ? 1 : 2),
+    s += text_el(left - 6, y + 4,
+                 svg_num(v, v >= 100  ? 0
+                            : v >= 10 ? 1
+                                      : 2),
                  "font-size=\"11\" text-anchor=\"end\"");
   }
   s += text_el(12, (top + bottom) / 2, unit,
@@ -101,7 +104,8 @@ size_t legend_slot(const std::vector<SvgLineSeries>& series, size_t i) {
 
 size_t hidden_legend_entries(const std::vector<SvgLineSeries>& series) {
   size_t hidden = 0;
-  for (size_t i = 0; i < series.size(); ++i) hidden += legend_slot(series, i) == kLegendRows ? 1 : 0;
+  for (size_t i = 0; i < series.size(); ++i)
+    hidden += legend_slot(series, i) == kLegendRows ? 1 : 0;
   return hidden;
 }
 
@@ -124,14 +128,28 @@ std::string svg_escape(std::string_view text) {
     }
     char c = text[i++];
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       case '\t':
-      case '\n': out += c; break;
-      case '\r': out += ' '; break;
+      case '\n':
+        out += c;
+        break;
+      case '\r':
+        out += ' ';
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
           out += kReplacement;
@@ -180,7 +198,8 @@ std::string svg_line_chart(std::string_view title, std::string_view x_label,
   s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(bottom, 1) + "\" x2=\"" +
        svg_num(right, 1) + "\" y2=\"" + svg_num(bottom, 1) + "\" stroke=\"#333333\"/>";
   for (double x = 0; x <= xmax + xstep / 2; x += xstep) {
-    s += text_el(px(x), bottom + 15, svg_num(x, xstep < 1 ? 1 : 0), "font-size=\"11\" text-anchor=\"middle\"");
+    s += text_el(px(x), bottom + 15, svg_num(x, xstep < 1 ? 1 : 0),
+                 "font-size=\"11\" text-anchor=\"middle\"");
   }
   s += text_el((left + right) / 2, h - 8, x_label, "font-size=\"11\" text-anchor=\"middle\"");
   for (size_t i = 0; i < series.size(); ++i) {
@@ -238,13 +257,15 @@ std::string svg_bar_chart(std::string_view title, std::string_view unit,
     double x = left + 15 + slot * static_cast<double>(i);
     double bw = slot - 30;
     if (b.missing) {
-      s += text_el(x + bw / 2, bottom - 5, "n/a", "font-size=\"11\" text-anchor=\"middle\" fill=\"#777777\"");
+      s += text_el(x + bw / 2, bottom - 5, "n/a",
+                   "font-size=\"11\" text-anchor=\"middle\" fill=\"#777777\"");
     }
     double v = std::isfinite(b.value) && !b.missing ? b.value : 0;
-    if (!b.missing) s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(py(v), 1) + "\" width=\"" +
-         svg_num(bw, 1) + "\" height=\"" + svg_num(bottom - py(v), 1) + "\" fill=\"" + colour(i) +
-         "\"><title>" + svg_escape(b.label + ": " + svg_num(v, 2) + " " + std::string(unit)) +
-         "</title></rect>";
+    if (!b.missing)
+      s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(py(v), 1) + "\" width=\"" +
+           svg_num(bw, 1) + "\" height=\"" + svg_num(bottom - py(v), 1) + "\" fill=\"" + colour(i) +
+           "\"><title>" + svg_escape(b.label + ": " + svg_num(v, 2) + " " + std::string(unit)) +
+           "</title></rect>";
     if (b.low && b.high) {
       double cx = x + bw / 2;
       s += "<g stroke=\"#000000\" stroke-width=\"1.5\" class=\"whisker\">";
@@ -265,7 +286,8 @@ std::string svg_bar_chart(std::string_view title, std::string_view unit,
     // Long labels wrap onto two lines of at most 14 characters.
     std::string l1 = b.label.substr(0, 14), l2 = b.label.size() > 14 ? b.label.substr(14, 14) : "";
     s += text_el(x + bw / 2, bottom + 15, l1, "font-size=\"11\" text-anchor=\"middle\"");
-    if (!l2.empty()) s += text_el(x + bw / 2, bottom + 28, l2, "font-size=\"11\" text-anchor=\"middle\"");
+    if (!l2.empty())
+      s += text_el(x + bw / 2, bottom + 28, l2, "font-size=\"11\" text-anchor=\"middle\"");
   }
   s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(bottom, 1) + "\" x2=\"" +
        svg_num(right, 1) + "\" y2=\"" + svg_num(bottom, 1) + "\" stroke=\"#333333\"/>";
@@ -291,8 +313,8 @@ std::string svg_stacked_bars(std::string_view title, const std::vector<std::stri
       acc += v;
       if (y0 - y1 <= 0) continue;
       s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(y1, 1) + "\" width=\"" +
-           svg_num(slot - 10, 1) + "\" height=\"" + svg_num(y0 - y1, 1) + "\" fill=\"" +
-           colour(p) + "\"><title>" +
+           svg_num(slot - 10, 1) + "\" height=\"" + svg_num(y0 - y1, 1) + "\" fill=\"" + colour(p) +
+           "\"><title>" +
            svg_escape(bars[i].label + " " + part_names[p] + ": " + svg_num(v, 1) + " %") +
            "</title></rect>";
     }

@@ -38,8 +38,8 @@ Result<ZstdBenchResult> parse_zstd_bench(std::string_view output) {
     // The last complete update wins.
     std::smatch last;
     bool found = false;
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), kFull); it != std::sregex_iterator();
-         ++it) {
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), kFull);
+         it != std::sregex_iterator(); ++it) {
       last = *it;
       found = true;
     }

@@ -17,10 +17,10 @@ struct ZstdBenchResult {
   int level = 0;
   uint64_t input_bytes = 0;
   uint64_t compressed_bytes = 0;
-  double ratio = 0;             // input / compressed
-  double compress_mb_s = 0;     // MB = 1e6 bytes, as zstd prints
+  double ratio = 0;          // input / compressed
+  double compress_mb_s = 0;  // MB = 1e6 bytes, as zstd prints
   double decompress_mb_s = 0;
-  std::string version;          // from the quiet header ("1.5.4"); empty in the default form
+  std::string version;  // from the quiet header ("1.5.4"); empty in the default form
 };
 
 // kUnavailable with zstd's own message for "Error NN : ..." output, kInvalidArgument when no

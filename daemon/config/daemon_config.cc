@@ -1,9 +1,10 @@
 #include "daemon/config/daemon_config.h"
 
+#include <toml++/toml.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "api/validation.h"
 
@@ -41,8 +42,8 @@ class TableReader {
     if (!n->is_integer()) return invalid_argument(field(key), "must be an integer");
     int64_t v = n->as_integer()->get();
     if (v < min || v > max) {
-      return invalid_argument(field(key), "must be between " + std::to_string(min) + " and " +
-                                              std::to_string(max));
+      return invalid_argument(
+          field(key), "must be between " + std::to_string(min) + " and " + std::to_string(max));
     }
     out = v;
     return Status::ok();
@@ -62,8 +63,8 @@ class TableReader {
     double v = n->is_integer() ? static_cast<double>(n->as_integer()->get())
                                : n->as_floating_point()->get();
     if (v < min || v > max) {
-      return invalid_argument(field(key), "must be between " + std::to_string(min) + " and " +
-                                              std::to_string(max));
+      return invalid_argument(
+          field(key), "must be between " + std::to_string(min) + " and " + std::to_string(max));
     }
     out = v;
     return Status::ok();
@@ -231,7 +232,8 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   ARMHIVE_RETURN_IF_ERROR(st);
 
   if (const toml::node* n = root.get("networks")) {
-    if (!n->is_array_of_tables()) return invalid_argument("networks", "must be [[networks]] tables");
+    if (!n->is_array_of_tables())
+      return invalid_argument("networks", "must be [[networks]] tables");
     size_t i = 0;
     for (const toml::node& item : *n->as_array()) {
       std::string prefix = "networks[" + std::to_string(i++) + "].";

@@ -31,12 +31,12 @@ struct DaemonConfig {
   std::string tls_key;
   std::string bootstrap_token_file;  // admin token written here on first start (0600)
   // [host]
-  std::string host_name;              // empty: the machine's hostname
+  std::string host_name;  // empty: the machine's hostname
   std::string libvirt_uri = "qemu:///system";
   std::string storage_pool = "armhive-overlays";  // libvirt dir pool for the VMs' overlays
   std::string state_dir = "/var/lib/armhive";
-  std::string catalog;                // empty: <state_dir>/images
-  std::string database;               // empty: <state_dir>/armhive.db
+  std::string catalog;   // empty: <state_dir>/images
+  std::string database;  // empty: <state_dir>/armhive.db
   PlacementStrategy placement = PlacementStrategy::kPack;
   // [host.cpus] in cpuset syntax; absent: defaults from discovery.
   std::optional<std::string> housekeeping_cpus;

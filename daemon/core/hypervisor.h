@@ -24,23 +24,23 @@ namespace armhive {
 // Everything needed to create one VM. All strings are validated or escaped by the
 // implementation before they reach XML.
 struct VmSpec {
-  std::string name;        // domain name: "armhive-" + vm_id; [a-z0-9-] only
-  std::string vm_id;       // stable id of this VM (survives hand-out), e.g. "vm-3f2a9c"
+  std::string name;   // domain name: "armhive-" + vm_id; [a-z0-9-] only
+  std::string vm_id;  // stable id of this VM (survives hand-out), e.g. "vm-3f2a9c"
   std::string pool;
   // Image, all absolute paths from the image catalogue.
-  std::string base_disk;   // qcow2 base; the VM gets a qcow2 overlay on it
-  std::string kernel;      // direct kernel boot when set; UEFI (AAVMF) boot when empty
+  std::string base_disk;  // qcow2 base; the VM gets a qcow2 overlay on it
+  std::string kernel;     // direct kernel boot when set; UEFI (AAVMF) boot when empty
   std::string initrd;
   std::string cmdline;
   int vcpus = 1;
   uint64_t memory_mib = 512;
-  uint64_t disk_gib = 0;   // overlay virtual size; 0 = the base image's size
+  uint64_t disk_gib = 0;            // overlay virtual size; 0 = the base image's size
   std::string network = "default";  // libvirt network name
   int mtu = 1500;
   int net_queues = 1;
-  std::vector<int> vcpu_pins;       // host CPU for vCPU i; empty = not pinned
-  std::vector<int> emulator_cpus;   // housekeeping CPUs for QEMU's own threads; empty = any
-  std::optional<int> numa_node;     // strict memory binding
+  std::vector<int> vcpu_pins;      // host CPU for vCPU i; empty = not pinned
+  std::vector<int> emulator_cpus;  // housekeeping CPUs for QEMU's own threads; empty = any
+  std::optional<int> numa_node;    // strict memory binding
   bool hugepages = false;
   std::map<std::string, std::string> labels;
 };
@@ -49,17 +49,17 @@ struct VmInfo {
   std::string name;
   std::string vm_id;
   std::string pool;
-  std::string lease_id;           // from the domain metadata; empty while warm
+  std::string lease_id;  // from the domain metadata; empty while warm
   bool running = false;
-  std::vector<int> vcpu_pins;     // from the live <cputune>
+  std::vector<int> vcpu_pins;  // from the live <cputune>
   std::vector<int> emulator_cpus;
-  int64_t qemu_pid = 0;           // 0 if unknown
+  int64_t qemu_pid = 0;  // 0 if unknown
 };
 
 enum class VmEventKind {
   kStarted,
-  kStopped,        // shut down or destroyed
-  kCrashed,        // QEMU died or the guest crashed
+  kStopped,  // shut down or destroyed
+  kCrashed,  // QEMU died or the guest crashed
   kAgentConnected,
   kAgentDisconnected,
 };
@@ -79,7 +79,7 @@ struct GuestExecRequest {
 struct GuestExecResult {
   int exit_code = -1;
   int signal = 0;
-  bool timed_out = false;   // the process was killed by us after `timeout`
+  bool timed_out = false;  // the process was killed by us after `timeout`
   std::string out;
   std::string err;
   bool out_truncated = false;

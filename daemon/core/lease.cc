@@ -1,9 +1,9 @@
 #include "daemon/core/lease.h"
 
-#include "api/validation.h"
-
 #include <array>
 #include <utility>
+
+#include "api/validation.h"
 
 namespace armhive {
 namespace {
@@ -42,14 +42,21 @@ bool is_valid_transition(LeaseState from, LeaseState to) {
   using S = LeaseState;
   if (is_terminal(from)) return false;
   switch (to) {
-    case S::kPending: return false;
-    case S::kProvisioning: return from == S::kPending;
-    case S::kReady: return from == S::kPending || from == S::kProvisioning;
-    case S::kReleasing: return from != S::kReleasing;
+    case S::kPending:
+      return false;
+    case S::kProvisioning:
+      return from == S::kPending;
+    case S::kReady:
+      return from == S::kPending || from == S::kProvisioning;
+    case S::kReleasing:
+      return from != S::kReleasing;
     // A lease ends directly when it never got a VM (cancelled while pending).
-    case S::kReleased: return from == S::kReleasing || from == S::kPending;
-    case S::kExpired: return from == S::kReleasing || from == S::kPending;
-    case S::kFailed: return true;
+    case S::kReleased:
+      return from == S::kReleasing || from == S::kPending;
+    case S::kExpired:
+      return from == S::kReleasing || from == S::kPending;
+    case S::kFailed:
+      return true;
   }
   return false;
 }

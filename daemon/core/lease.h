@@ -42,32 +42,32 @@ struct LeaseTransition {
 };
 
 struct Lease {
-  std::string id;               // "l-" + 12 hex
+  std::string id;  // "l-" + 12 hex
   std::string pool;
-  std::string owner;            // token name that created it
+  std::string owner;  // token name that created it
   Purpose purpose = Purpose::kCi;
   std::vector<std::string> ssh_keys;
   std::map<std::string, std::string> labels;
   std::string idempotency_key;  // scoped to the owner
   LeaseState state = LeaseState::kPending;
-  std::string reason;           // why it waits / failed / ended
+  std::string reason;  // why it waits / failed / ended
   Seconds ttl{0};
   TimePoint created_at;
-  TimePoint ready_at;           // epoch while not ready
-  TimePoint expires_at;         // created_at + ttl, moved by renew
+  TimePoint ready_at;    // epoch while not ready
+  TimePoint expires_at;  // created_at + ttl, moved by renew
   TimePoint ended_at;
   // The VM, once assigned.
   std::string vm_name;
   std::string address;
   std::string login_user;
-  std::vector<int> cpus;        // host CPUs pinned to it
-  bool warm_handout = false;    // served from the warm pool
+  std::vector<int> cpus;      // host CPUs pinned to it
+  bool warm_handout = false;  // served from the warm pool
   std::vector<LeaseTransition> history;
 };
 
 struct LeaseRequest {
   std::string pool;
-  std::optional<Seconds> ttl;   // absent: the pool's default
+  std::optional<Seconds> ttl;  // absent: the pool's default
   std::vector<std::string> ssh_keys;
   std::map<std::string, std::string> labels;
   Purpose purpose = Purpose::kCi;
@@ -79,7 +79,7 @@ enum class CpuPolicy { kDedicated, kShared };
 
 struct PoolConfig {
   std::string name;
-  std::string image;            // catalogue name, e.g. "tiny"
+  std::string image;  // catalogue name, e.g. "tiny"
   int vcpus = 1;
   uint64_t memory_mib = 512;
   uint64_t disk_gib = 0;
@@ -91,15 +91,15 @@ struct PoolConfig {
   Seconds default_ttl{3600};
   Seconds max_ttl{8 * 3600};
   CpuPolicy cpu_policy = CpuPolicy::kDedicated;
-  double overcommit = 1.0;      // shared pools only: vCPUs per shared core
+  double overcommit = 1.0;  // shared pools only: vCPUs per shared core
   std::map<std::string, std::string> labels;
 };
 
 struct PoolStatus {
   PoolConfig config;
-  int warm = 0;          // booted, idle, ready to hand out
-  int starting = 0;      // booting (warm refills and cold leases)
-  int leased = 0;        // handed to a lease
+  int warm = 0;      // booted, idle, ready to hand out
+  int starting = 0;  // booting (warm refills and cold leases)
+  int leased = 0;    // handed to a lease
   int pending_leases = 0;
 };
 

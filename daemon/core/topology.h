@@ -12,11 +12,11 @@ namespace armhive {
 // Plain data: built once, then read from any thread.
 
 struct HostCpu {
-  int id = 0;           // the host's logical CPU number (what cpusets name)
+  int id = 0;  // the host's logical CPU number (what cpusets name)
   int socket = 0;
   int die = 0;
   int core = 0;
-  int cluster = 0;      // CPUs sharing an L2 (LX2160A: pairs). Unique host-wide; -1 if unknown
+  int cluster = 0;  // CPUs sharing an L2 (LX2160A: pairs). Unique host-wide; -1 if unknown
   int numa_node = 0;
   std::vector<int> siblings;  // SMT siblings including itself
 };
@@ -38,11 +38,11 @@ enum class Accel { kKvm, kTcg };
 
 struct HostTopology {
   std::string hostname;
-  std::string arch;          // host architecture: "aarch64", "x86_64"
-  std::string cpu_model;     // e.g. "cortex-a72"
-  Accel accel = Accel::kTcg; // kKvm only on an aarch64 host with a usable /dev/kvm
+  std::string arch;           // host architecture: "aarch64", "x86_64"
+  std::string cpu_model;      // e.g. "cortex-a72"
+  Accel accel = Accel::kTcg;  // kKvm only on an aarch64 host with a usable /dev/kvm
   uint64_t memory_kib = 0;
-  std::vector<HostCpu> cpus; // sorted by id
+  std::vector<HostCpu> cpus;  // sorted by id
   std::vector<NumaCell> cells;
 
   const HostCpu* cpu(int id) const;

@@ -1,10 +1,10 @@
 #include "daemon/engine/lease_engine.h"
 
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
 #include <cstdio>
 
 namespace armhive {
@@ -67,13 +67,14 @@ LeaseEngine::~LeaseEngine() {
 
 Status LeaseEngine::start() {
   for (const auto& [name, pool] : pools_) {
-    Status fit = allocator_.can_ever_fit(pool.config.vcpus, pool.config.cpu_policy,
-                                         pool.config.overcommit);
+    Status fit =
+        allocator_.can_ever_fit(pool.config.vcpus, pool.config.cpu_policy, pool.config.overcommit);
     if (!fit.is_ok()) return fit.annotate("pool " + name);
   }
   recover();
-  work_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
-      io_.get_executor());
+  work_ =
+      std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+          io_.get_executor());
   {
     std::lock_guard lock(mu_);
     running_ = true;
@@ -170,10 +171,12 @@ void LeaseEngine::transition_locked(ActiveLease& al, LeaseState to, std::string 
   }
   if (is_terminal(to)) l.ended_at = now;
   Status s = store_.update(l);
-  if (!s.is_ok()) spdlog::error("lease {}: cannot persist {}: {}", l.id, to_string(to), s.to_string());
+  if (!s.is_ok())
+    spdlog::error("lease {}: cannot persist {}: {}", l.id, to_string(to), s.to_string());
   emit_locked("lease." + std::string(to_string(to)), l, l.reason);
   if (metrics_ && is_terminal(to)) {
-    metrics_->inc("armhive_leases_ended_total", {{"pool", l.pool}, {"state", std::string(to_string(to))}});
+    metrics_->inc("armhive_leases_ended_total",
+                  {{"pool", l.pool}, {"state", std::string(to_string(to))}});
   }
   changed_.notify_all();
 }
@@ -332,8 +335,8 @@ Result<std::string> LeaseEngine::start_vm_locked(PoolRuntime& pool, const std::s
   const PoolConfig& cfg = pool.config;
   auto image = images_(cfg.image);
   if (!image.is_ok()) {
-    return Status(image.status().code(), "image '" + cfg.image + "' unavailable: " +
-                                             image.status().message());
+    return Status(image.status().code(),
+                  "image '" + cfg.image + "' unavailable: " + image.status().message());
   }
   std::string vm_id = new_id_locked("vm-", 8);
   std::string name = "armhive-" + vm_id;
@@ -413,8 +416,7 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
     auto t0 = std::chrono::steady_clock::now();
     Status s = hypervisor_.create_vm(spec);
     if (!s.is_ok()) {
-      boot_failed(vm_name, "cannot create VM: " + s.message(),
-                  s.code() == ErrorCode::kUnavailable);
+      boot_failed(vm_name, "cannot create VM: " + s.message(), s.code() == ErrorCode::kUnavailable);
       return;
     }
     record_phase(vm_name, "create", t0);  // overlay + define + start
@@ -435,12 +437,13 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
       std::string tail;
       auto log = hypervisor_.console_log(vm_name, 300);
       if (log.is_ok()) tail = *log;
-      boot_failed(vm_name,
-                  "guest not ready within " +
-                      std::to_string(std::chrono::duration_cast<Seconds>(options_.boot_timeout).count()) +
-                      "s (agent " + (ping.is_ok() ? "answers, no address" : ping.message()) + ")" +
-                      (tail.empty() ? "" : "; console tail: " + tail),
-                  false);
+      boot_failed(
+          vm_name,
+          "guest not ready within " +
+              std::to_string(std::chrono::duration_cast<Seconds>(options_.boot_timeout).count()) +
+              "s (agent " + (ping.is_ok() ? "answers, no address" : ping.message()) + ")" +
+              (tail.empty() ? "" : "; console tail: " + tail),
+          false);
       return;
     }
     std::lock_guard lock(mu_);
@@ -508,8 +511,7 @@ void LeaseEngine::record_phase(const std::string& vm_name, const char* phase,
   }
 }
 
-void LeaseEngine::boot_failed(const std::string& vm_name, std::string why,
-                              bool host_down) {
+void LeaseEngine::boot_failed(const std::string& vm_name, std::string why, bool host_down) {
   spdlog::warn("vm {}: {}", vm_name, why);
   {
     std::lock_guard lock(mu_);
@@ -635,9 +637,10 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
                         (al.lease.warm_handout ? "warm VM " : "VM ") + vm_name + " at " +
                             vm.record.address + " on cores " + join_cpus(vm.record.cpus));
       if (metrics_) {
-        metrics_->observe("armhive_handout_seconds",
-                          {{"pool", al.lease.pool}, {"path", al.lease.warm_handout ? "warm" : "cold"}},
-                          seconds_between(al.requested, std::chrono::steady_clock::now()));
+        metrics_->observe(
+            "armhive_handout_seconds",
+            {{"pool", al.lease.pool}, {"path", al.lease.warm_handout ? "warm" : "cold"}},
+            seconds_between(al.requested, std::chrono::steady_clock::now()));
       }
     }
     persist_vm_locked(vm);
@@ -743,8 +746,8 @@ Status LeaseEngine::validate_request_locked(const LeaseRequest& request, const P
   if (request.idempotency_key.size() > 128) {
     return invalid_argument("idempotency_key", "must be at most 128 characters");
   }
-  Status fit = allocator_.can_ever_fit(pool.config.vcpus, pool.config.cpu_policy,
-                                       pool.config.overcommit);
+  Status fit =
+      allocator_.can_ever_fit(pool.config.vcpus, pool.config.cpu_policy, pool.config.overcommit);
   if (!fit.is_ok()) return fit.with_field("pool");
   return Status::ok();
 }
@@ -860,8 +863,8 @@ Result<Lease> LeaseEngine::renew_lease(const std::string& id, Seconds ttl) {
   if (it == leases_.end()) {
     auto found = store_.find(id);
     if (found.is_ok() && found->has_value()) {
-      return conflict("lease " + id + " has ended (" +
-                          std::string(to_string((*found)->state)) + "); it cannot be renewed",
+      return conflict("lease " + id + " has ended (" + std::string(to_string((*found)->state)) +
+                          "); it cannot be renewed",
                       id);
     }
     return not_found("no lease with id '" + id + "'", id);
@@ -893,8 +896,9 @@ Result<Lease> LeaseEngine::release_lease(const std::string& id) {
     if (it != leases_.end()) {
       ActiveLease& al = it->second;
       if (al.lease.state != LeaseState::kReleasing) {
-        begin_release_locked(al, LeaseState::kReleased, "released by " +
-                                                           (al.lease.owner.empty() ? std::string("owner") : al.lease.owner));
+        begin_release_locked(
+            al, LeaseState::kReleased,
+            "released by " + (al.lease.owner.empty() ? std::string("owner") : al.lease.owner));
       }
       auto again = leases_.find(id);
       if (again != leases_.end()) return again->second.lease;
@@ -966,10 +970,17 @@ std::vector<PoolStatus> LeaseEngine::pools() {
     for (const auto& [vname, vm] : vms_) {
       if (vm.record.pool != name) continue;
       switch (vm.record.state) {
-        case VmState::kStarting: st.starting++; break;
-        case VmState::kWarm: st.warm++; break;
-        case VmState::kLeased: st.leased++; break;
-        case VmState::kDestroying: break;
+        case VmState::kStarting:
+          st.starting++;
+          break;
+        case VmState::kWarm:
+          st.warm++;
+          break;
+        case VmState::kLeased:
+          st.leased++;
+          break;
+        case VmState::kDestroying:
+          break;
       }
     }
     for (const auto& [id, al] : leases_) {
@@ -1005,9 +1016,8 @@ std::vector<HostView> LeaseEngine::hosts() {
 
 std::vector<Event> LeaseEngine::events_since(uint64_t after, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  changed_.wait_for(lock, timeout, [&] {
-    return !running_ || (!events_.empty() && events_.back().seq > after);
-  });
+  changed_.wait_for(lock, timeout,
+                    [&] { return !running_ || (!events_.empty() && events_.back().seq > after); });
   std::vector<Event> out;
   for (const Event& e : events_) {
     if (e.seq > after) out.push_back(e);
@@ -1118,7 +1128,8 @@ void LeaseEngine::recover() {
       bool resume = vm.record.state == VmState::kStarting;
       persist_vm_locked(vm);
       vms_.emplace(name, std::move(vm));
-      emit_vm_locked("vm.adopted", vms_.at(name), std::string(to_string(vms_.at(name).record.state)));
+      emit_vm_locked("vm.adopted", vms_.at(name),
+                     std::string(to_string(vms_.at(name).record.state)));
       if (resume) {
         TimePoint deadline = clock_.now() + options_.boot_timeout;
         ++ops_in_flight_;

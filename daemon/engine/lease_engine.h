@@ -3,7 +3,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -47,7 +46,7 @@ using ImageResolver = std::function<Result<BootImage>(const std::string& image)>
 struct EngineOptions {
   std::vector<PoolConfig> pools;
   PlacementStrategy strategy = PlacementStrategy::kPack;
-  int threads = 4;                                    // io_context worker threads
+  int threads = 4;  // io_context worker threads
   std::chrono::milliseconds boot_timeout{std::chrono::minutes(3)};
   std::chrono::milliseconds agent_poll{std::chrono::milliseconds(250)};
   std::chrono::milliseconds agent_timeout{std::chrono::seconds(2)};
@@ -162,8 +161,7 @@ class LeaseEngine final : public LeaseService {
   void destroy_vm_locked(Vm& vm, std::string reason);
   void finish_lease_locked(ActiveLease& al);
   void persist_vm_locked(const Vm& vm);
-  Status validate_request_locked(const LeaseRequest& request, const PoolRuntime& pool,
-                                 Seconds ttl);
+  Status validate_request_locked(const LeaseRequest& request, const PoolRuntime& pool, Seconds ttl);
   std::string new_id_locked(const char* prefix, int hex_digits);
 
   // Strand tasks.

@@ -30,9 +30,9 @@ struct LeaseFilter {
 };
 
 struct Event {
-  uint64_t seq = 0;      // strictly increasing; resume with events_since(seq)
+  uint64_t seq = 0;  // strictly increasing; resume with events_since(seq)
   TimePoint at;
-  std::string type;      // "lease.created", "lease.ready", "lease.failed", "vm.crashed", ...
+  std::string type;  // "lease.created", "lease.ready", "lease.failed", "vm.crashed", ...
   std::string lease_id;
   std::string vm_name;
   std::string pool;
@@ -43,8 +43,8 @@ struct Event {
 
 struct CoreUse {
   int cpu = 0;
-  std::string role;      // "housekeeping", "dedicated", "shared"
-  std::string vm_name;   // empty when free
+  std::string role;     // "housekeeping", "dedicated", "shared"
+  std::string vm_name;  // empty when free
   std::string lease_id;
   std::string pool;
 };

@@ -39,9 +39,9 @@ bool sql_is_null(const SqlValue& v) { return std::holds_alternative<std::nullptr
 
 Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw,
-                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                           nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
     sqlite3_close(raw);
@@ -49,8 +49,8 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
   }
   std::unique_ptr<Database> db(new Database(raw, path));
   sqlite3_busy_timeout(raw, 5000);
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON",
-                             "PRAGMA synchronous=NORMAL"}) {
+  for (const char* pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON", "PRAGMA synchronous=NORMAL"}) {
     ARMHIVE_RETURN_IF_ERROR(db->execute(pragma));
   }
   ARMHIVE_RETURN_IF_ERROR(db->execute(
@@ -121,12 +121,19 @@ Result<std::vector<SqlRow>> Database::query_locked(std::string_view sql,
     row.reserve(static_cast<size_t>(n));
     for (int c = 0; c < n; ++c) {
       switch (sqlite3_column_type(raw, c)) {
-        case SQLITE_NULL: row.emplace_back(nullptr); break;
-        case SQLITE_INTEGER: row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c))); break;
-        case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(raw, c)); break;
+        case SQLITE_NULL:
+          row.emplace_back(nullptr);
+          break;
+        case SQLITE_INTEGER:
+          row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c)));
+          break;
+        case SQLITE_FLOAT:
+          row.emplace_back(sqlite3_column_double(raw, c));
+          break;
         default: {
           const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(raw, c));
-          row.emplace_back(std::string(text ? text : "", static_cast<size_t>(sqlite3_column_bytes(raw, c))));
+          row.emplace_back(
+              std::string(text ? text : "", static_cast<size_t>(sqlite3_column_bytes(raw, c))));
         }
       }
     }

@@ -114,11 +114,11 @@ Lease lease_from_row(const SqlRow& r) {
 Status insert_history(Database::Tx& tx, const Lease& lease, size_t from) {
   for (size_t i = from; i < lease.history.size(); ++i) {
     const LeaseTransition& t = lease.history[i];
-    ARMHIVE_RETURN_IF_ERROR(tx.execute(
-        "INSERT INTO lease_history (lease_id, seq, from_state, to_state, at, reason) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        {lease.id, static_cast<int64_t>(i), std::string(to_string(t.from)),
-         std::string(to_string(t.to)), to_unix_ms(t.at), t.reason}));
+    ARMHIVE_RETURN_IF_ERROR(
+        tx.execute("INSERT INTO lease_history (lease_id, seq, from_state, to_state, at, reason) "
+                   "VALUES (?, ?, ?, ?, ?, ?)",
+                   {lease.id, static_cast<int64_t>(i), std::string(to_string(t.from)),
+                    std::string(to_string(t.to)), to_unix_ms(t.at), t.reason}));
   }
   return Status::ok();
 }
@@ -127,10 +127,14 @@ Status insert_history(Database::Tx& tx, const Lease& lease, size_t from) {
 
 std::string_view to_string(VmState s) {
   switch (s) {
-    case VmState::kStarting: return "starting";
-    case VmState::kWarm: return "warm";
-    case VmState::kLeased: return "leased";
-    case VmState::kDestroying: return "destroying";
+    case VmState::kStarting:
+      return "starting";
+    case VmState::kWarm:
+      return "warm";
+    case VmState::kLeased:
+      return "leased";
+    case VmState::kDestroying:
+      return "destroying";
   }
   return "starting";
 }
@@ -189,10 +193,9 @@ Result<std::vector<Lease>> LeaseStore::load(const std::string& where,
                   "ORDER BY seq",
                   {l.id}));
     for (const SqlRow& h : hist) {
-      l.history.push_back(
-          {lease_state_from_string(sql_text(h[0])).value_or(LeaseState::kFailed),
-           lease_state_from_string(sql_text(h[1])).value_or(LeaseState::kFailed),
-           from_unix_ms(sql_int(h[2])), sql_text(h[3])});
+      l.history.push_back({lease_state_from_string(sql_text(h[0])).value_or(LeaseState::kFailed),
+                           lease_state_from_string(sql_text(h[1])).value_or(LeaseState::kFailed),
+                           from_unix_ms(sql_int(h[2])), sql_text(h[3])});
     }
     leases.push_back(std::move(l));
   }

@@ -42,7 +42,8 @@ std::string slurp(const fs::path& p) {
 TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chromium renders",
           "[bench][e2e]") {
   const fs::path e2e_state = env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e");
-  const fs::path image_dir = env_or("ARMHIVE_BENCH_E2E_IMAGE_DIR", (e2e_state / "images" / "tiny").string());
+  const fs::path image_dir =
+      env_or("ARMHIVE_BENCH_E2E_IMAGE_DIR", (e2e_state / "images" / "tiny").string());
   const fs::path manifest_path = image_dir / "manifest.json";
   INFO("tiny image manifest " << manifest_path);
   REQUIRE(fs::exists(manifest_path));
@@ -72,7 +73,8 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   auto hv = LibvirtHypervisor::open(opts);
   REQUIRE(hv.is_ok());
 
-  NetworkSpec net{"armhive-bench-e2e", "ahbenche2e0", "10.231.9.1/24", "10.231.9.10", "10.231.9.100", 1500};
+  NetworkSpec net{"armhive-bench-e2e", "ahbenche2e0",  "10.231.9.1/24",
+                  "10.231.9.10",       "10.231.9.100", 1500};
   REQUIRE(ensure_network((*hv)->connection(), net).is_ok());
 
   VmSpec spec;
@@ -102,7 +104,8 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   } cleanup{**hv, spec.name, net.name};
 
   bool agent = false;
-  for (auto deadline = SteadyClock::now() + std::chrono::seconds(240); SteadyClock::now() < deadline;) {
+  for (auto deadline = SteadyClock::now() + std::chrono::seconds(240);
+       SteadyClock::now() < deadline;) {
     if ((*hv)->ping_agent(spec.name, std::chrono::seconds(2)).is_ok()) {
       agent = true;
       break;
@@ -141,12 +144,13 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   BenchmarkRunnerOptions bopts;
   bopts.runs_dir = (state / "runs").string();
   bopts.zstd_timeout = std::chrono::minutes(3);
-  BenchmarkRunner runner(**hv, processes,
-                         [&](const std::string& lease) -> Result<LeaseTarget> {
-                           if (lease != "l-e2e") return not_found("no such lease", lease);
-                           return target;
-                         },
-                         clock, bopts);
+  BenchmarkRunner runner(
+      **hv, processes,
+      [&](const std::string& lease) -> Result<LeaseTarget> {
+        if (lease != "l-e2e") return not_found("no such lease", lease);
+        return target;
+      },
+      clock, bopts);
   REQUIRE(runner.load().is_ok());
 
   BenchmarkRequest req;
@@ -172,7 +176,8 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
     CHECK(r["ports"] == json({5000, 5001}));
     CHECK(r["total"]["received_bits_per_second"].get<double>() > 0);
     double last_sum = 0, streams = 0;
-    for (const auto& s : r["intervals"].back()["streams"]) streams += s["bits_per_second"].get<double>();
+    for (const auto& s : r["intervals"].back()["streams"])
+      streams += s["bits_per_second"].get<double>();
     last_sum = r["intervals"].back()["sum"]["bits_per_second"].get<double>();
     CHECK(streams == Approx(last_sum).epsilon(0.005));
     CHECK(r["host_cpu"]["available"] == true);
@@ -187,7 +192,8 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   if (target.corpus_bytes) CHECK(comp["guest"][0]["input_bytes"] == target.corpus_bytes);
 
   // Nothing left behind in the guest: no iperf3 server, no pidfile.
-  auto pids = (*hv)->exec(spec.name, {.argv = {"pidof", "iperf3"}, .timeout = std::chrono::seconds(30)});
+  auto pids =
+      (*hv)->exec(spec.name, {.argv = {"pidof", "iperf3"}, .timeout = std::chrono::seconds(30)});
   REQUIRE(pids.is_ok());
   CHECK(pids->exit_code != 0);
   CHECK(pids->out.empty());
@@ -204,10 +210,11 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   const fs::path profile = state / "chromium-profile";
   fs::create_directories(profile);
   auto chromium = processes.run(
-      {.argv = {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run",
-                "--user-data-dir=" + profile.string(), "--screenshot=" + shot.string(),
-                "--window-size=1280,2000", "file://" + page.string()},
+      {.argv = {"chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--user-data-dir=" + profile.string(),
+                "--screenshot=" + shot.string(), "--window-size=1280,2000",
+                "file://" + page.string()},
        .timeout = std::chrono::minutes(3)});
   REQUIRE(chromium.is_ok());
   INFO("chromium stderr: " << chromium->err.substr(0, 2000));
@@ -246,10 +253,11 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   std::ofstream(cmp_page) << *cmp_html;
   fs::remove(cmp_shot);
   auto chromium2 = processes.run(
-      {.argv = {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run",
-                "--user-data-dir=" + profile.string(), "--screenshot=" + cmp_shot.string(),
-                "--window-size=1280,2000", "file://" + cmp_page.string()},
+      {.argv = {"chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--user-data-dir=" + profile.string(),
+                "--screenshot=" + cmp_shot.string(), "--window-size=1280,2000",
+                "file://" + cmp_page.string()},
        .timeout = std::chrono::minutes(3)});
   REQUIRE(chromium2.is_ok());
   CHECK(chromium2->exit_code == 0);
@@ -257,19 +265,21 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
 
   const auto& fwd = rep["network"]["runs"][0];
   const auto& rev = rep["network"]["runs"][1];
-  std::printf("bench e2e (%s): host->guest %.3f Gbit/s, guest->host %.3f Gbit/s; zstd -3 -T1 %.1f MB/s "
-              "(min %.1f, max %.1f), -T2 %.1f MB/s, decompress -T1 %.1f MB/s; zstd %s; report %s\n",
-              rep["emulated"].get<bool>() ? "EMULATED" : "native",
-              fwd["total"]["received_bits_per_second"].get<double>() / 1e9,
-              rev["total"]["received_bits_per_second"].get<double>() / 1e9,
-              comp["guest"][0]["compress_mb_s"]["median"].get<double>(),
-              comp["guest"][0]["compress_mb_s"]["min"].get<double>(),
-              comp["guest"][0]["compress_mb_s"]["max"].get<double>(),
-              comp["guest"][1]["compress_mb_s"]["median"].get<double>(),
-              comp["guest"][0]["decompress_mb_s"]["median"].get<double>(),
-              comp.value("zstd_version", "?").c_str(), page.c_str());
-  std::printf("bench e2e: -P 4 host->guest %.3f Gbit/s\n",
-              run4->report["network"]["runs"][0]["total"]["received_bits_per_second"].get<double>() / 1e9);
+  std::printf(
+      "bench e2e (%s): host->guest %.3f Gbit/s, guest->host %.3f Gbit/s; zstd -3 -T1 %.1f MB/s "
+      "(min %.1f, max %.1f), -T2 %.1f MB/s, decompress -T1 %.1f MB/s; zstd %s; report %s\n",
+      rep["emulated"].get<bool>() ? "EMULATED" : "native",
+      fwd["total"]["received_bits_per_second"].get<double>() / 1e9,
+      rev["total"]["received_bits_per_second"].get<double>() / 1e9,
+      comp["guest"][0]["compress_mb_s"]["median"].get<double>(),
+      comp["guest"][0]["compress_mb_s"]["min"].get<double>(),
+      comp["guest"][0]["compress_mb_s"]["max"].get<double>(),
+      comp["guest"][1]["compress_mb_s"]["median"].get<double>(),
+      comp["guest"][0]["decompress_mb_s"]["median"].get<double>(),
+      comp.value("zstd_version", "?").c_str(), page.c_str());
+  std::printf(
+      "bench e2e: -P 4 host->guest %.3f Gbit/s\n",
+      run4->report["network"]["runs"][0]["total"]["received_bits_per_second"].get<double>() / 1e9);
   fs::remove_all(profile);
 }
 

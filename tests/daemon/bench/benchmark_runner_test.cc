@@ -1,9 +1,9 @@
 #include "daemon/bench/benchmark_runner.h"
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -36,7 +36,8 @@ class FakeHypervisor final : public Hypervisor {
   Status set_lease(std::string_view, std::string_view) override { return Status::ok(); }
   Status ping_agent(std::string_view, std::chrono::milliseconds) override { return Status::ok(); }
   Result<std::string> guest_address(std::string_view) override { return std::string("192.0.2.10"); }
-  Status set_authorized_keys(std::string_view, std::string_view, const std::vector<std::string>&) override {
+  Status set_authorized_keys(std::string_view, std::string_view,
+                             const std::vector<std::string>&) override {
     return Status::ok();
   }
   Result<std::string> console_log(std::string_view, size_t) override { return std::string(); }
@@ -81,7 +82,8 @@ class FakeHypervisor final : public Hypervisor {
   }
 
   // Returns nullopt to fall through to the default behaviour.
-  std::function<std::optional<Result<GuestExecResult>>(const std::vector<std::string>&)> override_handler;
+  std::function<std::optional<Result<GuestExecResult>>(const std::vector<std::string>&)>
+      override_handler;
   std::mutex mu;
   std::vector<std::string> execs;
 };
@@ -99,10 +101,12 @@ class FakeProcesses final : public ProcessRunner {
     ProcessResult r;
     r.exit_code = 0;
     bool reverse = std::find(request.argv.begin(), request.argv.end(), "-R") != request.argv.end();
-    if (request.argv[0] == "iperf3") r.out = read_fixture(reverse ? "iperf3_reverse_p4.json" : "iperf3_forward_p4.json");
+    if (request.argv[0] == "iperf3")
+      r.out = read_fixture(reverse ? "iperf3_reverse_p4.json" : "iperf3_forward_p4.json");
     return r;
   }
-  std::function<std::optional<Result<ProcessResult>>(const std::vector<std::string>&)> override_handler;
+  std::function<std::optional<Result<ProcessResult>>(const std::vector<std::string>&)>
+      override_handler;
   std::mutex mu;
   std::vector<std::string> runs;
 };
@@ -113,8 +117,8 @@ class FixedClock final : public Clock {
 };
 
 struct Harness {
-  fs::path dir = fs::temp_directory_path() /
-                 ("armhive-bench-runs-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+  fs::path dir = fs::temp_directory_path() / ("armhive-bench-runs-" + std::to_string(::getpid()) +
+                                              "-" + std::to_string(counter()++));
   FakeHypervisor hv;
   FakeProcesses procs;
   FixedClock clock;
@@ -192,7 +196,8 @@ TEST_CASE("runner: a full run succeeds, is consistent, stored, listed and reload
     CHECK(rep["compression"]["zstd_version"] == "1.5.4");
     CHECK(rep["network"]["guest_iperf3_version"] == "iperf 3.12 (cJSON 1.7.15)");
     CHECK(rep["compression"]["guest_host_ratio"]["available"] == false);
-    CHECK_THAT(rep["compression"]["guest_host_ratio"]["reason"].get<std::string>(), Catch::Contains("TCG"));
+    CHECK_THAT(rep["compression"]["guest_host_ratio"]["reason"].get<std::string>(),
+               Catch::Contains("TCG"));
     CHECK(rep["sensors"]["before"].size() == 4);
 
     // The guest server was started, daemonised, and stopped through its pidfile.
@@ -237,10 +242,13 @@ TEST_CASE("runner: requests are validated and leases resolved before queueing", 
 
 TEST_CASE("runner: iperf3 missing in the guest fails the run clearly", "[bench]") {
   Harness h;
-  h.hv.override_handler = [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+  h.hv.override_handler =
+      [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "iperf3") {
-      return Result<GuestExecResult>(Status(ErrorCode::kUnavailable,
-          "guest-exec: Failed to execute child process \xE2\x80\x9Ciperf3\xE2\x80\x9D (No such file or directory)"));
+      return Result<GuestExecResult>(
+          Status(ErrorCode::kUnavailable,
+                 "guest-exec: Failed to execute child process \xE2\x80\x9Ciperf3\xE2\x80\x9D (No "
+                 "such file or directory)"));
     }
     return std::nullopt;
   };
@@ -250,13 +258,14 @@ TEST_CASE("runner: iperf3 missing in the guest fails the run clearly", "[bench]"
   CHECK(run->state == BenchmarkState::kFailed);
   CHECK_THAT(run->error, Catch::Contains("starting the iperf3 server in the guest"));
   CHECK_THAT(run->error, Catch::Contains("No such file"));
-  CHECK(h.procs.runs.empty());             // no client against a missing server
+  CHECK(h.procs.runs.empty());                    // no client against a missing server
   CHECK(h.hv.saw("rm -f /run/armhive-iperf3-"));  // the stop path ran anyway
 }
 
 TEST_CASE("runner: an unreachable guest fails the run with the agent's error", "[bench]") {
   Harness h;
-  h.hv.override_handler = [](const std::vector<std::string>&) -> std::optional<Result<GuestExecResult>> {
+  h.hv.override_handler =
+      [](const std::vector<std::string>&) -> std::optional<Result<GuestExecResult>> {
     return Result<GuestExecResult>(unavailable("guest agent is not connected", "armhive-vm-1"));
   };
   auto runner = h.runner();
@@ -271,7 +280,8 @@ TEST_CASE("runner: an unreachable guest fails the run with the agent's error", "
 
 TEST_CASE("runner: a guest exec timeout fails the run and still stops the server", "[bench]") {
   Harness h;
-  h.hv.override_handler = [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+  h.hv.override_handler =
+      [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "iperf3") {
       GuestExecResult r;
       r.timed_out = true;
@@ -293,11 +303,14 @@ TEST_CASE("runner: a guest exec timeout fails the run and still stops the server
   CHECK_FALSE(h.hv.saw("zstd"));  // the run ended at the first failure
 }
 
-TEST_CASE("runner: a host client timeout or a missing host iperf3 fails and stops the server", "[bench]") {
+TEST_CASE("runner: a host client timeout or a missing host iperf3 fails and stops the server",
+          "[bench]") {
   Harness h;
   bool missing = GENERATE(false, true);
-  h.procs.override_handler = [missing](const std::vector<std::string>&) -> std::optional<Result<ProcessResult>> {
-    if (missing) return Result<ProcessResult>(Status(ErrorCode::kNotFound, "iperf3: not found in PATH"));
+  h.procs.override_handler =
+      [missing](const std::vector<std::string>&) -> std::optional<Result<ProcessResult>> {
+    if (missing)
+      return Result<ProcessResult>(Status(ErrorCode::kNotFound, "iperf3: not found in PATH"));
     ProcessResult r;
     r.timed_out = true;
     return Result<ProcessResult>(r);
@@ -312,7 +325,8 @@ TEST_CASE("runner: a host client timeout or a missing host iperf3 fails and stop
 
 TEST_CASE("runner: a refused connection is retried, then reported", "[bench]") {
   Harness h;
-  h.procs.override_handler = [](const std::vector<std::string>&) -> std::optional<Result<ProcessResult>> {
+  h.procs.override_handler =
+      [](const std::vector<std::string>&) -> std::optional<Result<ProcessResult>> {
     ProcessResult r;
     r.exit_code = 1;
     r.out = read_fixture("iperf3_refused.json");
@@ -328,7 +342,8 @@ TEST_CASE("runner: a refused connection is retried, then reported", "[bench]") {
 
 TEST_CASE("runner: MTU runs set and restore the guest MTU; zstd failures are clear", "[bench]") {
   Harness h;
-  h.hv.override_handler = [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+  h.hv.override_handler =
+      [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "zstd" && a[1] == "-q") {
       GuestExecResult r;
       r.exit_code = 1;
@@ -355,7 +370,8 @@ TEST_CASE("runner: runs on one VM are serialised and all finish", "[bench]") {
   Harness h;
   std::mutex mu;
   int active = 0, max_active = 0;
-  h.hv.override_handler = [&](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+  h.hv.override_handler =
+      [&](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "zstd" && a[1] == "--version") {
       std::lock_guard lock(mu);
       max_active = std::max(max_active, ++active);
@@ -384,12 +400,14 @@ TEST_CASE("runner: runs on one VM are serialised and all finish", "[bench]") {
   CHECK(runner->list({.lease_id = "l-1", .limit = 2}).size() == 2);
 }
 
-TEST_CASE("runner: the per-VM queue is bounded; the destructor fails what is still queued", "[bench]") {
+TEST_CASE("runner: the per-VM queue is bounded; the destructor fails what is still queued",
+          "[bench]") {
   Harness h;
   std::mutex mu;
   std::condition_variable cv;
   bool release = false, blocked = false;
-  h.hv.override_handler = [&](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+  h.hv.override_handler =
+      [&](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "zstd" && a[1] == "--version") {
       std::unique_lock lock(mu);
       blocked = true;
@@ -425,8 +443,9 @@ TEST_CASE("runner: the per-VM queue is bounded; the destructor fails what is sti
     // Destroyed now: the running run may finish, the queued ones must not be left "queued".
   }
   BenchmarkRunnerOptions o = h.options();
-  BenchmarkRunner reloaded(h.hv, h.procs, [&](const std::string&) -> Result<LeaseTarget> { return h.target; },
-                           h.clock, o);
+  BenchmarkRunner reloaded(
+      h.hv, h.procs, [&](const std::string&) -> Result<LeaseTarget> { return h.target; }, h.clock,
+      o);
   REQUIRE(reloaded.load().is_ok());
   for (const auto& id : ids) {
     auto run = reloaded.get(id);

@@ -31,19 +31,19 @@ TEST_CASE("benchmark request JSON: defaults, round trip and field-named errors",
     const char* body;
     const char* field;
   };
-  for (const Bad& bad : {Bad{R"({"network":{"streams":0}})", "network.streams"},
-                         Bad{R"({"network":{"streams":129}})", "network.streams"},
-                         Bad{R"({"network":{"duration_s":601}})", "network.duration_s"},
-                         Bad{R"({"network":{"duration_s":2,"interval_s":3}})", "network.interval_s"},
-                         Bad{R"({"network":{"streams":"4"}})", "network.streams"},
-                         Bad{R"({"network":{"mtus":[100]}})", "network.mtus"},
-                         Bad{R"({"network":{"colour":1}})", "network.colour"},
-                         Bad{R"({"suites":["disk"]})", "suites"},
-                         Bad{R"({"suites":["network","network"]})", "suites"},
-                         Bad{R"({"compression":{"level":22}})", "compression.level"},
-                         Bad{R"({"compression":{"repeats":0}})", "compression.repeats"},
-                         Bad{R"({"what":1})", "what"},
-                         Bad{R"([1])", "body"}}) {
+  for (const Bad& bad :
+       {Bad{R"({"network":{"streams":0}})", "network.streams"},
+        Bad{R"({"network":{"streams":129}})", "network.streams"},
+        Bad{R"({"network":{"duration_s":601}})", "network.duration_s"},
+        Bad{R"({"network":{"duration_s":2,"interval_s":3}})", "network.interval_s"},
+        Bad{R"({"network":{"streams":"4"}})", "network.streams"},
+        Bad{R"({"network":{"mtus":[100]}})", "network.mtus"},
+        Bad{R"({"network":{"colour":1}})", "network.colour"},
+        Bad{R"({"suites":["disk"]})", "suites"},
+        Bad{R"({"suites":["network","network"]})", "suites"},
+        Bad{R"({"compression":{"level":22}})", "compression.level"},
+        Bad{R"({"compression":{"repeats":0}})", "compression.repeats"},
+        Bad{R"({"what":1})", "what"}, Bad{R"([1])", "body"}}) {
     INFO(bad.body);
     auto res = benchmark_request_from_json(json::parse(bad.body));
     REQUIRE_FALSE(res.is_ok());

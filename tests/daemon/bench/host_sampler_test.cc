@@ -40,11 +40,13 @@ TEST_CASE("proc/stat reader and per-core split", "[bench]") {
 TEST_CASE("CPU sampler samples a changing /proc/stat on its own thread", "[bench]") {
   fs::path root = fs::temp_directory_path() / ("armhive-bench-proc-" + std::to_string(::getpid()));
   fs::create_directories(root);
-  fs::copy_file(fixture_path("proc_before/stat"), root / "stat", fs::copy_options::overwrite_existing);
+  fs::copy_file(fixture_path("proc_before/stat"), root / "stat",
+                fs::copy_options::overwrite_existing);
   {
     CpuSampler sampler(root.string(), std::chrono::milliseconds(5));
     REQUIRE(sampler.start().is_ok());
-    fs::copy_file(fixture_path("proc_after/stat"), root / "stat", fs::copy_options::overwrite_existing);
+    fs::copy_file(fixture_path("proc_after/stat"), root / "stat",
+                  fs::copy_options::overwrite_existing);
     auto usage = sampler.stop();
     REQUIRE(usage.is_ok());
     REQUIRE(usage->cores.size() == 3);

@@ -60,7 +60,8 @@ TEST_CASE("iperf3 parser turns errors and truncated output into clear failures",
   auto refused = parse_iperf3_json(read_fixture("iperf3_refused.json"));
   REQUIRE_FALSE(refused.is_ok());
   CHECK(refused.status().code() == ErrorCode::kUnavailable);
-  CHECK_THAT(refused.status().message(), Catch::Contains("unable to connect to server: Connection refused"));
+  CHECK_THAT(refused.status().message(),
+             Catch::Contains("unable to connect to server: Connection refused"));
 
   auto died = parse_iperf3_json(read_fixture("iperf3_server_died.json"));
   REQUIRE_FALSE(died.is_ok());

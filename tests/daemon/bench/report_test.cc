@@ -46,15 +46,17 @@ json sample_report(bool emulated, double speed_scale = 1.0) {
                 {"pinned_cpus", {2, 3}},
                 {"housekeeping_cpus", {0}},
                 {"mtu", 1500}}}};
-  report["network"] = {{"runs", {network_run_json(*fwd, 1500, usage, ""),
-                                  network_run_json(*rev, 1500, std::nullopt, "no /proc")}}};
-  report["compression"] = {{"zstd_version", "1.5.4"},
-                           {"level", 3},
-                           {"repeats", 5},
-                           {"corpus", {{"path", "/usr/share/armhive/corpus.bin"}, {"bytes", 8388608}, {"seed", 7}}},
-                           {"guest", {zstd_series_json(1, reps), zstd_series_json(2, reps)}},
-                           {"host", {{"available", false}, {"reason", "emulated guest"}}},
-                           {"guest_host_ratio", {{"available", false}, {"reason", "emulated guest"}}}};
+  report["network"] = {{"runs",
+                        {network_run_json(*fwd, 1500, usage, ""),
+                         network_run_json(*rev, 1500, std::nullopt, "no /proc")}}};
+  report["compression"] = {
+      {"zstd_version", "1.5.4"},
+      {"level", 3},
+      {"repeats", 5},
+      {"corpus", {{"path", "/usr/share/armhive/corpus.bin"}, {"bytes", 8388608}, {"seed", 7}}},
+      {"guest", {zstd_series_json(1, reps), zstd_series_json(2, reps)}},
+      {"host", {{"available", false}, {"reason", "emulated guest"}}},
+      {"guest_host_ratio", {{"available", false}, {"reason", "emulated guest"}}}};
   report["sensors"] = {{"before", sensors_json(read_sensors(fixture_path("sys")))},
                        {"after", sensors_json(read_sensors(fixture_path("sys")))}};
   return report;
@@ -139,7 +141,8 @@ TEST_CASE("HTML report is well-formed, self-contained, escaped, with the charts"
   // 2 throughput charts, 1 CPU split (the reverse run has none), 1 direction bar chart,
   // 2 compression charts.
   CHECK(xml_count(html, "//s:svg") == 6);
-  CHECK(xml_count(html, "//s:svg[s:title[starts-with(., 'Throughput per interval')]]//s:polyline") == 10);
+  CHECK(xml_count(html,
+                  "//s:svg[s:title[starts-with(., 'Throughput per interval')]]//s:polyline") == 10);
   CHECK(xml_count(html, "//s:svg[s:title[starts-with(., 'Host CPU split')]]") == 1);
   CHECK(xml_count(html, "//s:svg[s:title[starts-with(., 'Host CPU split')]]//s:text[.='hk']") == 1);
   CHECK(xml_count(html, "//s:svg[s:title[starts-with(., 'Host CPU split')]]//s:text[.='vm']") == 1);
@@ -172,15 +175,20 @@ TEST_CASE("comparison: ratios vs the first run, HTML side by side, CSV", "[bench
   std::string html = render_benchmark_html({a, b});
   REQUIRE(xml_count(html, "/h:html") == 1);
   CHECK(xml_count(html, "//s:svg") >= 4);
-  CHECK(html.find("\xC3\x97" "2.00") != std::string::npos);  // ×2.00
+  CHECK(html.find("\xC3\x97"
+                  "2.00") != std::string::npos);  // ×2.00
 
   // A run without the compression suite: its compression bars are "n/a", never 0.
   BenchmarkRun c = sample_run("b-00000000000c", "vm-c", true);
   c.report.erase("compression");
   std::string three = render_benchmark_html({a, b, c});
   REQUIRE(xml_count(three, "/h:html") == 1);
-  CHECK(xml_count(three, "//s:svg[s:title[starts-with(., 'zstd compress MB/s (guest, 1 thread)')]]//s:text[.='n/a']") == 1);
-  CHECK(xml_count(three, "//s:svg[s:title[starts-with(., 'zstd compress MB/s (guest, 1 thread)')]]//s:rect[s:title]") == 2);
+  CHECK(xml_count(three,
+                  "//s:svg[s:title[starts-with(., 'zstd compress MB/s (guest, 1 "
+                  "thread)')]]//s:text[.='n/a']") == 1);
+  CHECK(xml_count(three,
+                  "//s:svg[s:title[starts-with(., 'zstd compress MB/s (guest, 1 "
+                  "thread)')]]//s:rect[s:title]") == 2);
   CHECK(xml_count(three, "//h:th[.='Key settings']") == 0);
   CHECK(xml_count(three, "//h:h2[.='Key settings']") == 1);
 
@@ -203,13 +211,15 @@ TEST_CASE("svg_escape handles markup, quotes, control bytes and invalid UTF-8", 
   CHECK(xml_count(lines, "/s:svg//s:polyline") == 1);
 
   // The x axis ends at the test's duration although iperf3's last interval ends a bit later.
-  std::string axis = svg_line_chart("t", "seconds", "Gbit/s", {{"sum", {{1.0004, 1}, {2.0002, 1}, {3.0004, 1}}, true}});
+  std::string axis = svg_line_chart("t", "seconds", "Gbit/s",
+                                    {{"sum", {{1.0004, 1}, {2.0002, 1}, {3.0004, 1}}, true}});
   CHECK(xml_count(axis, "/s:svg/s:text[.='3']") == 1);
   CHECK(xml_count(axis, "/s:svg/s:text[.='4']") == 0);
 
   // 40 streams: every line is drawn, the legend keeps 15 of them, the sum, and a count.
   std::vector<SvgLineSeries> many;
-  for (int i = 0; i < 40; ++i) many.push_back({"port " + std::to_string(5000 + i), {{1, 1.0 * i}}, false});
+  for (int i = 0; i < 40; ++i)
+    many.push_back({"port " + std::to_string(5000 + i), {{1, 1.0 * i}}, false});
   many.push_back({"sum", {{1, 780}}, true});
   std::string crowded = svg_line_chart("many", "s", "Gbit/s", many);
   CHECK(xml_count(crowded, "/s:svg//s:polyline") == 41);

@@ -43,7 +43,8 @@ max_starting = 1
 default_ttl = "10m"
 max_ttl = "1h"
 cpu_policy = "dedicated"
-min_warm = )" + std::to_string(min_warm) + "\n";
+min_warm = )" +
+         std::to_string(min_warm) + "\n";
 }
 
 // A fresh ed25519 key pair; returns the public key line.
@@ -67,11 +68,11 @@ ProcessResult ssh(const std::string& key, const std::string& user, const std::st
   SubprocessRunner run;
   ProcessResult last;
   for (int attempt = 0; attempt < 20; ++attempt) {
-    auto r = run.run({.argv = {"ssh", "-i", key, "-o", "StrictHostKeyChecking=no", "-o",
-                               "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o",
-                               "ConnectTimeout=10", "-o", "LogLevel=ERROR", user + "@" + host,
-                               command},
-                      .timeout = 60s});
+    auto r =
+        run.run({.argv = {"ssh", "-i", key, "-o", "StrictHostKeyChecking=no", "-o",
+                          "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o",
+                          "ConnectTimeout=10", "-o", "LogLevel=ERROR", user + "@" + host, command},
+                 .timeout = 60s});
     REQUIRE(r.is_ok());
     last = *r;
     if (last.ok()) return last;
@@ -112,10 +113,12 @@ TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill an
   REQUIRE(started.is_ok());
   auto api = daemon.client();
   REQUIRE(api);
-  REQUIRE(eventually([&] {
-    auto pools = api->pools();
-    return pools.is_ok() && pools->size() == 1 && (*pools)[0].warm == 1;
-  }, 240s));
+  REQUIRE(eventually(
+      [&] {
+        auto pools = api->pools();
+        return pools.is_ok() && pools->size() == 1 && (*pools)[0].warm == 1;
+      },
+      240s));
 
   std::string pub = make_key(state);
   LeaseCreateRequest req;
@@ -187,10 +190,12 @@ TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill an
   // Shortened to 3 s, its TTL runs out on the server; the pool refills to one warm VM.
   REQUIRE(api->renew_lease(second->id, 3).is_ok());
   REQUIRE(eventually([&] { return api->get_lease(second->id)->state == "expired"; }, 60s));
-  REQUIRE(eventually([&] {
-    auto pools = api->pools();
-    return pools.is_ok() && (*pools)[0].warm == 1 && (*pools)[0].leased == 0;
-  }, 240s));
+  REQUIRE(eventually(
+      [&] {
+        auto pools = api->pools();
+        return pools.is_ok() && (*pools)[0].warm == 1 && (*pools)[0].leased == 0;
+      },
+      240s));
   CHECK(vm_files(state).size() == 1);  // only the fresh warm VM has files
 
   daemon.kill(SIGTERM);

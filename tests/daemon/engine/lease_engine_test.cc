@@ -32,8 +32,8 @@ PoolConfig ci_pool(int min_warm, int max, int vcpus = 2) {
 
 // One engine over a fake hypervisor, an in-memory (or file) database and a manual clock.
 struct Harness {
-  explicit Harness(std::vector<PoolConfig> pools, std::string db_path = ":memory:",
-                   std::shared_ptr<FakeHypervisor> hv = nullptr,
+  explicit Harness(std::vector<PoolConfig> pools,
+                   std::string db_path = ":memory:", std::shared_ptr<FakeHypervisor> hv = nullptr,
                    std::chrono::milliseconds retry_backoff = 5ms)
       : hypervisor(hv ? hv : std::make_shared<FakeHypervisor>()) {
     db = std::move(Database::open(db_path).value());
@@ -41,21 +41,26 @@ struct Harness {
     EngineOptions options;
     options.pools = std::move(pools);
     options.agent_poll = 1ms;
-    options.reaper_period = 3600s;     // tests call expire_due_leases() themselves
+    options.reaper_period = 3600s;  // tests call expire_due_leases() themselves
     options.reconcile_period = 3600s;
     options.schedule_period = 20ms;
     options.retry_backoff = retry_backoff;
     options.max_retry_backoff = retry_backoff * 8;
     options.boot_timeout = 30s;
     options.threads = 2;
-    auto allocator = CoreAllocator::create(lx2160a_topology(),
-                                           default_cpu_sets(lx2160a_topology()));
+    auto allocator =
+        CoreAllocator::create(lx2160a_topology(), default_cpu_sets(lx2160a_topology()));
     engine = std::make_unique<LeaseEngine>(
         options, *hypervisor, *store, std::move(allocator).value(),
         [this](const std::string& name) -> Result<BootImage> {
           if (image_missing) return not_found("no image named '" + name + "'", name);
-          return BootImage{name, "1", "/images/tiny/disk.qcow2", "/images/tiny/vmlinuz",
-                           "/images/tiny/initrd", "console=ttyAMA0", "root"};
+          return BootImage{name,
+                           "1",
+                           "/images/tiny/disk.qcow2",
+                           "/images/tiny/vmlinuz",
+                           "/images/tiny/initrd",
+                           "console=ttyAMA0",
+                           "root"};
         },
         clock, &metrics);
   }
@@ -306,7 +311,8 @@ TEST_CASE("a crashed guest fails its lease and the pool refills", "[engine]") {
   CHECK(h.cores_held() == 2);
   auto events = h.engine->events_since(0, 0ms);
   bool saw_crash = false;
-  for (const Event& e : events) saw_crash = saw_crash || (e.type == "vm.crashed" && e.lease_id == l.id);
+  for (const Event& e : events)
+    saw_crash = saw_crash || (e.type == "vm.crashed" && e.lease_id == l.id);
   CHECK(saw_crash);
 }
 

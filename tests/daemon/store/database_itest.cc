@@ -1,7 +1,7 @@
-#include "daemon/store/database.h"
-
 #include <catch2/catch.hpp>
 #include <filesystem>
+
+#include "daemon/store/database.h"
 
 namespace armhive {
 namespace {
@@ -18,8 +18,10 @@ TEST_CASE("database migrations apply once and survive reopening", "[store]") {
     auto db = Database::open(path);
     REQUIRE(db.is_ok());
     REQUIRE((*db)->migrate("test", steps).is_ok());
-    REQUIRE((*db)->execute("INSERT INTO t (name, extra) VALUES (?, ?)",
-                           {std::string("a"), std::string("x")}).is_ok());
+    REQUIRE((*db)
+                ->execute("INSERT INTO t (name, extra) VALUES (?, ?)",
+                          {std::string("a"), std::string("x")})
+                .is_ok());
     // A unique violation is a conflict, not a crash; the failed transaction leaves nothing.
     Status s = (*db)->transaction([](Database::Tx& tx) {
       ARMHIVE_RETURN_IF_ERROR(tx.execute("INSERT INTO t (name) VALUES ('b')"));
