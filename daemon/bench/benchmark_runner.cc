@@ -18,7 +18,7 @@ using nlohmann::json;
 
 std::string new_run_id() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  static const char* kHex = "0123456789abcdef";
+  static constexpr char kHex[] = "0123456789abcdef";
   std::string id = "b-";
   uint64_t v = rng();
   for (int i = 0; i < 12; ++i) id += kHex[(v >> (4 * i)) & 0xF];

@@ -255,9 +255,13 @@ std::string compression_section(const json& c, bool emulated) {
     s += "<p class=\"note\">No guest/host ratio: " + esc(str(ratio, "reason")) + "</p>";
   }
   std::string charts;
-  for (auto [k, title] :
+  for (const auto& metric :
        {std::pair{"compress_mb_s", "zstd compress MB/s (median, min\xE2\x80\x93max)"},
         std::pair{"decompress_mb_s", "zstd decompress MB/s (median, min\xE2\x80\x93max)"}}) {
+    // Named copies, not a structured binding: lambdas below capture the key (clang < 16
+    // refuses to capture structured bindings).
+    const char* k = metric.first;
+    const char* title = metric.second;
     std::vector<SvgBar> bars;
     auto add = [&](const json& list, const std::string& where) {
       for (const auto& r : list) {

@@ -31,7 +31,7 @@ Result<std::string> read_file(const std::string& path) {
 }  // namespace
 
 const std::vector<std::string>& busybox_bin_applets() {
-  static const std::vector<std::string> applets = {
+  static const std::vector<std::string> kApplets = {
       "sh",     "ash",    "cat",      "chmod",     "chown",    "cp",       "cut",    "date",
       "dd",     "df",     "dmesg",    "du",        "echo",     "env",      "expr",   "false",
       "find",   "free",   "grep",     "gzip",      "head",     "hostname", "id",     "kill",
@@ -41,15 +41,15 @@ const std::vector<std::string>& busybox_bin_applets() {
       "top",    "touch",  "tr",       "true",      "umount",   "uname",    "usleep", "vi",
       "wc",     "which",  "xargs",    "awk",       "basename", "dirname",  "less",   "more",
       "uptime", "whoami", "md5sum",   "sha256sum", "zcat",     "gunzip",   "watch",  "nproc"};
-  return applets;
+  return kApplets;
 }
 
 const std::vector<std::string>& busybox_sbin_applets() {
-  static const std::vector<std::string> applets = {
+  static const std::vector<std::string> kApplets = {
       "init",  "getty",  "halt",   "poweroff", "reboot", "ip",       "ifconfig",
       "route", "udhcpc", "insmod", "rmmod",    "lsmod",  "modprobe", "switch_root",
       "mdev",  "sysctl", "blkid",  "fsck",     "swapon", "swapoff"};
-  return applets;
+  return kApplets;
 }
 
 Result<std::vector<std::string>> module_dependencies(const std::string& ko_path) {

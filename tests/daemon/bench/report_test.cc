@@ -16,7 +16,7 @@ using bench_test::fixture_path;
 using bench_test::read_fixture;
 using nlohmann::json;
 
-const char* kHostile = "<script>alert('x')</script>&\"vm\"\x01\xff";
+constexpr const char* kHostile = "<script>alert('x')</script>&\"vm\"\x01\xff";
 
 json sample_report(bool emulated, double speed_scale = 1.0) {
   auto fwd = parse_iperf3_json(read_fixture("iperf3_forward_p4.json"));

@@ -7,10 +7,10 @@
 namespace armhive {
 namespace {
 
-const std::string fixtures_dir = std::string(ARMHIVE_FIXTURES_DIR) + "/capabilities/";
+const std::string kFixturesDir = std::string(ARMHIVE_FIXTURES_DIR) + "/capabilities/";
 
 std::string fixture(const std::string& name) {
-  std::ifstream in(fixtures_dir + name);
+  std::ifstream in(kFixturesDir + name);
   REQUIRE(in.good());
   std::stringstream ss;
   ss << in.rdbuf();
@@ -20,7 +20,7 @@ std::string fixture(const std::string& name) {
 TEST_CASE("LX2160A: 16 Cortex-A72 CPUs in one NUMA cell, 8 two-core L2 clusters from sysfs",
           "[virt][topology]") {
   DiscoveryOptions o;
-  o.sysfs_root = fixtures_dir + "lx2160a-sysfs";
+  o.sysfs_root = kFixturesDir + "lx2160a-sysfs";
   o.kvm_usable = true;
   auto t = parse_capabilities(fixture("lx2160a.xml"), o);
   REQUIRE(t.is_ok());
@@ -136,11 +136,11 @@ TEST_CASE("malformed capabilities are invalid arguments", "[virt][topology]") {
 }
 
 TEST_CASE("sysfs clusters are listed once each, by first CPU", "[virt][topology]") {
-  auto c = read_sysfs_clusters(fixtures_dir + "lx2160a-sysfs");
+  auto c = read_sysfs_clusters(kFixturesDir + "lx2160a-sysfs");
   REQUIRE(c.size() == 8);
   CHECK(c.front() == std::vector<int>{0, 1});
   CHECK(c.back() == std::vector<int>{14, 15});
-  CHECK(read_sysfs_clusters(fixtures_dir + "does-not-exist").empty());
+  CHECK(read_sysfs_clusters(kFixturesDir + "does-not-exist").empty());
 }
 
 }  // namespace
