@@ -1,5 +1,5 @@
 // HTML rendering of report.h: render_benchmark_html(). Everything user-controlled goes through
-// svg_escape; the page is well-formed XML so it can be checked with an XML parser.
+// xml_escape; the page is well-formed XML so it can be checked with an XML parser.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -26,7 +26,7 @@ constexpr const char* kStyle =
     ".note{background:#fff3cd;border:1px solid #e0c060;padding:6px 10px;font-size:13px}"
     ".charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{border:1px solid #ddd}";
 
-std::string esc(const std::string& s) { return svg_escape(s); }
+std::string esc(const std::string& s) { return xml_escape(s); }
 
 std::string str(const json& j, const char* key) {
   auto it = j.find(key);

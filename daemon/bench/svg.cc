@@ -10,30 +10,8 @@ namespace {
 constexpr const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 constexpr size_t kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
-constexpr const char* kReplacement = "\xEF\xBF\xBD";
 
 const char* colour(size_t i) { return kPalette[i % kPaletteSize]; }
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
-size_t utf8_len(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-  }
-  if (n == 2 && c < 0xC2) return 0;                       // overlong
-  if (n == 3 && c == 0xE0 && b(i + 1) < 0xA0) return 0;   // overlong
-  if (n == 3 && c == 0xED && b(i + 1) >= 0xA0) return 0;  // surrogates
-  if (n == 4 && (c > 0xF4 || (c == 0xF0 && b(i + 1) < 0x90) || (c == 0xF4 && b(i + 1) >= 0x90))) {
-    return 0;
-  }
-  if (n == 3 && c == 0xEF && b(i + 1) == 0xBF && (b(i + 2) == 0xBE || b(i + 2) == 0xBF)) {
-    return 0;  // U+FFFE / U+FFFF are not XML characters
-  }
-  return n;
-}
 
 // A "nice" upper bound for an axis: 1, 2, 2.5 or 5 times a power of ten.
 double nice_max(double v) {
@@ -48,7 +26,7 @@ double nice_max(double v) {
 std::string text_el(double x, double y, std::string_view text, std::string_view extra = {}) {
   std::string s = "<text x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(y, 1) + "\"";
   if (!extra.empty()) s += " " + std::string(extra);
-  s += ">" + svg_escape(text) + "</text>";
+  s += ">" + xml_escape(text) + "</text>";
   return s;
 }
 
@@ -56,7 +34,7 @@ std::string open_svg(int w, int h, std::string_view title) {
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(w) +
                   "\" height=\"" + std::to_string(h) + "\" viewBox=\"0 0 " + std::to_string(w) +
                   " " + std::to_string(h) + "\" role=\"img\" class=\"chart\">";
-  s += "<title>" + svg_escape(title) + "</title>";
+  s += "<title>" + xml_escape(title) + "</title>";
   s += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(w) + "\" height=\"" + std::to_string(h) +
        "\" fill=\"#ffffff\"/>";
   s += text_el(10, 20, title, "font-size=\"14\" font-weight=\"bold\"");
@@ -110,56 +88,6 @@ size_t hidden_legend_entries(const std::vector<SvgLineSeries>& series) {
 }
 
 }  // namespace
-
-std::string svg_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 16);
-  for (size_t i = 0; i < text.size();) {
-    size_t n = utf8_len(text, i);
-    if (n == 0) {
-      out += kReplacement;
-      ++i;
-      continue;
-    }
-    if (n > 1) {
-      out.append(text.substr(i, n));
-      i += n;
-      continue;
-    }
-    char c = text[i++];
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      case '\t':
-      case '\n':
-        out += c;
-        break;
-      case '\r':
-        out += ' ';
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) {
-          out += kReplacement;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
 
 std::string svg_num(double v, int decimals) {
   if (!std::isfinite(v)) return "\xE2\x80\x93";
@@ -264,7 +192,7 @@ std::string svg_bar_chart(std::string_view title, std::string_view unit,
     if (!b.missing)
       s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(py(v), 1) + "\" width=\"" +
            svg_num(bw, 1) + "\" height=\"" + svg_num(bottom - py(v), 1) + "\" fill=\"" + colour(i) +
-           "\"><title>" + svg_escape(b.label + ": " + svg_num(v, 2) + " " + std::string(unit)) +
+           "\"><title>" + xml_escape(b.label + ": " + svg_num(v, 2) + " " + std::string(unit)) +
            "</title></rect>";
     if (b.low && b.high) {
       double cx = x + bw / 2;
@@ -315,7 +243,7 @@ std::string svg_stacked_bars(std::string_view title, const std::vector<std::stri
       s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(y1, 1) + "\" width=\"" +
            svg_num(slot - 10, 1) + "\" height=\"" + svg_num(y0 - y1, 1) + "\" fill=\"" + colour(p) +
            "\"><title>" +
-           svg_escape(bars[i].label + " " + part_names[p] + ": " + svg_num(v, 1) + " %") +
+           xml_escape(bars[i].label + " " + part_names[p] + ": " + svg_num(v, 1) + " %") +
            "</title></rect>";
     }
     s += text_el(x + (slot - 10) / 2, bottom + 15, bars[i].label,

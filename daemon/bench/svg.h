@@ -6,15 +6,13 @@
 #include <utility>
 #include <vector>
 
+#include "base/xml_escape.h"
+
 namespace armhive {
 
 // Minimal SVG chart primitives for the self-contained HTML reports: no scripts, no external
 // assets, every text escaped. Output is well-formed XML (the tests parse it with libxml2).
 // Pure functions; any thread.
-
-// Escapes & < > " ' for XML/HTML text and attribute values. Control characters other than
-// tab/newline (not allowed in XML 1.0) become U+FFFD; invalid UTF-8 bytes likewise.
-std::string svg_escape(std::string_view text);
 
 // "%.Nf" in the C locale, trailing zeros kept; "–" for non-finite values.
 std::string svg_num(double v, int decimals);

@@ -9,6 +9,7 @@
 
 #include "api/json.h"
 #include "api/validation.h"
+#include "base/xml_escape.h"
 #include "daemon/bench/benchmark_service.h"
 #include "daemon/engine/lease_service.h"
 #include "daemon/http/convert.h"
@@ -117,29 +118,6 @@ std::vector<std::string> raw_params(const httplib::Request& req, std::string_vie
     }
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
-  }
-  return out;
-}
-
-std::string html_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
   }
   return out;
 }
@@ -590,8 +568,8 @@ struct HttpServer::Impl {
     if (hosts.empty()) html += "<p>No hosts are configured.</p>\n";
     for (const auto& h : hosts) {
       HostDto d = to_dto(h);
-      html += "<section><h2>" + html_escape(d.hostname) + "</h2><p>" + html_escape(d.arch) + ", " +
-              html_escape(d.cpu_model) + ", " + html_escape(d.accel) + ", " +
+      html += "<section><h2>" + xml_escape(d.hostname) + "</h2><p>" + xml_escape(d.arch) + ", " +
+              xml_escape(d.cpu_model) + ", " + xml_escape(d.accel) + ", " +
               std::to_string(h.topology.cpus.size()) + " CPUs, fragmentation " +
               std::to_string(d.fragmentation) + (d.connected ? "" : ", <b>disconnected</b>") +
               "</p>\n" + render_svg(h) + "\n</section>\n";

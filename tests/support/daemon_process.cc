@@ -10,17 +10,10 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/files.h"
+
 namespace armhive {
 namespace fs = std::filesystem;
-
-namespace {
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-}  // namespace
 
 DaemonProcess::DaemonProcess(std::string state_dir, std::string catalog, int port,
                              std::string pool_toml)

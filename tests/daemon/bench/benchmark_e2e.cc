@@ -19,6 +19,7 @@
 #include "daemon/virt/host_discovery.h"
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "daemon/virt/network.h"
+#include "tests/support/files.h"
 
 namespace armhive {
 namespace {
@@ -26,11 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using SteadyClock = std::chrono::steady_clock;
 using nlohmann::json;
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
-}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);

@@ -199,12 +199,7 @@ TEST_CASE("comparison: ratios vs the first run, HTML side by side, CSV", "[bench
   CHECK(csv.find("compression.guest.t2.decompress_mb_s") != std::string::npos);
 }
 
-TEST_CASE("svg_escape handles markup, quotes, control bytes and invalid UTF-8", "[bench]") {
-  CHECK(svg_escape("a<b>&\"'") == "a&lt;b&gt;&amp;&quot;&#39;");
-  CHECK(svg_escape("\xC3\xA9t\xC3\xA9") == "\xC3\xA9t\xC3\xA9");
-  CHECK(svg_escape("\x01") == "\xEF\xBF\xBD");
-  CHECK(svg_escape("\xff") == "\xEF\xBF\xBD");
-  CHECK(svg_escape("\xC3") == "\xEF\xBF\xBD");
+TEST_CASE("SVG charts stay well-formed with hostile names, long runs and many streams", "[bench]") {
   std::string svg = svg_bar_chart(kHostile, kHostile, {{kHostile, 1.5, 1.0, 2.0, kHostile}});
   CHECK(xml_count(svg, "/s:svg") == 1);
   std::string lines = svg_line_chart(kHostile, "s", "Gbit/s", {{kHostile, {{1, 2}, {2, 3}}, true}});

@@ -22,24 +22,13 @@
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "daemon/virt/network.h"
 #include "daemon/virt/xml.h"
+#include "tests/support/files.h"
 
 namespace armhive {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // "Cpus_allowed_list:\t0-1" of /proc/PID/task/TID/status.
 std::vector<int> allowed_cpus(const fs::path& task) {

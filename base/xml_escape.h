@@ -1,0 +1,13 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace armhive {
+
+// Escapes text for XML and HTML, in element content and in attribute values alike: & < > " '
+// become entities; invalid UTF-8 and control characters other than tab and newline become
+// U+FFFD (carriage return a space), so the output is always well-formed. Pure; any thread.
+std::string xml_escape(std::string_view text);
+
+}  // namespace armhive
