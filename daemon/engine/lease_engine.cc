@@ -631,8 +631,7 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
       ActiveLease& al = lit->second;
       al.lease.address = vm.record.address;
       al.lease.cpus = vm.record.cpus;
-      auto image = images_(pools_.at(vm.record.pool).config.image);
-      al.lease.login_user = image.is_ok() ? image->login_user : "root";
+      al.lease.login_user = user;  // the user whose keys were just installed
       transition_locked(al, LeaseState::kReady,
                         (al.lease.warm_handout ? "warm VM " : "VM ") + vm_name + " at " +
                             vm.record.address + " on cores " + join_cpus(vm.record.cpus));
