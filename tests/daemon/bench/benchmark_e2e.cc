@@ -15,10 +15,9 @@
 #include "base/process_runner.h"
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/bench/report.h"
-#include "daemon/virt/event_loop.h"
-#include "daemon/virt/host_discovery.h"
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "daemon/virt/network.h"
+#include "tests/support/e2e_guest.h"
 #include "tests/support/files.h"
 
 namespace armhive {
@@ -28,64 +27,34 @@ namespace fs = std::filesystem;
 using SteadyClock = std::chrono::steady_clock;
 using nlohmann::json;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chromium renders",
           "[bench][e2e]") {
   const fs::path e2e_state = env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e");
-  const fs::path image_dir =
-      env_or("ARMHIVE_BENCH_E2E_IMAGE_DIR", (e2e_state / "images" / "tiny").string());
-  const fs::path manifest_path = image_dir / "manifest.json";
-  INFO("tiny image manifest " << manifest_path);
-  REQUIRE(fs::exists(manifest_path));
-  json manifest = json::parse(slurp(manifest_path), nullptr, false);
-  REQUIRE_FALSE(manifest.is_discarded());
-  auto file_of = [&](const char* key) {
-    return (image_dir / manifest["files"][key]["path"].get<std::string>()).string();
-  };
-
-  auto loop = EventLoop::start();
-  REQUIRE(loop.is_ok());
-  const std::string uri = env_or("ARMHIVE_BENCH_E2E_URI", "qemu:///system");
-  auto conn = Connection::open(uri);
-  REQUIRE(conn.is_ok());
-  auto host = discover_host(*conn, {});
-  REQUIRE(host.is_ok());
+  const Image image = e2e_tiny_image();
 
   const fs::path state = e2e_state / "bench-e2e";
   const fs::path artifacts = e2e_state / "artifacts";
-  fs::remove_all(state);
   fs::create_directories(artifacts);
-  LibvirtHypervisorOptions opts;
-  opts.uri = uri;
-  opts.state_dir = (state / "vms").string();
-  opts.storage_pool = "armhive-bench-e2e";
-  opts.accel = host->accel;
-  auto hv = LibvirtHypervisor::open(opts);
-  REQUIRE(hv.is_ok());
-
   NetworkSpec net{"armhive-bench-e2e", "ahbenche2e0",  "10.231.9.1/24",
                   "10.231.9.10",       "10.231.9.100", 1500};
-  REQUIRE(ensure_network((*hv)->connection(), net).is_ok());
+  E2eHypervisor e2e = open_e2e_hypervisor(env_or("ARMHIVE_BENCH_E2E_URI", "qemu:///system"), state,
+                                          "armhive-bench-e2e", net);
+  const HostTopology& host = e2e.host;
+  std::unique_ptr<LibvirtHypervisor>& hv = e2e.hv;
 
   VmSpec spec;
   spec.name = "armhive-bench-e2e-1";
   spec.vm_id = "vm-bench-e2e-1";
   spec.pool = "bench";
-  spec.base_disk = file_of("disk");
-  spec.kernel = file_of("kernel");
-  spec.initrd = manifest["files"].contains("initrd") ? file_of("initrd") : "";
-  spec.cmdline = manifest.value("cmdline", "console=ttyAMA0") + " armhive.hostname=bench-e2e";
+  spec.base_disk = image.disk.path;
+  spec.kernel = image.kernel.path;
+  spec.initrd = image.initrd.path;
+  spec.cmdline = image.cmdline + " armhive.hostname=bench-e2e";
   spec.vcpus = 2;
   spec.memory_mib = 512;
   spec.network = net.name;
   spec.mtu = net.mtu;
-  Status created = (*hv)->create_vm(spec);
+  Status created = hv->create_vm(spec);
   INFO(created.to_string());
   REQUIRE(created.is_ok());
 
@@ -97,22 +66,22 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
       (void)hv.destroy_vm(vm);
       (void)remove_network(hv.connection(), net);
     }
-  } cleanup{**hv, spec.name, net.name};
+  } cleanup{*hv, spec.name, net.name};
 
   bool agent = false;
   for (auto deadline = SteadyClock::now() + std::chrono::seconds(240);
        SteadyClock::now() < deadline;) {
-    if ((*hv)->ping_agent(spec.name, std::chrono::seconds(2)).is_ok()) {
+    if (hv->ping_agent(spec.name, std::chrono::seconds(2)).is_ok()) {
       agent = true;
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  INFO("console: " << (*hv)->console_log(spec.name, 3000).value_or(""));
+  INFO("console: " << hv->console_log(spec.name, 3000).value_or(""));
   REQUIRE(agent);
   Result<std::string> addr = unavailable("no address yet");
   for (int i = 0; i < 120 && !addr.is_ok(); ++i) {
-    addr = (*hv)->guest_address(spec.name);
+    addr = hv->guest_address(spec.name);
     if (!addr.is_ok()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   REQUIRE(addr.is_ok());
@@ -121,17 +90,17 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   target.vm_name = spec.name;
   target.address = *addr;
   target.pool = spec.pool;
-  target.host = host->hostname;
-  target.host_arch = host->arch;
+  target.host = host.hostname;
+  target.host_arch = host.arch;
   target.guest_arch = "aarch64";
   target.vcpus = spec.vcpus;
   target.mtu = spec.mtu;
-  target.emulated = host->accel != Accel::kKvm;
-  if (manifest.contains("corpus")) {
-    target.corpus_path = manifest["corpus"].value("path", target.corpus_path);
-    target.corpus_bytes = manifest["corpus"].value("bytes", uint64_t{0});
-    target.corpus_seed = manifest["corpus"].value("seed", uint64_t{0});
-    target.corpus_sha256 = manifest["corpus"].value("sha256", "");
+  target.emulated = host.accel != Accel::kKvm;
+  if (!image.corpus_path.empty()) {
+    target.corpus_path = image.corpus_path;
+    target.corpus_bytes = image.corpus_bytes;
+    target.corpus_seed = image.corpus_seed;
+    target.corpus_sha256 = image.corpus_sha256;
     target.corpus_description = "tiny image corpus";
   }
 
@@ -141,7 +110,7 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   bopts.runs_dir = (state / "runs").string();
   bopts.zstd_timeout = std::chrono::minutes(3);
   BenchmarkRunner runner(
-      **hv, processes,
+      *hv, processes,
       [&](const std::string& lease) -> Result<LeaseTarget> {
         if (lease != "l-e2e") return not_found("no such lease", lease);
         return target;
@@ -166,7 +135,7 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
 
   const json& rep = run->report;
   CHECK(check_benchmark_report(rep).is_ok());
-  CHECK(rep["emulated"] == (host->accel != Accel::kKvm));
+  CHECK(rep["emulated"] == (host.accel != Accel::kKvm));
   REQUIRE(rep["network"]["runs"].size() == 2);
   for (const auto& r : rep["network"]["runs"]) {
     CHECK(r["ports"] == json({5000, 5001}));
@@ -189,7 +158,7 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
 
   // Nothing left behind in the guest: no iperf3 server, no pidfile.
   auto pids =
-      (*hv)->exec(spec.name, {.argv = {"pidof", "iperf3"}, .timeout = std::chrono::seconds(30)});
+      hv->exec(spec.name, {.argv = {"pidof", "iperf3"}, .timeout = std::chrono::seconds(30)});
   REQUIRE(pids.is_ok());
   CHECK(pids->exit_code != 0);
   CHECK(pids->out.empty());
@@ -262,7 +231,7 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   const auto& fwd = rep["network"]["runs"][0];
   const auto& rev = rep["network"]["runs"][1];
   std::printf(
-      "bench e2e (%s): host->guest %.3f Gbit/s, guest->host %.3f Gbit/s; zstd -3 -T1 %.1f MB/s "
+      "bench e2e (%s): host.guest %.3f Gbit/s, guest->host %.3f Gbit/s; zstd -3 -T1 %.1f MB/s "
       "(min %.1f, max %.1f), -T2 %.1f MB/s, decompress -T1 %.1f MB/s; zstd %s; report %s\n",
       rep["emulated"].get<bool>() ? "EMULATED" : "native",
       fwd["total"]["received_bits_per_second"].get<double>() / 1e9,
@@ -274,7 +243,7 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
       comp["guest"][0]["decompress_mb_s"]["median"].get<double>(),
       comp.value("zstd_version", "?").c_str(), page.c_str());
   std::printf(
-      "bench e2e: -P 4 host->guest %.3f Gbit/s\n",
+      "bench e2e: -P 4 host.guest %.3f Gbit/s\n",
       run4->report["network"]["runs"][0]["total"]["received_bits_per_second"].get<double>() / 1e9);
   fs::remove_all(profile);
 }

@@ -17,10 +17,9 @@
 
 #include "base/process_runner.h"
 #include "daemon/images/catalog.h"
-#include "daemon/virt/event_loop.h"
-#include "daemon/virt/host_discovery.h"
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "daemon/virt/network.h"
+#include "tests/support/e2e_guest.h"
 #include "tests/support/files.h"
 
 namespace armhive {
@@ -53,41 +52,15 @@ TEST_CASE(
     "iperf3 and zstd, and gives every VM its own identity",
     "[images][e2e]") {
   const fs::path state = env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e");
-  auto catalog = ImageCatalog::open((state / "images").string());
-  INFO(catalog.status().to_string());
-  REQUIRE(catalog.is_ok());
-  auto image = catalog->find("tiny");
-  INFO(image.status().to_string());
-  REQUIRE(image.is_ok());
-  Status verified = catalog->verify(*image);
-  INFO(verified.to_string());
-  REQUIRE(verified.is_ok());
-  REQUIRE(image->boot == "kernel");
-
-  auto loop = EventLoop::start();
-  REQUIRE(loop.is_ok());
-  const std::string uri = env_or("ARMHIVE_IMAGES_E2E_URI", "qemu:///system");
-  auto conn = Connection::open(uri);
-  REQUIRE(conn.is_ok());
-  auto host = discover_host(*conn, {});
-  REQUIRE(host.is_ok());
+  const Image tiny = e2e_tiny_image();
+  const Image* image = &tiny;
 
   const fs::path work = state / "images-e2e";
-  fs::remove_all(work);
-  fs::create_directories(work);
-  LibvirtHypervisorOptions opts;
-  opts.uri = uri;
-  opts.state_dir = (work / "vms").string();
-  opts.storage_pool = "armhive-images-e2e";
-  opts.accel = host->accel;
-  auto hv_result = LibvirtHypervisor::open(opts);
-  INFO(hv_result.status().to_string());
-  REQUIRE(hv_result.is_ok());
-  LibvirtHypervisor& hv = **hv_result;
-
   NetworkSpec net{"armhive-images-e2e", "ahimge2e0",    "10.231.8.1/24",
                   "10.231.8.10",        "10.231.8.100", 1500};
-  REQUIRE(ensure_network(hv.connection(), net).is_ok());
+  E2eHypervisor e2e = open_e2e_hypervisor(env_or("ARMHIVE_IMAGES_E2E_URI", "qemu:///system"), work,
+                                          "armhive-images-e2e", net);
+  LibvirtHypervisor& hv = *e2e.hv;
 
   std::vector<Guest> guests = {{"armhive-images-e2e-1", "img-e2e-one", ""},
                                {"armhive-images-e2e-2", "img-e2e-two", ""}};
@@ -135,7 +108,7 @@ TEST_CASE(
     REQUIRE(agent);
     std::printf("images e2e: %s agent answered %.1f s after the first create_vm (%s)\n",
                 g.name.c_str(), std::chrono::duration<double>(Clock::now() - t0).count(),
-                host->accel == Accel::kKvm ? "kvm" : "tcg, emulated");
+                e2e.host.accel == Accel::kKvm ? "kvm" : "tcg, emulated");
   }
 
   // A key installed through the agent lets a real OpenSSH client log in.

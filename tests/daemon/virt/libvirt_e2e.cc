@@ -17,11 +17,10 @@
 #include <thread>
 
 #include "base/process_runner.h"
-#include "daemon/virt/event_loop.h"
-#include "daemon/virt/host_discovery.h"
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "daemon/virt/network.h"
 #include "daemon/virt/xml.h"
+#include "tests/support/e2e_guest.h"
 #include "tests/support/files.h"
 
 namespace armhive {
@@ -48,31 +47,8 @@ struct TinyImage {
 };
 
 TinyImage load_tiny_image() {
-  // ARMHIVE_VIRT_E2E_IMAGE_DIR: a hand-made image directory with the same manifest layout.
-  std::string dir = env_or("ARMHIVE_VIRT_E2E_IMAGE_DIR",
-                           env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e") + "/images/tiny");
-  fs::path manifest = fs::path(dir) / "manifest.json";
-  INFO("tiny image manifest " << manifest);
-  REQUIRE(fs::exists(manifest));
-  nlohmann::json m;
-  try {
-    m = nlohmann::json::parse(read_file(manifest));
-  } catch (const nlohmann::json::exception& e) {
-    FAIL("manifest is not JSON: " << e.what());
-  }
-  TinyImage img;
-  auto path_of = [&](const char* key) -> std::string {
-    if (!m["files"].contains(key)) return {};
-    return (fs::path(dir) / m["files"][key]["path"].get<std::string>()).string();
-  };
-  img.kernel = path_of("kernel");
-  img.initrd = path_of("initrd");
-  img.disk = path_of("disk");
-  img.cmdline = m.value("cmdline", "console=ttyAMA0");
-  img.login_user = m.value("login_user", "");
-  REQUIRE_FALSE(img.kernel.empty());
-  REQUIRE_FALSE(img.disk.empty());
-  return img;
+  Image image = e2e_tiny_image();
+  return {image.kernel.path, image.initrd.path, image.disk.path, image.cmdline, image.login_user};
 }
 
 bool console_shows_userspace(const std::string& log) {
@@ -90,30 +66,18 @@ TEST_CASE(
   TinyImage img = load_tiny_image();
   const bool expect_agent = env_or("ARMHIVE_VIRT_E2E_NO_AGENT", "") != "1";
 
-  auto loop = EventLoop::start();
-  REQUIRE(loop.is_ok());
-  const std::string uri = env_or("ARMHIVE_VIRT_E2E_URI", "qemu:///system");
-  auto conn = Connection::open(uri);
-  REQUIRE(conn.is_ok());
-  auto host = discover_host(*conn, {});
-  REQUIRE(host.is_ok());
-  REQUIRE_FALSE(host->cpus.empty());
-
   fs::path state =
       fs::path(env_or("ARMHIVE_E2E_STATE", fs::temp_directory_path().string())) / "virt-e2e";
-  fs::remove_all(state);
-  LibvirtHypervisorOptions opts;
-  opts.uri = uri;
-  opts.state_dir = (state / "vms").string();
-  opts.storage_pool = "armhive-virt-e2e";
-  opts.accel = host->accel;
-  auto hv = LibvirtHypervisor::open(opts);
-  REQUIRE(hv.is_ok());
+  E2eHypervisor e2e = open_e2e_hypervisor(env_or("ARMHIVE_VIRT_E2E_URI", "qemu:///system"), state,
+                                          "armhive-virt-e2e", std::nullopt);
+  const HostTopology& host = e2e.host;
+  std::unique_ptr<LibvirtHypervisor>& hv = e2e.hv;
+  REQUIRE_FALSE(host.cpus.empty());
 
   std::mutex mu;
   std::condition_variable cv;
   std::vector<VmEvent> events;
-  (*hv)->set_event_handler([&](const VmEvent& e) {
+  hv->set_event_handler([&](const VmEvent& e) {
     std::lock_guard lock(mu);
     events.push_back(e);
     cv.notify_all();
@@ -130,10 +94,10 @@ TEST_CASE(
 
   NetworkSpec net{"armhive-virt-e2e", "ahvirte2e0",   "10.231.7.1/24",
                   "10.231.7.10",      "10.231.7.100", 1500};
-  REQUIRE(ensure_network((*hv)->connection(), net).is_ok());
-  REQUIRE(ensure_network((*hv)->connection(), net).is_ok());  // idempotent
+  REQUIRE(ensure_network(hv->connection(), net).is_ok());
+  REQUIRE(ensure_network(hv->connection(), net).is_ok());  // idempotent
 
-  const int last_cpu = host->cpus.back().id;
+  const int last_cpu = host.cpus.back().id;
   VmSpec spec;
   spec.name = "armhive-virt-e2e-1";
   spec.vm_id = "vm-virt-e2e-1";
@@ -145,12 +109,12 @@ TEST_CASE(
   spec.vcpus = 2;
   spec.memory_mib = 512;
   spec.network = net.name;
-  spec.vcpu_pins = {last_cpu, host->cpus.front().id};
-  spec.emulator_cpus = {host->cpus.front().id};
+  spec.vcpu_pins = {last_cpu, host.cpus.front().id};
+  spec.emulator_cpus = {host.cpus.front().id};
   spec.labels = {{"test", "virt-e2e"}};
 
   const auto t0 = Clock::now();
-  Status created = (*hv)->create_vm(spec);
+  Status created = hv->create_vm(spec);
   INFO(created.to_string());
   REQUIRE(created.is_ok());
   CHECK(saw(spec.name, VmEventKind::kStarted));
@@ -161,10 +125,10 @@ TEST_CASE(
   std::string log;
   const auto deadline = Clock::now() + std::chrono::seconds(180);
   while (Clock::now() < deadline) {
-    log = (*hv)->console_log(spec.name, 1 << 20).value_or("");
+    log = hv->console_log(spec.name, 1 << 20).value_or("");
     if (console_shows_userspace(log)) userspace = true;
     if (expect_agent) {
-      agent_ok = (*hv)->ping_agent(spec.name, std::chrono::seconds(2)).is_ok();
+      agent_ok = hv->ping_agent(spec.name, std::chrono::seconds(2)).is_ok();
       if (agent_ok) break;
     } else if (userspace) {
       break;
@@ -177,8 +141,8 @@ TEST_CASE(
   CHECK((userspace || agent_ok));
   if (expect_agent) {
     REQUIRE(agent_ok);
-    auto uname = (*hv)->exec(spec.name,
-                             GuestExecRequest{{"/bin/uname", "-m"}, "", std::chrono::seconds(30)});
+    auto uname =
+        hv->exec(spec.name, GuestExecRequest{{"/bin/uname", "-m"}, "", std::chrono::seconds(30)});
     REQUIRE(uname.is_ok());
     CHECK(uname->exit_code == 0);
     CHECK(uname->out == "aarch64\n");
@@ -186,7 +150,7 @@ TEST_CASE(
     // The DHCP lease of the isolated network (or the agent) gives an address inside it.
     Result<std::string> addr = Status(ErrorCode::kUnavailable, "not yet");
     for (int i = 0; i < 60 && !addr.is_ok(); ++i) {
-      addr = (*hv)->guest_address(spec.name);
+      addr = hv->guest_address(spec.name);
       if (!addr.is_ok()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
     INFO(addr.status().to_string());
@@ -197,33 +161,33 @@ TEST_CASE(
     const std::string key =
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIArmhiveVirtE2eKeyOnlyForTests virt-e2e";
     const std::string user = img.login_user.empty() ? "root" : img.login_user;
-    Status keys = (*hv)->set_authorized_keys(spec.name, user, {key});
+    Status keys = hv->set_authorized_keys(spec.name, user, {key});
     INFO(keys.to_string());
     REQUIRE(keys.is_ok());
-    auto cat = (*hv)->exec(
-        spec.name, GuestExecRequest{{"/bin/cat", (user == "root" ? "/root" : "/home/" + user) +
-                                                     "/.ssh/authorized_keys"},
-                                    "",
-                                    std::chrono::seconds(30)});
+    auto cat = hv->exec(spec.name,
+                        GuestExecRequest{{"/bin/cat", (user == "root" ? "/root" : "/home/" + user) +
+                                                          "/.ssh/authorized_keys"},
+                                         "",
+                                         std::chrono::seconds(30)});
     REQUIRE(cat.is_ok());
     CHECK(cat->out.find(key) != std::string::npos);
 
     // stdin goes in, a process outliving its timeout is reported as timed out.
-    auto echo = (*hv)->exec(
+    auto echo = hv->exec(
         spec.name, GuestExecRequest{{"/bin/cat"}, "hello <&> guest\n", std::chrono::seconds(30)});
     REQUIRE(echo.is_ok());
     CHECK(echo->out == "hello <&> guest\n");
     auto slow =
-        (*hv)->exec(spec.name, GuestExecRequest{{"/bin/sleep", "60"}, "", std::chrono::seconds(2)});
+        hv->exec(spec.name, GuestExecRequest{{"/bin/sleep", "60"}, "", std::chrono::seconds(2)});
     REQUIRE(slow.is_ok());
     CHECK(slow->timed_out);
   }
   std::printf("virt e2e: %s guest reached %s %.1f s after create_vm (accel %s)\n",
               spec.name.c_str(), agent_ok ? "the guest agent" : "userspace", boot_s,
-              host->accel == Accel::kKvm ? "kvm" : "tcg");
+              host.accel == Accel::kKvm ? "kvm" : "tcg");
 
   // Pinning as the domain says: one QEMU thread per vCPU ("CPU N/TCG" or "CPU N/KVM").
-  auto vms = (*hv)->list_vms();
+  auto vms = hv->list_vms();
   REQUIRE(vms.is_ok());
   const VmInfo* info = nullptr;
   for (const auto& v : *vms) {
@@ -250,22 +214,22 @@ TEST_CASE(
   CHECK(vcpu_threads == spec.vcpus);
   CHECK(allowed_cpus(proc / "task" / std::to_string(info->qemu_pid)) == spec.emulator_cpus);
 
-  REQUIRE((*hv)->set_lease(spec.name, "lease-e2e").is_ok());
-  auto after = (*hv)->list_vms();
+  REQUIRE(hv->set_lease(spec.name, "lease-e2e").is_ok());
+  auto after = hv->list_vms();
   REQUIRE(after.is_ok());
   REQUIRE(after->size() == 1);
   CHECK(after->front().lease_id == "lease-e2e");
 
-  const std::string overlay = (*hv)->paths_for(spec.name).overlay;
+  const std::string overlay = hv->paths_for(spec.name).overlay;
   CHECK(fs::exists(overlay));
-  REQUIRE((*hv)->destroy_vm(spec.name).is_ok());
+  REQUIRE(hv->destroy_vm(spec.name).is_ok());
   CHECK(saw(spec.name, VmEventKind::kStopped));
-  CHECK((*hv)->connection().lookup_domain(spec.name).status().code() == ErrorCode::kNotFound);
-  CHECK((*hv)->list_vms()->empty());
-  CHECK((*hv)->list_vm_files()->empty());
+  CHECK(hv->connection().lookup_domain(spec.name).status().code() == ErrorCode::kNotFound);
+  CHECK(hv->list_vms()->empty());
+  CHECK(hv->list_vm_files()->empty());
   CHECK_FALSE(fs::exists(overlay));
   CHECK_FALSE(fs::exists(proc));
-  CHECK(remove_network((*hv)->connection(), net.name).is_ok());
+  CHECK(remove_network(hv->connection(), net.name).is_ok());
   fs::remove_all(state);
 }
 
@@ -278,21 +242,13 @@ namespace {
 TEST_CASE("a UEFI guest starts on AAVMF with its own vars file, removed with it",
           "[virt][e2e][uefi]") {
   TinyImage img = load_tiny_image();
-  auto loop = EventLoop::start();
-  REQUIRE(loop.is_ok());
-  const std::string uri = env_or("ARMHIVE_VIRT_E2E_URI", "qemu:///system");
   fs::path state =
       fs::path(env_or("ARMHIVE_E2E_STATE", fs::temp_directory_path().string())) / "virt-e2e-uefi";
-  fs::remove_all(state);
-  LibvirtHypervisorOptions opts;
-  opts.uri = uri;
-  opts.state_dir = (state / "vms").string();
-  opts.storage_pool = "armhive-virt-e2e-uefi";
-  auto hv = LibvirtHypervisor::open(opts);
-  REQUIRE(hv.is_ok());
   NetworkSpec net{"armhive-virt-e2e", "ahvirte2e0",   "10.231.7.1/24",
                   "10.231.7.10",      "10.231.7.100", 1500};
-  REQUIRE(ensure_network((*hv)->connection(), net).is_ok());
+  E2eHypervisor e2e = open_e2e_hypervisor(env_or("ARMHIVE_VIRT_E2E_URI", "qemu:///system"), state,
+                                          "armhive-virt-e2e-uefi", net);
+  std::unique_ptr<LibvirtHypervisor>& hv = e2e.hv;
 
   VmSpec spec;
   spec.name = "armhive-virt-e2e-uefi";
@@ -301,22 +257,22 @@ TEST_CASE("a UEFI guest starts on AAVMF with its own vars file, removed with it"
   spec.base_disk = img.disk;  // any qcow2: the test only needs the firmware to start
   spec.memory_mib = 512;
   spec.network = net.name;
-  Status created = (*hv)->create_vm(spec);
+  Status created = hv->create_vm(spec);
   INFO(created.to_string());
   REQUIRE(created.is_ok());
-  const DomainPaths paths = (*hv)->paths_for(spec.name);
+  const DomainPaths paths = hv->paths_for(spec.name);
   CHECK(fs::exists(paths.nvram));
-  CHECK(fs::file_size(paths.nvram) == fs::file_size(opts.uefi_vars_template));
-  auto vms = (*hv)->list_vms();
+  CHECK(fs::file_size(paths.nvram) == fs::file_size(hv->options().uefi_vars_template));
+  auto vms = hv->list_vms();
   REQUIRE(vms.is_ok());
   REQUIRE(vms->size() == 1);
   CHECK(vms->front().running);
 
-  REQUIRE((*hv)->destroy_vm(spec.name).is_ok());
+  REQUIRE(hv->destroy_vm(spec.name).is_ok());
   CHECK_FALSE(fs::exists(paths.nvram));
   CHECK_FALSE(fs::exists(paths.overlay));
-  CHECK((*hv)->list_vm_files()->empty());
-  CHECK(remove_network((*hv)->connection(), net.name).is_ok());
+  CHECK(hv->list_vm_files()->empty());
+  CHECK(remove_network(hv->connection(), net.name).is_ok());
   fs::remove_all(state);
 }
 
@@ -338,20 +294,13 @@ bool wait_until(const std::function<bool()>& cond, std::chrono::seconds limit) {
 TEST_CASE("after libvirtd restarts, the hypervisor reconnects and still sees its running VM",
           "[virt][e2e][reconnect]") {
   TinyImage img = load_tiny_image();
-  auto loop = EventLoop::start();
-  REQUIRE(loop.is_ok());
   fs::path state = fs::path(env_or("ARMHIVE_E2E_STATE", fs::temp_directory_path().string())) /
                    "virt-e2e-reconnect";
-  fs::remove_all(state);
-  LibvirtHypervisorOptions opts;
-  opts.uri = env_or("ARMHIVE_VIRT_E2E_URI", "qemu:///system");
-  opts.state_dir = (state / "vms").string();
-  opts.storage_pool = "armhive-virt-e2e-reconnect";
-  auto hv = LibvirtHypervisor::open(opts);
-  REQUIRE(hv.is_ok());
   NetworkSpec net{"armhive-virt-e2e", "ahvirte2e0",   "10.231.7.1/24",
                   "10.231.7.10",      "10.231.7.100", 1500};
-  REQUIRE(ensure_network((*hv)->connection(), net).is_ok());
+  E2eHypervisor e2e = open_e2e_hypervisor(env_or("ARMHIVE_VIRT_E2E_URI", "qemu:///system"), state,
+                                          "armhive-virt-e2e-reconnect", net);
+  std::unique_ptr<LibvirtHypervisor>& hv = e2e.hv;
   VmSpec spec;
   spec.name = "armhive-virt-e2e-rc";
   spec.vm_id = "vm-virt-e2e-rc";
@@ -361,8 +310,8 @@ TEST_CASE("after libvirtd restarts, the hypervisor reconnects and still sees its
   spec.initrd = img.initrd;
   spec.cmdline = img.cmdline;
   spec.network = net.name;
-  REQUIRE((*hv)->create_vm(spec).is_ok());
-  REQUIRE((*hv)->list_vms()->size() == 1);
+  REQUIRE(hv->create_vm(spec).is_ok());
+  REQUIRE(hv->list_vms()->size() == 1);
 
   // Stop libvirtd (QEMU keeps running) and start a fresh one in this same namespace.
   int64_t pid = 0;
@@ -379,8 +328,8 @@ TEST_CASE("after libvirtd restarts, the hypervisor reconnects and still sees its
                    std::string::npos;
       },
       std::chrono::seconds(30)));
-  CHECK(wait_until([&] { return (*hv)->connection().disconnected(); }, std::chrono::seconds(30)));
-  CHECK((*hv)->list_vms().status().code() == ErrorCode::kUnavailable);
+  CHECK(wait_until([&] { return hv->connection().disconnected(); }, std::chrono::seconds(30)));
+  CHECK(hv->list_vms().status().code() == ErrorCode::kUnavailable);
 
   SubprocessRunner runner;
   ProcessRequest start;
@@ -394,7 +343,7 @@ TEST_CASE("after libvirtd restarts, the hypervisor reconnects and still sees its
   Result<std::vector<VmInfo>> vms = Status(ErrorCode::kUnavailable, "not yet");
   CHECK(wait_until(
       [&] {
-        vms = (*hv)->list_vms();
+        vms = hv->list_vms();
         return vms.is_ok();
       },
       std::chrono::seconds(60)));
@@ -404,30 +353,30 @@ TEST_CASE("after libvirtd restarts, the hypervisor reconnects and still sees its
   CHECK(vms->front().name == spec.name);
   CHECK(vms->front().vm_id == spec.vm_id);
   CHECK(vms->front().running);
-  CHECK_FALSE((*hv)->connection().disconnected());
+  CHECK_FALSE(hv->connection().disconnected());
   // The restarted libvirtd reconnects to QEMU and the agent in the background; a destroy racing
   // with that stops the domain without a lifecycle event (libvirt 9.0). The agent answering
   // again means it is done (and is what a user checks after a restart).
-  CHECK(wait_until([&] { return (*hv)->ping_agent(spec.name, std::chrono::seconds(2)).is_ok(); },
+  CHECK(wait_until([&] { return hv->ping_agent(spec.name, std::chrono::seconds(2)).is_ok(); },
                    std::chrono::seconds(120)));
 
   // Events are re-registered on the new connection.
   std::mutex mu;
   std::condition_variable cv;
   bool stopped = false;
-  (*hv)->set_event_handler([&](const VmEvent& e) {
+  hv->set_event_handler([&](const VmEvent& e) {
     std::lock_guard lock(mu);
     if (e.name == spec.name && e.kind == VmEventKind::kStopped) stopped = true;
     cv.notify_all();
   });
-  REQUIRE((*hv)->destroy_vm(spec.name).is_ok());
+  REQUIRE(hv->destroy_vm(spec.name).is_ok());
   {
     std::unique_lock lock(mu);
     CHECK(cv.wait_for(lock, std::chrono::seconds(30), [&] { return stopped; }));
   }
-  CHECK((*hv)->list_vms()->empty());
-  CHECK((*hv)->list_vm_files()->empty());
-  CHECK(remove_network((*hv)->connection(), net.name).is_ok());
+  CHECK(hv->list_vms()->empty());
+  CHECK(hv->list_vm_files()->empty());
+  CHECK(remove_network(hv->connection(), net.name).is_ok());
   fs::remove_all(state);
 }
 
