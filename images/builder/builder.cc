@@ -1,4 +1,4 @@
-#include "daemon/images/builder.h"
+#include "images/builder/builder.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,11 +12,11 @@
 #include <set>
 #include <sstream>
 
-#include "daemon/images/corpus.h"
-#include "daemon/images/deb_cache.h"
-#include "daemon/images/disk_builder.h"
-#include "daemon/images/initramfs.h"
 #include "daemon/images/sha256.h"
+#include "images/builder/corpus.h"
+#include "images/builder/deb_cache.h"
+#include "images/builder/disk_builder.h"
+#include "images/builder/initramfs.h"
 
 namespace armhive {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/images/disk_builder.h"
+#include "images/builder/disk_builder.h"
 
 #include <guestfs.h>
 

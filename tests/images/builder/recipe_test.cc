@@ -1,4 +1,4 @@
-#include "daemon/images/recipe.h"
+#include "images/builder/recipe.h"
 
 #include <catch2/catch.hpp>
 

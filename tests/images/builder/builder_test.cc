@@ -1,4 +1,4 @@
-#include "daemon/images/builder.h"
+#include "images/builder/builder.h"
 
 #include <catch2/catch.hpp>
 #include <filesystem>

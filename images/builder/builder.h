@@ -8,8 +8,8 @@
 #include "base/process_runner.h"
 #include "base/result.h"
 #include "daemon/images/catalog.h"
-#include "daemon/images/package_index.h"
-#include "daemon/images/recipe.h"
+#include "images/builder/package_index.h"
+#include "images/builder/recipe.h"
 
 namespace armhive {
 

@@ -1,4 +1,4 @@
-#include "daemon/images/initramfs.h"
+#include "images/builder/initramfs.h"
 
 #include <filesystem>
 #include <fstream>
@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "daemon/images/cpio.h"
+#include "images/builder/cpio.h"
 
 namespace armhive {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/images/package_index.h"
+#include "images/builder/package_index.h"
 
 #include <catch2/catch.hpp>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "daemon/images/cpio.h"
+#include "images/builder/cpio.h"
 
 #include <sys/stat.h>
 

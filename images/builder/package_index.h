@@ -8,7 +8,7 @@
 
 #include "base/process_runner.h"
 #include "base/result.h"
-#include "daemon/images/recipe.h"
+#include "images/builder/recipe.h"
 
 namespace armhive {
 

@@ -4,7 +4,7 @@
 
 #include "base/process_runner.h"
 #include "base/result.h"
-#include "daemon/images/package_index.h"
+#include "images/builder/package_index.h"
 
 namespace armhive {
 

@@ -1,4 +1,4 @@
-#include "daemon/images/package_index.h"
+#include "images/builder/package_index.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "daemon/images/corpus.h"
+#include "images/builder/corpus.h"
 
 #include <algorithm>
 #include <array>

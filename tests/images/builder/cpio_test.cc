@@ -1,4 +1,4 @@
-#include "daemon/images/cpio.h"
+#include "images/builder/cpio.h"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <map>
 
-#include "daemon/images/initramfs.h"
+#include "images/builder/initramfs.h"
 
 namespace armhive {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/images/deb_cache.h"
+#include "images/builder/deb_cache.h"
 
 #include <catch2/catch.hpp>
 #include <filesystem>
