@@ -3,7 +3,9 @@
 #include <initializer_list>
 #include <limits>
 
-#include "api/validation.h"
+#include "base/base64.h"
+#include "base/utf8.h"
+#include "base/validation.h"
 
 namespace armhive {
 namespace {

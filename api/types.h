@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/validation.h"  // kMaxTtlSeconds
+
 namespace armhive {
 
 // The wire types of the REST API (api/openapi.yaml), shared by the daemon and the CLI. They
@@ -16,8 +18,7 @@ namespace armhive {
 //
 // Plain data; no thread affinity.
 
-inline constexpr size_t kMaxBodyBytes = 64 * 1024;           // larger bodies: 413
-inline constexpr int64_t kMaxTtlSeconds = 30LL * 24 * 3600;  // 30 days: above is absurd
+inline constexpr size_t kMaxBodyBytes = 64 * 1024;  // larger bodies: 413
 inline constexpr int64_t kMaxExecTimeoutSeconds = 3600;
 inline constexpr size_t kMaxSshKeys = 32;
 inline constexpr std::string_view kProblemTypeBase = "https://armhive.dev/problems/";

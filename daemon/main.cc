@@ -12,6 +12,7 @@
 
 #include "base/metrics.h"
 #include "base/process_runner.h"
+#include "base/version.h"
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/core/cpu_sets.h"
@@ -201,7 +202,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   CLI::App app{"armhived: a pool of ephemeral aarch64 VMs for CI, leased over a REST API"};
-  app.set_version_flag("--version", "armhived 0.1.0");
+  app.set_version_flag("--version", "armhived " + std::string(kVersion));
   std::string config_path = "/etc/armhive/armhived.toml";
   app.add_option("-c,--config", config_path, "Configuration file")->capture_default_str();
   bool verbose = false;

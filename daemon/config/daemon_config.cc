@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "api/validation.h"
+#include "base/validation.h"
 
 namespace armhive {
 namespace {

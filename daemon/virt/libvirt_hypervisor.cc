@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "base/base64.h"
 #include "daemon/virt/error.h"
 #include "daemon/virt/handles.h"
 #include "daemon/virt/storage.h"
@@ -39,58 +40,12 @@ Status check_name(std::string_view name) {
   return Status::ok();
 }
 
-std::string base64_encode(std::string_view in) {
-  static constexpr const char* kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (i + 1 == in.size()) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
-
-Result<std::string> base64_decode(std::string_view in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r') continue;
-    int v = val(c);
-    if (v < 0) return internal_error("guest agent sent malformed base64");
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  return out;
+// The agent sends standard padded base64 (GLib's g_base64_encode); anything else is its fault.
+Result<std::string> agent_base64_decode(std::string_view field, std::string_view text) {
+  Result<std::string> bytes = base64_decode(field, text);
+  if (!bytes.is_ok())
+    return internal_error("guest agent sent malformed base64 in " + std::string(field));
+  return bytes;
 }
 
 int64_t read_pid(const std::string& dir, const std::string& name) {
@@ -465,10 +420,12 @@ Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name,
         result.exit_code = r.value("exitcode", -1);
         result.signal = r.value("signal", 0);
         if (r.contains("out-data")) {
-          ARMHIVE_ASSIGN_OR_RETURN(result.out, base64_decode(r["out-data"].get<std::string>()));
+          ARMHIVE_ASSIGN_OR_RETURN(
+              result.out, agent_base64_decode("out-data", r["out-data"].get<std::string>()));
         }
         if (r.contains("err-data")) {
-          ARMHIVE_ASSIGN_OR_RETURN(result.err, base64_decode(r["err-data"].get<std::string>()));
+          ARMHIVE_ASSIGN_OR_RETURN(
+              result.err, agent_base64_decode("err-data", r["err-data"].get<std::string>()));
         }
         result.out_truncated = r.value("out-truncated", false) || r.value("err-truncated", false);
         return result;

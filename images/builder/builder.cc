@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/utc_time.h"
 #include "daemon/images/sha256.h"
 #include "images/builder/corpus.h"
 #include "images/builder/deb_cache.h"
@@ -104,15 +105,6 @@ Result<fs::path> in_root_impl(const fs::path& root, std::string_view guest_path)
 
 Result<fs::path> in_root(const fs::path& root, std::string_view guest_path) {
   return in_root_impl(root, guest_path);
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 class Step {

@@ -9,9 +9,10 @@
 
 namespace armhive {
 
-// Pure request validation shared by the daemon and the CLI (no daemon dependencies). Every
-// failure is kInvalidArgument naming `field`. The rules are the same as daemon/core/lease.h's
-// validate_* functions (which predate this module); keep them in step.
+// The input rules shared by the daemon's core, the API and the CLI: names, SSH keys, labels,
+// durations. Every failure is kInvalidArgument naming `field`. Pure; any thread.
+
+inline constexpr int64_t kMaxTtlSeconds = 30LL * 24 * 3600;  // 30 days: above is absurd
 
 // "7200", "2h", "90m", "45s", "1d", "1h30m" -> seconds. Rejects signs, fractions, zero-length
 // numbers and overflow; does not range-check (see check_ttl).
@@ -27,9 +28,5 @@ Status check_name(std::string_view field, std::string_view value);
 Status check_ssh_key(std::string_view field, std::string_view key);
 // At most 32; keys are names, values <= 256 characters without control characters.
 Status check_labels(std::string_view field, const std::map<std::string, std::string>& labels);
-
-bool is_valid_utf8(std::string_view s);
-std::string base64_encode(std::string_view bytes);
-Result<std::string> base64_decode(std::string_view field, std::string_view text);
 
 }  // namespace armhive

@@ -1,9 +1,7 @@
-#include "api/validation.h"
+#include "base/validation.h"
 
 #include <array>
 #include <limits>
-
-#include "api/types.h"
 
 namespace armhive {
 namespace {
@@ -11,9 +9,6 @@ namespace {
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
 }
-
-constexpr std::string_view kB64 =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 }  // namespace
 
@@ -151,101 +146,6 @@ Status check_labels(std::string_view field, const std::map<std::string, std::str
     }
   }
   return Status::ok();
-}
-
-bool is_valid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      n = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      n = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      n = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
-
-std::string base64_encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  while (i + 2 < bytes.size()) {
-    uint32_t v = (static_cast<unsigned char>(bytes[i]) << 16) |
-                 (static_cast<unsigned char>(bytes[i + 1]) << 8) |
-                 static_cast<unsigned char>(bytes[i + 2]);
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += kB64[(v >> 6) & 63];
-    out += kB64[v & 63];
-    i += 3;
-  }
-  if (i + 1 == bytes.size()) {
-    uint32_t v = static_cast<unsigned char>(bytes[i]) << 16;
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == bytes.size()) {
-    uint32_t v = (static_cast<unsigned char>(bytes[i]) << 16) |
-                 (static_cast<unsigned char>(bytes[i + 1]) << 8);
-    out += kB64[v >> 18];
-    out += kB64[(v >> 12) & 63];
-    out += kB64[(v >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
-
-Result<std::string> base64_decode(std::string_view field, std::string_view text) {
-  if (text.size() % 4 != 0) {
-    return invalid_argument(std::string(field), "is not base64 (length not a multiple of 4)");
-  }
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    uint32_t v = 0;
-    int pad = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      char c = text[i + k];
-      if (c == '=' && i + 4 == text.size() && k >= 2) {
-        ++pad;
-        v <<= 6;
-        continue;
-      }
-      size_t pos = kB64.find(c);
-      if (pos == std::string_view::npos || pad > 0) {
-        return invalid_argument(std::string(field), "is not base64");
-      }
-      v = (v << 6) | static_cast<uint32_t>(pos);
-    }
-    out += static_cast<char>((v >> 16) & 0xFF);
-    if (pad < 2) out += static_cast<char>((v >> 8) & 0xFF);
-    if (pad < 1) out += static_cast<char>(v & 0xFF);
-  }
-  return out;
 }
 
 }  // namespace armhive
