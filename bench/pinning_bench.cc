@@ -1,4 +1,4 @@
-// Pinned vs unpinned run-to-run spread of the in-guest zstd benchmark (issue 5).
+// Pinned vs unpinned run-to-run spread of the in-guest zstd benchmark.
 //
 //   armhive-bench-pinning --catalog DIR [--samples N] [--out FILE.json] [--uri URI]
 //                         [--state-dir DIR] [--no-noise] [--noise-seed S]
