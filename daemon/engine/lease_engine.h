@@ -16,32 +16,15 @@
 #include <vector>
 
 #include "base/metrics.h"
+#include "daemon/core/boot_image.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/hypervisor.h"
 #include "daemon/core/lease.h"
+#include "daemon/core/lease_store.h"
 #include "daemon/core/placement.h"
 #include "daemon/engine/lease_service.h"
-#include "daemon/store/lease_store.h"
 
 namespace armhive {
-
-// A bootable image as the engine needs it (resolved from the image catalogue by name).
-struct BootImage {
-  std::string name;
-  std::string version;
-  std::string base_disk;
-  std::string kernel;
-  std::string initrd;
-  std::string cmdline;
-  std::string login_user = "root";
-  // The image's deterministic compression corpus, for benchmarks (empty path: none).
-  std::string corpus_path;
-  uint64_t corpus_bytes = 0;
-  uint64_t corpus_seed = 0;
-  std::string corpus_sha256;
-};
-// Resolves a pool's image name. kNotFound / kUnprocessable make leases wait with that reason.
-using ImageResolver = std::function<Result<BootImage>(const std::string& image)>;
 
 struct EngineOptions {
   std::vector<PoolConfig> pools;

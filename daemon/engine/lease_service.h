@@ -9,6 +9,7 @@
 #include "base/result.h"
 #include "daemon/core/hypervisor.h"
 #include "daemon/core/lease.h"
+#include "daemon/core/lease_filter.h"
 #include "daemon/core/topology.h"
 
 namespace armhive {
@@ -18,16 +19,6 @@ namespace armhive {
 //
 // Threading: every method is thread-safe and may be called from HTTP worker threads. Methods
 // that wait (wait_lease, events_since) block the calling thread only.
-
-struct LeaseFilter {
-  std::optional<std::string> owner;  // only this owner's leases
-  std::optional<std::string> pool;
-  std::optional<LeaseState> state;
-  std::map<std::string, std::string> labels;  // all must match
-  bool include_ended = true;
-  size_t limit = 100;
-  std::string after_id;  // pagination cursor: ids are ordered by creation
-};
 
 struct Event {
   uint64_t seq = 0;  // strictly increasing; resume with events_since(seq)

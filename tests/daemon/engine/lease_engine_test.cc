@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "daemon/store/sqlite_lease_store.h"
 #include "tests/support/fake_hypervisor.h"
 #include "tests/support/manual_clock.h"
 #include "tests/support/topologies.h"
@@ -37,7 +38,7 @@ struct Harness {
                    std::chrono::milliseconds retry_backoff = 5ms)
       : hypervisor(hv ? hv : std::make_shared<FakeHypervisor>()) {
     db = std::move(Database::open(db_path).value());
-    store = std::move(LeaseStore::open(*db).value());
+    store = std::move(SqliteLeaseStore::open(*db).value());
     EngineOptions options;
     options.pools = std::move(pools);
     options.agent_poll = 1ms;
@@ -105,7 +106,7 @@ struct Harness {
   Metrics metrics;
   std::shared_ptr<FakeHypervisor> hypervisor;
   std::unique_ptr<Database> db;
-  std::unique_ptr<LeaseStore> store;
+  std::unique_ptr<SqliteLeaseStore> store;
   std::unique_ptr<LeaseEngine> engine;
   std::atomic<bool> image_missing{false};
 };
