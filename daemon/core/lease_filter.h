@@ -16,7 +16,7 @@ struct LeaseFilter {
   std::optional<LeaseState> state;
   std::map<std::string, std::string> labels;  // all must match
   bool include_ended = true;
-  size_t limit = 100;  // 0 = 100; at most kMaxLeaseListLimit
+  size_t limit = 100;    // 0 = 100; at most kMaxLeaseListLimit
   std::string after_id;  // pagination cursor: ids are ordered by creation
 };
 

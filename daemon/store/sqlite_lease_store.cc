@@ -180,8 +180,8 @@ Status SqliteLeaseStore::update(const Lease& lease) {
 }
 
 Result<std::vector<Lease>> SqliteLeaseStore::load(const std::string& where,
-                                            const std::vector<SqlValue>& params,
-                                            const std::string& tail) {
+                                                  const std::vector<SqlValue>& params,
+                                                  const std::string& tail) {
   std::string sql = std::string("SELECT ") + kColumns + " FROM leases";
   if (!where.empty()) sql += " WHERE " + where;
   sql += " ORDER BY n" + tail;
@@ -197,8 +197,8 @@ Result<std::vector<Lease>> SqliteLeaseStore::load(const std::string& where,
                   {l.id}));
     for (const SqlRow& h : hist) {
       LeaseTransition t;
-      ARMHIVE_ASSIGN_OR_RETURN(t.from, lease_state_column(l.id, "history from_state",
-                                                          sql_text(h[0])));
+      ARMHIVE_ASSIGN_OR_RETURN(t.from,
+                               lease_state_column(l.id, "history from_state", sql_text(h[0])));
       ARMHIVE_ASSIGN_OR_RETURN(t.to, lease_state_column(l.id, "history to_state", sql_text(h[1])));
       t.at = from_unix_ms(sql_int(h[2]));
       t.reason = sql_text(h[3]);
@@ -216,7 +216,7 @@ Result<std::optional<Lease>> SqliteLeaseStore::find(const std::string& id) {
 }
 
 Result<std::optional<Lease>> SqliteLeaseStore::find_by_idempotency_key(const std::string& owner,
-                                                                 const std::string& key) {
+                                                                       const std::string& key) {
   ARMHIVE_ASSIGN_OR_RETURN(std::vector<Lease> found,
                            load("owner = ? AND idempotency_key = ?", {owner, key}));
   if (found.empty()) return std::optional<Lease>();
