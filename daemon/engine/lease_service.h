@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -40,12 +41,19 @@ struct CoreUse {
   std::string pool;
 };
 
+// Whether the engine's calls to the host (libvirt) and the database are succeeding.
+enum class HostState { kOk, kDegraded };
+inline std::string_view to_string(HostState s) { return s == HostState::kOk ? "ok" : "degraded"; }
+
 struct HostView {
   HostTopology topology;
   std::vector<CoreUse> cores;
   double fragmentation = 0;  // 0 = free cores form whole clusters/nodes; 1 = fully scattered
-  bool connected = true;
-  std::string uri;
+  // degraded: recent hypervisor or database calls failed (counted in /metrics); last_error
+  // says which and why, and stays after the host is ok again.
+  HostState state = HostState::kOk;
+  std::string last_error;
+  TimePoint last_error_at;
 };
 
 class LeaseService {
