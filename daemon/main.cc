@@ -21,7 +21,7 @@
 #include "daemon/engine/lease_target_resolver.h"
 #include "daemon/http/server.h"
 #include "daemon/http/token_commands.h"
-#include "daemon/store/lease_store.h"
+#include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
 #include "daemon/virt/event_loop.h"
 #include "daemon/virt/host_discovery.h"
@@ -77,7 +77,7 @@ int serve(const DaemonConfig& config) {
   std::filesystem::create_directories(config.state_dir, ec);
   auto db = Database::open(config.database_path());
   if (!db.is_ok()) return fail(db.status(), "database");
-  auto leases = LeaseStore::open(**db);
+  auto leases = SqliteLeaseStore::open(**db);
   if (!leases.is_ok()) return fail(leases.status(), "lease store");
   SystemClock clock;
   auto tokens = TokenStore::open(**db, clock);
