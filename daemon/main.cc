@@ -26,6 +26,7 @@
 #include "daemon/virt/host_discovery.h"
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "daemon/virt/network.h"
+#include "daemon/virt/network_guard.h"
 
 namespace armhive {
 namespace {
@@ -95,8 +96,14 @@ int serve(const DaemonConfig& config) {
   auto topology = discover_host(*probe, {});
   if (!topology.is_ok()) return fail(topology.status(), "host discovery");
   topology->hostname = config.host_name.empty() ? machine_hostname() : config.host_name;
+  SubprocessRunner guard_runner;
   for (const NetworkConfig& n : config.networks) {
-    Status s = ensure_network(*probe, {n.name, n.bridge, n.cidr, n.dhcp_start, n.dhcp_end, n.mtu});
+    NetworkSpec spec{n.name, n.bridge, n.cidr, n.dhcp_start, n.dhcp_end, n.mtu};
+    spec.mode = network_mode_from_string(n.mode).value_or(NetworkMode::kIsolated);
+    for (const EgressConfig& e : n.egress) spec.egress.push_back({e.cidr, e.ports});
+    Status s = ensure_network(*probe, spec);
+    // The guard is armhive's own nftables table: guests never reach host services.
+    if (s.is_ok()) s = apply_network_guard(guard_runner, spec);
     if (!s.is_ok()) return fail(s, "network " + n.name);
   }
   spdlog::info("host {}: {} {} CPUs, {} NUMA node(s), {} MiB, {}", topology->hostname,
