@@ -120,7 +120,9 @@ struct NumaNodeDto {
 struct HostDto {
   std::string hostname;
   std::string uri;
-  bool connected = true;
+  bool connected = true;     // false while degraded
+  std::string state = "ok";  // ok | degraded (recent libvirt or database calls failed)
+  std::string last_error;    // the last failed call and why; empty if none
   std::string arch;
   std::string cpu_model;
   std::string accel;  // kvm|tcg

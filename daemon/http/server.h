@@ -17,6 +17,7 @@ class LeaseService;
 class BenchmarkService;
 class TokenStore;
 class AuditLog;
+struct Lease;
 
 inline constexpr int kDefaultPort = 8470;
 
@@ -37,6 +38,9 @@ struct HttpOptions {
   // Receives one line per request and per server error; may be empty. Called from worker
   // threads concurrently.
   std::function<void(std::string_view line)> log;
+  // Adjusts a lease's JSON before it is sent (daemon/access: ssh.host/ssh.port of the lease's
+  // forward). An error (no free access port) is the response. Called from worker threads.
+  std::function<Status(const Lease& lease, LeaseDto& dto)> lease_view;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,

@@ -13,6 +13,7 @@
 
 #include "base/base64.h"
 #include "daemon/virt/error.h"
+#include "daemon/virt/guest_agent_reply.h"
 #include "daemon/virt/handles.h"
 #include "daemon/virt/storage.h"
 
@@ -38,14 +39,6 @@ Status check_name(std::string_view name) {
     return invalid_argument("name", "domain name must be 1-63 characters of [a-z0-9-]");
   }
   return Status::ok();
-}
-
-// The agent sends standard padded base64 (GLib's g_base64_encode); anything else is its fault.
-Result<std::string> agent_base64_decode(std::string_view field, std::string_view text) {
-  Result<std::string> bytes = base64_decode(field, text);
-  if (!bytes.is_ok())
-    return internal_error("guest agent sent malformed base64 in " + std::string(field));
-  return bytes;
 }
 
 int64_t read_pid(const std::string& dir, const std::string& name) {
@@ -401,43 +394,25 @@ Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name,
   }
   ARMHIVE_ASSIGN_OR_RETURN(std::string started,
                            agent_command(name, dump, std::min(kCallTimeout, request.timeout)));
-  int64_t pid = 0;
-  try {
-    pid = json::parse(started).at("return").at("pid").get<int64_t>();
-  } catch (const json::exception& e) {
-    return internal_error(std::string("unexpected guest-exec reply: ") + e.what(),
-                          std::string(name));
-  }
+  auto pid_or = parse_guest_exec_started(started);
+  if (!pid_or.is_ok())
+    return Status(pid_or.status().code(), pid_or.status().message(), std::string(name));
+  const int64_t pid = *pid_or;
 
-  GuestExecResult result;
   const std::string status_cmd =
       json{{"execute", "guest-exec-status"}, {"arguments", {{"pid", pid}}}}.dump();
   while (true) {
     ARMHIVE_ASSIGN_OR_RETURN(std::string reply, agent_command(name, status_cmd, kCallTimeout));
-    try {
-      const json r = json::parse(reply).at("return");
-      if (r.value("exited", false)) {
-        result.exit_code = r.value("exitcode", -1);
-        result.signal = r.value("signal", 0);
-        if (r.contains("out-data")) {
-          ARMHIVE_ASSIGN_OR_RETURN(
-              result.out, agent_base64_decode("out-data", r["out-data"].get<std::string>()));
-        }
-        if (r.contains("err-data")) {
-          ARMHIVE_ASSIGN_OR_RETURN(
-              result.err, agent_base64_decode("err-data", r["err-data"].get<std::string>()));
-        }
-        result.out_truncated = r.value("out-truncated", false) || r.value("err-truncated", false);
-        return result;
-      }
-    } catch (const json::exception& e) {
-      return internal_error(std::string("unexpected guest-exec-status reply: ") + e.what(),
-                            std::string(name));
+    auto status = parse_guest_exec_status(reply);
+    if (!status.is_ok()) {
+      return Status(status.status().code(), status.status().message(), std::string(name));
     }
+    if (status->has_value()) return std::move(**status);
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(options_.exec_poll_interval);
   }
   // Timed out: try to kill the guest process (best effort; the guest may lack kill(1)).
+  GuestExecResult result;
   result.timed_out = true;
   const std::string kill_cmd =
       json{{"execute", "guest-exec"},

@@ -1,4 +1,4 @@
-#include "daemon/store/lease_store.h"
+#include "daemon/store/sqlite_lease_store.h"
 
 #include <nlohmann/json.hpp>
 
@@ -84,18 +84,43 @@ std::vector<SqlValue> lease_values(const Lease& l) {
           static_cast<int64_t>(l.warm_handout ? 1 : 0)};
 }
 
-Lease lease_from_row(const SqlRow& r) {
+// A stored row that does not say what the schema promises: an error naming the row, never a
+// default (a lease silently turned into "failed" or a VM into "starting" is destroyed work).
+Status bad_row(const std::string& table, const std::string& key, const std::string& what) {
+  return internal_error("database row cannot be read: " + what, table + " " + key);
+}
+
+template <typename T>
+Status json_column(const std::string& table, const std::string& key, const char* column,
+                   const std::string& text, T& out) {
+  auto j = parse_json(text);
+  try {
+    out = j.template get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    return bad_row(table, key, std::string(column) + " is not valid (" + e.what() + ")");
+  }
+  return Status::ok();
+}
+
+Result<LeaseState> lease_state_column(const std::string& key, const char* column,
+                                      const std::string& text) {
+  auto state = lease_state_from_string(text);
+  if (!state) return bad_row("lease", key, std::string(column) + " '" + text + "' is unknown");
+  return *state;
+}
+
+Result<Lease> lease_from_row(const SqlRow& r) {
   Lease l;
   l.id = sql_text(r[0]);
   l.pool = sql_text(r[1]);
   l.owner = sql_text(r[2]);
-  l.purpose = purpose_from_string(sql_text(r[3])).value_or(Purpose::kCi);
-  auto keys = parse_json(sql_text(r[4]));
-  if (keys.is_array()) l.ssh_keys = keys.get<std::vector<std::string>>();
-  auto labels = parse_json(sql_text(r[5]));
-  if (labels.is_object()) l.labels = labels.get<std::map<std::string, std::string>>();
+  auto purpose = purpose_from_string(sql_text(r[3]));
+  if (!purpose) return bad_row("lease", l.id, "purpose '" + sql_text(r[3]) + "' is unknown");
+  l.purpose = *purpose;
+  ARMHIVE_RETURN_IF_ERROR(json_column("lease", l.id, "ssh_keys", sql_text(r[4]), l.ssh_keys));
+  ARMHIVE_RETURN_IF_ERROR(json_column("lease", l.id, "labels", sql_text(r[5]), l.labels));
   l.idempotency_key = sql_text(r[6]);
-  l.state = lease_state_from_string(sql_text(r[7])).value_or(LeaseState::kFailed);
+  ARMHIVE_ASSIGN_OR_RETURN(l.state, lease_state_column(l.id, "state", sql_text(r[7])));
   l.reason = sql_text(r[8]);
   l.ttl = Seconds(sql_int(r[9]));
   l.created_at = from_unix_ms(sql_int(r[10]));
@@ -105,8 +130,7 @@ Lease lease_from_row(const SqlRow& r) {
   l.vm_name = sql_text(r[14]);
   l.address = sql_text(r[15]);
   l.login_user = sql_text(r[16]);
-  auto cpus = parse_json(sql_text(r[17]));
-  if (cpus.is_array()) l.cpus = cpus.get<std::vector<int>>();
+  ARMHIVE_RETURN_IF_ERROR(json_column("lease", l.id, "cpus", sql_text(r[17]), l.cpus));
   l.warm_handout = sql_int(r[18]) != 0;
   return l;
 }
@@ -125,33 +149,12 @@ Status insert_history(Database::Tx& tx, const Lease& lease, size_t from) {
 
 }  // namespace
 
-std::string_view to_string(VmState s) {
-  switch (s) {
-    case VmState::kStarting:
-      return "starting";
-    case VmState::kWarm:
-      return "warm";
-    case VmState::kLeased:
-      return "leased";
-    case VmState::kDestroying:
-      return "destroying";
-  }
-  return "starting";
-}
-
-std::optional<VmState> vm_state_from_string(std::string_view s) {
-  for (VmState v : {VmState::kStarting, VmState::kWarm, VmState::kLeased, VmState::kDestroying}) {
-    if (to_string(v) == s) return v;
-  }
-  return std::nullopt;
-}
-
-Result<std::unique_ptr<LeaseStore>> LeaseStore::open(Database& db) {
+Result<std::unique_ptr<SqliteLeaseStore>> SqliteLeaseStore::open(Database& db) {
   ARMHIVE_RETURN_IF_ERROR(db.migrate("leases", kSchema));
-  return std::unique_ptr<LeaseStore>(new LeaseStore(db));
+  return std::unique_ptr<SqliteLeaseStore>(new SqliteLeaseStore(db));
 }
 
-Status LeaseStore::insert(const Lease& lease) {
+Status SqliteLeaseStore::insert(const Lease& lease) {
   return db_.transaction([&](Database::Tx& tx) -> Status {
     std::string sql = std::string("INSERT INTO leases (") + kColumns +
                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
@@ -160,7 +163,7 @@ Status LeaseStore::insert(const Lease& lease) {
   });
 }
 
-Status LeaseStore::update(const Lease& lease) {
+Status SqliteLeaseStore::update(const Lease& lease) {
   return db_.transaction([&](Database::Tx& tx) -> Status {
     std::vector<SqlValue> values = lease_values(lease);
     values.push_back(lease.id);
@@ -176,9 +179,9 @@ Status LeaseStore::update(const Lease& lease) {
   });
 }
 
-Result<std::vector<Lease>> LeaseStore::load(const std::string& where,
-                                            const std::vector<SqlValue>& params,
-                                            const std::string& tail) {
+Result<std::vector<Lease>> SqliteLeaseStore::load(const std::string& where,
+                                                  const std::vector<SqlValue>& params,
+                                                  const std::string& tail) {
   std::string sql = std::string("SELECT ") + kColumns + " FROM leases";
   if (!where.empty()) sql += " WHERE " + where;
   sql += " ORDER BY n" + tail;
@@ -186,37 +189,41 @@ Result<std::vector<Lease>> LeaseStore::load(const std::string& where,
   std::vector<Lease> leases;
   leases.reserve(rows.size());
   for (const SqlRow& r : rows) {
-    Lease l = lease_from_row(r);
+    ARMHIVE_ASSIGN_OR_RETURN(Lease l, lease_from_row(r));
     ARMHIVE_ASSIGN_OR_RETURN(
         std::vector<SqlRow> hist,
         db_.query("SELECT from_state, to_state, at, reason FROM lease_history WHERE lease_id = ? "
                   "ORDER BY seq",
                   {l.id}));
     for (const SqlRow& h : hist) {
-      l.history.push_back({lease_state_from_string(sql_text(h[0])).value_or(LeaseState::kFailed),
-                           lease_state_from_string(sql_text(h[1])).value_or(LeaseState::kFailed),
-                           from_unix_ms(sql_int(h[2])), sql_text(h[3])});
+      LeaseTransition t;
+      ARMHIVE_ASSIGN_OR_RETURN(t.from,
+                               lease_state_column(l.id, "history from_state", sql_text(h[0])));
+      ARMHIVE_ASSIGN_OR_RETURN(t.to, lease_state_column(l.id, "history to_state", sql_text(h[1])));
+      t.at = from_unix_ms(sql_int(h[2]));
+      t.reason = sql_text(h[3]);
+      l.history.push_back(std::move(t));
     }
     leases.push_back(std::move(l));
   }
   return leases;
 }
 
-Result<std::optional<Lease>> LeaseStore::find(const std::string& id) {
+Result<std::optional<Lease>> SqliteLeaseStore::find(const std::string& id) {
   ARMHIVE_ASSIGN_OR_RETURN(std::vector<Lease> found, load("id = ?", {id}));
   if (found.empty()) return std::optional<Lease>();
   return std::optional<Lease>(std::move(found.front()));
 }
 
-Result<std::optional<Lease>> LeaseStore::find_by_idempotency_key(const std::string& owner,
-                                                                 const std::string& key) {
+Result<std::optional<Lease>> SqliteLeaseStore::find_by_idempotency_key(const std::string& owner,
+                                                                       const std::string& key) {
   ARMHIVE_ASSIGN_OR_RETURN(std::vector<Lease> found,
                            load("owner = ? AND idempotency_key = ?", {owner, key}));
   if (found.empty()) return std::optional<Lease>();
   return std::optional<Lease>(std::move(found.front()));
 }
 
-Result<std::vector<Lease>> LeaseStore::list(const LeaseFilter& filter) {
+Result<std::vector<Lease>> SqliteLeaseStore::list(const LeaseFilter& filter) {
   std::string where = "1=1";
   std::vector<SqlValue> params;
   if (filter.owner) {
@@ -243,15 +250,14 @@ Result<std::vector<Lease>> LeaseStore::list(const LeaseFilter& filter) {
     params.emplace_back("$.\"" + k + "\"");
     params.emplace_back(v);
   }
-  size_t limit = filter.limit == 0 ? 100 : std::min<size_t>(filter.limit, 1000);
-  return load(where, params, " LIMIT " + std::to_string(limit));
+  return load(where, params, " LIMIT " + std::to_string(effective_limit(filter)));
 }
 
-Result<std::vector<Lease>> LeaseStore::active() {
+Result<std::vector<Lease>> SqliteLeaseStore::active() {
   return load("state NOT IN ('released', 'expired', 'failed')", {});
 }
 
-Status LeaseStore::put_vm(const VmRecord& vm) {
+Status SqliteLeaseStore::put_vm(const VmRecord& vm) {
   return db_.execute(
       "INSERT INTO vms (name, vm_id, pool, state, lease_id, address, cpus, created_at) "
       "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET vm_id=excluded.vm_id, "
@@ -261,11 +267,11 @@ Status LeaseStore::put_vm(const VmRecord& vm) {
        json_text(vm.cpus), to_unix_ms(vm.created_at)});
 }
 
-Status LeaseStore::delete_vm(const std::string& name) {
+Status SqliteLeaseStore::delete_vm(const std::string& name) {
   return db_.execute("DELETE FROM vms WHERE name = ?", {name});
 }
 
-Result<std::vector<VmRecord>> LeaseStore::vms() {
+Result<std::vector<VmRecord>> SqliteLeaseStore::vms() {
   ARMHIVE_ASSIGN_OR_RETURN(
       std::vector<SqlRow> rows,
       db_.query("SELECT name, vm_id, pool, state, lease_id, address, cpus, created_at FROM vms "
@@ -276,11 +282,12 @@ Result<std::vector<VmRecord>> LeaseStore::vms() {
     vm.name = sql_text(r[0]);
     vm.vm_id = sql_text(r[1]);
     vm.pool = sql_text(r[2]);
-    vm.state = vm_state_from_string(sql_text(r[3])).value_or(VmState::kStarting);
+    auto state = vm_state_from_string(sql_text(r[3]));
+    if (!state) return bad_row("vm", vm.name, "state '" + sql_text(r[3]) + "' is unknown");
+    vm.state = *state;
     vm.lease_id = sql_text(r[4]);
     vm.address = sql_text(r[5]);
-    auto cpus = parse_json(sql_text(r[6]));
-    if (cpus.is_array()) vm.cpus = cpus.get<std::vector<int>>();
+    ARMHIVE_RETURN_IF_ERROR(json_column("vm", vm.name, "cpus", sql_text(r[6]), vm.cpus));
     vm.created_at = from_unix_ms(sql_int(r[7]));
     out.push_back(std::move(vm));
   }
