@@ -16,11 +16,11 @@
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
 #include "daemon/bench/benchmark_runner.h"
+#include "daemon/bench/lease_target_resolver.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/catalog_image_source.h"
 #include "daemon/engine/lease_engine.h"
-#include "daemon/engine/lease_target_resolver.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/server.h"
 #include "daemon/http/token_commands.h"
@@ -166,9 +166,12 @@ int serve(const DaemonConfig& config) {
   SubprocessRunner runner;
   BenchmarkRunnerOptions bench_options;
   bench_options.runs_dir = config.state_dir + "/benchmarks";
-  BenchmarkRunner benchmarks(**hypervisor, runner,
-                             make_lease_target_resolver(engine, *topology, images), clock,
-                             bench_options);
+  BenchmarkRunner benchmarks(
+      **hypervisor, runner,
+      make_lease_target_resolver(
+          [&engine](const std::string& id) { return engine.lease_vm(id); }, *topology,
+          [&images](const std::string& name) { return images.resolve(name); }),
+      clock, bench_options);
   if (Status s = benchmarks.load(); !s.is_ok()) {
     spdlog::warn("benchmarks: earlier runs not loaded: {}", s.to_string());
   }
