@@ -15,9 +15,11 @@
 #include "base/version.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
+#include "base/secret_file.h"
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/bench/lease_target_resolver.h"
 #include "daemon/config/daemon_config.h"
+#include "daemon/config/secret_files.h"
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/catalog_image_source.h"
 #include "daemon/engine/lease_engine.h"
@@ -61,22 +63,22 @@ Status bootstrap_admin(TokenStore& tokens, const std::string& path) {
                     " is missing: put its secret there, or revoke it with `armhived token revoke "
                     "admin` to create a new one");
   }
-  auto secret = tokens.create({.name = "admin", .role = TokenRole::kAdmin});
-  if (!secret.is_ok()) return secret.status();
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  {
-    std::ofstream out(path, std::ios::trunc);
-    out << *secret << "\n";
-    if (!out) return unavailable("cannot write the bootstrap token", path);
+  auto secret = tokens.create({.name = "admin", .role = TokenRole::kAdmin});
+  if (!secret.is_ok()) return secret.status();
+  // 0600 from the first byte: never a moment where another user could read it.
+  if (Status written = write_secret_file(path, *secret + "\n"); !written.is_ok()) {
+    (void)tokens.revoke("admin");
+    return written.annotate("writing the bootstrap token");
   }
-  std::filesystem::permissions(
-      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
   spdlog::info("created admin token; its secret is in {}", path);
   return Status::ok();
 }
 
 int serve(const DaemonConfig& config) {
+  // Before anything else: a secret others can read is a configuration error.
+  if (Status s = check_secret_files(config); !s.is_ok()) return fail(s, "secret files");
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   auto db = Database::open(config.database_path());
