@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "daemon/images/cpio.h"
+#include "images/builder/cpio.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

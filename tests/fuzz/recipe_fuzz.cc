@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "daemon/images/recipe.h"
+#include "images/builder/recipe.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)armhive::parse_recipe(std::string_view(reinterpret_cast<const char*>(data), size), "");
