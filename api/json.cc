@@ -241,6 +241,8 @@ Status parse_ssh(const json& j, const std::string& prefix, SshDto& ssh) {
   AH_TRY(r.str("host", ssh.host));
   AH_TRY(r.integer("port", ssh.port));
   AH_TRY(r.str("command", ssh.command));
+  AH_TRY(r.str_list("host_keys", ssh.host_keys));
+  AH_TRY(r.str("known_hosts", ssh.known_hosts));
   return Status::ok();
 }
 
@@ -512,6 +514,10 @@ json to_json(const LeaseDto& l) {
                 {"host", l.ssh->host},
                 {"port", l.ssh->port},
                 {"command", l.ssh->command}};
+    if (!l.ssh->host_keys.empty()) {
+      j["ssh"]["host_keys"] = l.ssh->host_keys;
+      j["ssh"]["known_hosts"] = l.ssh->known_hosts;
+    }
   }
   for (const auto& t : l.history) {
     j["history"].push_back({{"from", t.from}, {"to", t.to}, {"at", t.at}, {"reason", t.reason}});

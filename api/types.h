@@ -48,6 +48,10 @@ struct SshDto {
   std::string host;
   int port = 22;
   std::string command;  // a ready-to-paste command line, for people
+  // The VM's SSH host public keys ("ssh-ed25519 AAAA…"), read through the guest agent; empty
+  // until known. known_hosts: the same as known_hosts lines for host:port.
+  std::vector<std::string> host_keys;
+  std::string known_hosts;
 };
 
 struct TransitionDto {

@@ -209,7 +209,10 @@ int serve(const DaemonConfig& config) {
       if (!ep) return Status::ok();
       dto.ssh->host = ep->host;
       dto.ssh->port = ep->port;
-      dto.ssh->command = ssh_command(dto.ssh->user, ep->host, ep->port);
+      dto.ssh->host_keys = ep->host_keys;
+      dto.ssh->known_hosts = known_hosts_lines(ep->host, ep->port, ep->host_keys);
+      dto.ssh->command = ssh_command(dto.ssh->user, ep->host, ep->port,
+                                     ep->host_keys.empty() ? "" : lease.id + ".known_hosts");
       return Status::ok();
     };
   }

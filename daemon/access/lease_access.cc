@@ -2,7 +2,57 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
 namespace armhive {
+
+namespace {
+
+// Prints the guest's SSH host public keys: OpenSSH's .pub files, or dropbear's keys (the tiny
+// image makes them in /run/dropbear at boot). A constant script: nothing from a request in it.
+constexpr const char* kHostKeysScript =
+    "for k in /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat \"$k\"; done; "
+    "for k in /run/dropbear/*_host_key /etc/dropbear/dropbear_*_host_key; do "
+    "[ -f \"$k\" ] && dropbearkey -y -f \"$k\"; done; true";
+
+bool base64_text(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '=')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> parse_host_keys(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string type;
+    std::string blob;
+    fields >> type >> blob;
+    bool known = type.rfind("ssh-", 0) == 0 || type.rfind("ecdsa-sha2-", 0) == 0;
+    if (!known || !base64_text(blob)) continue;
+    std::string key = type + " " + blob;
+    if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+  }
+  return out;
+}
+
+std::string known_hosts_lines(const std::string& host, int port,
+                              const std::vector<std::string>& keys) {
+  std::string name = port == 22 ? host : "[" + host + "]:" + std::to_string(port);
+  std::string out;
+  for (const std::string& k : keys) out += name + " " + k + "\n";
+  return out;
+}
 
 LeaseAccess::LeaseAccess(LeaseService& leases, ForwardTable& forwards, int guest_ssh_port)
     : leases_(leases), forwards_(forwards), guest_ssh_port_(guest_ssh_port) {}
@@ -53,6 +103,8 @@ void LeaseAccess::on_event(const Event& event) {
   auto s = lease_state_from_string(state);
   if (s && (*s == LeaseState::kReleasing || is_terminal(*s))) {
     forwards_.close(event.lease_id, state);
+    std::lock_guard lock(mu_);
+    keys_.erase(event.lease_id);
   }
 }
 
@@ -72,7 +124,11 @@ void LeaseAccess::watch() {
   // Forwards of leases that are no longer ready (ended while the watcher was not looking).
   for (const std::string& id : forwards_.leases()) {
     auto l = leases_.get_lease(id);
-    if (!l.is_ok() || l->state != LeaseState::kReady) forwards_.close(id, "not ready");
+    if (!l.is_ok() || l->state != LeaseState::kReady) {
+      forwards_.close(id, "not ready");
+      std::lock_guard lock(mu_);
+      keys_.erase(id);
+    }
   }
   while (!stop_) {
     for (const Event& e : leases_.events_since(seq, std::chrono::milliseconds(500))) {

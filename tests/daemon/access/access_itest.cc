@@ -346,5 +346,25 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   access.stop();
 }
 
+TEST_CASE("host keys are taken from OpenSSH .pub lines and dropbearkey output only",
+          "[access]") {
+  const std::string out =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n"
+      "Public key portion is:\n"
+      "ecdsa-sha2-nistp256 AAAAE2VjZHNh= root@vm\n"
+      "Fingerprint: sha1!! 00:11\n"
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n"  // the same key twice
+      "ssh-rsa not;base64\n";
+  auto keys = parse_host_keys(out);
+  REQUIRE(keys.size() == 2);
+  CHECK(keys[0] == "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb");
+  CHECK(keys[1] == "ecdsa-sha2-nistp256 AAAAE2VjZHNh=");
+  CHECK(known_hosts_lines("10.78.0.1", 22001, keys) ==
+        "[10.78.0.1]:22001 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb\n"
+        "[10.78.0.1]:22001 ecdsa-sha2-nistp256 AAAAE2VjZHNh=\n");
+  CHECK(known_hosts_lines("vm.example", 22, {keys[0]}) ==
+        "vm.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb\n");
+}
+
 }  // namespace
 }  // namespace armhive
