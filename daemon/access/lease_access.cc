@@ -77,10 +77,37 @@ Result<std::optional<SshEndpoint>> LeaseAccess::ssh_endpoint(const Lease& lease)
   auto open = forwards_.open(lease.id, lease.address, {guest_ssh_port_});
   if (!open.is_ok()) return open.status();
   for (const ForwardInfo& f : *open) {
-    if (f.guest_port == guest_ssh_port_)
-      return std::optional<SshEndpoint>(SshEndpoint{f.host, f.port});
+    if (f.guest_port == guest_ssh_port_) {
+      return std::optional<SshEndpoint>(SshEndpoint{f.host, f.port, host_keys(lease)});
+    }
   }
   return std::optional<SshEndpoint>();
+}
+
+std::vector<std::string> LeaseAccess::host_keys(const Lease& lease) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = keys_.find(lease.id); it != keys_.end()) return it->second;
+  }
+  GuestExecRequest req;
+  req.argv = {"sh", "-c", kHostKeysScript};
+  req.timeout = std::chrono::seconds(15);
+  auto r = leases_.exec(lease.id, req);
+  if (!r.is_ok() || r->exit_code != 0) {
+    spdlog::debug("lease {}: host keys not readable yet: {}", lease.id,
+                  r.is_ok() ? "exit " + std::to_string(r->exit_code) + ": " + r->err
+                            : r.status().to_string());
+    return {};
+  }
+  std::vector<std::string> keys = parse_host_keys(r->out);
+  if (keys.empty()) {  // sshd not up yet: ask again next time
+    spdlog::debug("lease {}: no host keys in the guest's answer yet", lease.id);
+    return {};
+  }
+  std::lock_guard lock(mu_);
+  // Only while its forward is open: a lease that ended meanwhile must not leave an entry.
+  if (!forwards_.find(lease.id).empty()) keys_[lease.id] = keys;
+  return keys;
 }
 
 void LeaseAccess::on_event(const Event& event) {

@@ -283,8 +283,13 @@ class ScriptedLeases final : public LeaseService {
     return internal_error("unused");
   }
   Result<Lease> release_lease(const std::string&) override { return internal_error("unused"); }
-  Result<GuestExecResult> exec(const std::string&, const GuestExecRequest&) override {
-    return internal_error("unused");
+  // The guest's answer to the host-key script: one dropbear-style key.
+  Result<GuestExecResult> exec(const std::string&, const GuestExecRequest& req) override {
+    if (req.argv.empty() || req.argv[0] != "sh") return internal_error("unexpected command");
+    GuestExecResult r;
+    r.exit_code = 0;
+    r.out = "Public key portion is:\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n";
+    return r;
   }
   Result<std::string> console(const std::string&, size_t) override {
     return internal_error("unused");
@@ -331,6 +336,7 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   REQUIRE(ep->has_value());
   CHECK((*ep)->host == "armhive.example");
   CHECK((*ep)->port == (*table)->find("l-new")[0].port);
+  CHECK((*ep)->host_keys == std::vector<std::string>{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb"});
 
   Client session((*ep)->port);
   REQUIRE(session.connected);
@@ -346,8 +352,7 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   access.stop();
 }
 
-TEST_CASE("host keys are taken from OpenSSH .pub lines and dropbearkey output only",
-          "[access]") {
+TEST_CASE("host keys are taken from OpenSSH .pub lines and dropbearkey output only", "[access]") {
   const std::string out =
       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n"
       "Public key portion is:\n"
