@@ -29,6 +29,8 @@ struct LeaseCreateRequest {
   std::vector<std::string> ssh_keys;
   std::map<std::string, std::string> labels;
   std::string purpose = "ci";  // "ci" | "dev"
+  // Guest TCP ports besides SSH to forward through the host (each 1-65535, allowed by the pool).
+  std::vector<int> ports;
 };
 
 // POST /v1/leases/{id}/renew
@@ -54,6 +56,13 @@ struct SshDto {
   std::string known_hosts;
 };
 
+// A guest port the lease asked for, as the host forwards it.
+struct PortForwardDto {
+  int guest_port = 0;
+  std::string host;
+  int port = 0;
+};
+
 struct TransitionDto {
   std::string from;
   std::string to;
@@ -77,6 +86,7 @@ struct LeaseDto {
   bool warm_handout = false;
   std::optional<VmDto> vm;
   std::optional<SshDto> ssh;
+  std::vector<PortForwardDto> forwards;  // the extra ports' forwards while ready
   std::vector<TransitionDto> history;
 };
 

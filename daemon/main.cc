@@ -190,7 +190,7 @@ int serve(const DaemonConfig& config) {
       return fail(table.status(), "access forwards");
     }
     forwards = std::move(table).value();
-    access = std::make_unique<LeaseAccess>(engine, *forwards);
+    access = std::make_unique<LeaseAccess>(engine, *forwards, config.access.max_extra_ports);
     access->start();
     spdlog::info("access forwards on {} ports {}-{}", access_options.listen_address,
                  access_options.port_min, access_options.port_max);
@@ -213,7 +213,14 @@ int serve(const DaemonConfig& config) {
       dto.ssh->known_hosts = known_hosts_lines(ep->host, ep->port, ep->host_keys);
       dto.ssh->command = ssh_command(dto.ssh->user, ep->host, ep->port,
                                      ep->host_keys.empty() ? "" : lease.id + ".known_hosts");
+      for (const ForwardInfo& f : ep->extra) dto.forwards.push_back({f.guest_port, f.host, f.port});
       return Status::ok();
+    };
+    http_options.check_ports = [&access](const std::string& pool, const std::vector<int>& ports) {
+      return access->check_ports(pool, ports);
+    };
+    http_options.lease_ports = [&access](const std::string& id, const std::vector<int>& ports) {
+      access->set_ports(id, ports);
     };
   }
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);

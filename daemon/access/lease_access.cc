@@ -54,8 +54,53 @@ std::string known_hosts_lines(const std::string& host, int port,
   return out;
 }
 
-LeaseAccess::LeaseAccess(LeaseService& leases, ForwardTable& forwards, int guest_ssh_port)
-    : leases_(leases), forwards_(forwards), guest_ssh_port_(guest_ssh_port) {}
+LeaseAccess::LeaseAccess(LeaseService& leases, ForwardTable& forwards, int max_extra_ports,
+                         int guest_ssh_port)
+    : leases_(leases),
+      forwards_(forwards),
+      max_extra_ports_(max_extra_ports),
+      guest_ssh_port_(guest_ssh_port) {}
+
+Status LeaseAccess::check_ports(const std::string& pool, const std::vector<int>& ports) {
+  if (static_cast<int>(ports.size()) > max_extra_ports_) {
+    return invalid_argument("ports", "at most " + std::to_string(max_extra_ports_) +
+                                         " extra ports per lease (asked for " +
+                                         std::to_string(ports.size()) + ")");
+  }
+  std::vector<int> allowed;
+  bool known = false;
+  for (const PoolStatus& p : leases_.pools()) {
+    if (p.config.name == pool) {
+      known = true;
+      allowed = p.config.access_ports;
+    }
+  }
+  if (!known) return Status::ok();
+  std::string allowed_text;
+  for (int a : allowed) allowed_text += (allowed_text.empty() ? "" : ", ") + std::to_string(a);
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const std::string field = "ports[" + std::to_string(i) + "]";
+    if (std::find(allowed.begin(), allowed.end(), ports[i]) == allowed.end()) {
+      return invalid_argument(
+          field, "port " + std::to_string(ports[i]) + " is not forwarded for pool " + pool +
+                     " (its access_ports: " + (allowed_text.empty() ? "none" : allowed_text) + ")");
+    }
+    if (std::find(ports.begin(), ports.begin() + static_cast<long>(i), ports[i]) !=
+        ports.begin() + static_cast<long>(i)) {
+      return invalid_argument(field, "port " + std::to_string(ports[i]) + " is listed twice");
+    }
+  }
+  return Status::ok();
+}
+
+void LeaseAccess::set_ports(const std::string& lease_id, const std::vector<int>& ports) {
+  {
+    std::lock_guard lock(mu_);
+    ports_[lease_id] = ports;
+  }
+  // A warm hand-out is ready already: open them now rather than at the next look.
+  if (auto l = leases_.get_lease(lease_id); l.is_ok()) (void)ssh_endpoint(*l);
+}
 
 LeaseAccess::~LeaseAccess() noexcept { stop(); }
 
@@ -74,14 +119,27 @@ Result<std::optional<SshEndpoint>> LeaseAccess::ssh_endpoint(const Lease& lease)
   if (lease.state != LeaseState::kReady || lease.address.empty()) {
     return std::optional<SshEndpoint>();
   }
-  auto open = forwards_.open(lease.id, lease.address, {guest_ssh_port_});
-  if (!open.is_ok()) return open.status();
-  for (const ForwardInfo& f : *open) {
-    if (f.guest_port == guest_ssh_port_) {
-      return std::optional<SshEndpoint>(SshEndpoint{f.host, f.port, host_keys(lease)});
+  std::vector<int> wanted{guest_ssh_port_};
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = ports_.find(lease.id); it != ports_.end()) {
+      wanted.insert(wanted.end(), it->second.begin(), it->second.end());
     }
   }
-  return std::optional<SshEndpoint>();
+  auto open = forwards_.open(lease.id, lease.address, wanted);
+  if (!open.is_ok()) return open.status();
+  SshEndpoint ep;
+  for (const ForwardInfo& f : *open) {
+    if (f.guest_port == guest_ssh_port_) {
+      ep.host = f.host;
+      ep.port = f.port;
+    } else {
+      ep.extra.push_back(f);
+    }
+  }
+  if (ep.port == 0) return std::optional<SshEndpoint>();
+  ep.host_keys = host_keys(lease);
+  return std::optional<SshEndpoint>(std::move(ep));
 }
 
 std::vector<std::string> LeaseAccess::host_keys(const Lease& lease) {
@@ -132,6 +190,7 @@ void LeaseAccess::on_event(const Event& event) {
     forwards_.close(event.lease_id, state);
     std::lock_guard lock(mu_);
     keys_.erase(event.lease_id);
+    ports_.erase(event.lease_id);
   }
 }
 
@@ -155,6 +214,7 @@ void LeaseAccess::watch() {
       forwards_.close(id, "not ready");
       std::lock_guard lock(mu_);
       keys_.erase(id);
+      ports_.erase(id);
     }
   }
   while (!stop_) {

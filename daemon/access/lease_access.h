@@ -20,6 +20,8 @@ struct SshEndpoint {
   // The VM's SSH host public keys ("TYPE BASE64"), read through the guest agent; empty while
   // the guest cannot tell them yet (its sshd still starting).
   std::vector<std::string> host_keys;
+  // The forwards of the extra guest ports the lease asked for.
+  std::vector<ForwardInfo> extra;
 };
 
 // known_hosts lines for `keys` at host:port ("[host]:port TYPE BASE64" unless port 22).
@@ -43,7 +45,8 @@ std::vector<std::string> parse_host_keys(const std::string& text);
 // controlling thread.
 class LeaseAccess {
  public:
-  LeaseAccess(LeaseService& leases, ForwardTable& forwards, int guest_ssh_port = 22);
+  LeaseAccess(LeaseService& leases, ForwardTable& forwards, int max_extra_ports = 4,
+              int guest_ssh_port = 22);
   ~LeaseAccess() noexcept;  // stop()
   LeaseAccess(const LeaseAccess&) = delete;
   LeaseAccess& operator=(const LeaseAccess&) = delete;
@@ -56,6 +59,14 @@ class LeaseAccess {
   // agent command, bounded by a timeout). kUnavailable when no port is free.
   Result<std::optional<SshEndpoint>> ssh_endpoint(const Lease& lease);
 
+  // Checks the extra guest ports a lease of `pool` asks for: each allowed by the pool's
+  // access_ports, no duplicates, at most max_extra_ports (kInvalidArgument naming "ports[i]" or
+  // "ports"). An unknown pool passes (creating the lease reports it).
+  Status check_ports(const std::string& pool, const std::vector<int>& ports);
+  // Records them for the lease: forwarded as soon as it is ready (with SSH). Kept in memory:
+  // after a daemon restart a ready lease gets its SSH forward back, not its extra ports.
+  void set_ports(const std::string& lease_id, const std::vector<int>& ports);
+
   // Handles one engine event (exposed for tests that drive it without the thread).
   void on_event(const Event& event);
 
@@ -65,9 +76,11 @@ class LeaseAccess {
 
   LeaseService& leases_;
   ForwardTable& forwards_;
+  int max_extra_ports_;
   int guest_ssh_port_;
-  std::mutex mu_;  // guards keys_; never held across a guest command
+  std::mutex mu_;  // guards keys_ and ports_; never held across a guest command or a bind
   std::map<std::string, std::vector<std::string>> keys_;  // lease id -> host keys
+  std::map<std::string, std::vector<int>> ports_;         // lease id -> extra guest ports
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

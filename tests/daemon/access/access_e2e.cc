@@ -31,7 +31,9 @@ std::string e2e_state() {
   return s ? s : "/tmp/armhive-e2e";
 }
 
-constexpr int kApiPort = 18490;
+// One API port per test case: the daemon names its storage pool after it.
+constexpr int kNatApiPort = 18490;
+constexpr int kIsolatedApiPort = 18491;
 constexpr int kPortMin = 22100;
 constexpr int kPortMax = 22104;
 
@@ -154,8 +156,28 @@ ExecResultDto guest(Client& api, const std::string& lease, std::vector<std::stri
   return *r;
 }
 
+// Whether the guest can fetch `url`. A refusal must be the network's (not wget's usage), so a
+// test of "cannot reach" cannot pass for the wrong reason.
 bool guest_can_fetch(Client& api, const std::string& lease, const std::string& url) {
-  return guest(api, lease, {"wget", "-q", "-T", "5", "-O", "-", url}).exit_code == 0;
+  auto r = guest(api, lease, {"wget", "-q", "-T", "5", "-O", "-", url});
+  INFO(url << ": " << r.err);
+  CHECK(r.err.find("sage") == std::string::npos);
+  CHECK(r.err.find("unrecognized") == std::string::npos);
+  return r.exit_code == 0;
+}
+
+// What the guest and the host see, for a failure message.
+std::string diagnostics(Client& api, const std::string& lease) {
+  std::string d = "guest routes: " + guest(api, lease, {"ip", "route"}).out;
+  d += "guest addresses: " + guest(api, lease, {"ip", "-4", "addr"}).out;
+  SubprocessRunner run;
+  for (std::vector<std::string> argv : {std::vector<std::string>{"nft", "list", "ruleset"},
+                                        {"sysctl", "net.ipv4.ip_forward"},
+                                        {"ip", "route"}}) {
+    auto r = run.run({.argv = argv});
+    if (r.is_ok()) d += "host " + argv[0] + ": " + r->out + r->err;
+  }
+  return d;
 }
 
 std::vector<AuditEntry> audit(const std::string& state, const std::string& lease) {
@@ -196,6 +218,7 @@ TEST_CASE(
     "[access-e2e][nat]") {
   const std::string state = e2e_state() + "/access-nat";
   OutsideNamespace out("armhive-e2e-out", "10.79.0.0/24");
+  const int kApiPort = kNatApiPort;
   DaemonProcess daemon(state, e2e_state() + "/images", kApiPort, config("ahnat"));
   daemon.set_bind("0.0.0.0");
   Status started = daemon.start();
@@ -254,7 +277,11 @@ TEST_CASE(
   auto fetched =
       guest(*api, a.id, {"wget", "-q", "-T", "10", "-O", "-", "http://10.78.0.2:8000/hello.txt"});
   INFO(fetched.err);
-  CHECK(fetched.out == "hello from outside\n");
+  if (fetched.out != "hello from outside\n") {
+    std::string diag = diagnostics(*api, a.id);
+    write(state + "/diagnostics.txt", diag);
+    FAIL_CHECK("the guest could not fetch from outside; see " + state + "/diagnostics.txt");
+  }
   out.kill(www);
 
   // An open session is cut when the lease is released; the forward then refuses.
@@ -299,6 +326,7 @@ TEST_CASE("isolated: the forward works, but the guest reaches neither outside no
           "[access-e2e][isolated]") {
   const std::string state = e2e_state() + "/access-isolated";
   OutsideNamespace out("armhive-e2e-out", "10.77.0.0/24");
+  const int kApiPort = kIsolatedApiPort;
   DaemonProcess daemon(state, e2e_state() + "/images", kApiPort, config("armhive"));
   daemon.set_bind("0.0.0.0");
   Status started = daemon.start();

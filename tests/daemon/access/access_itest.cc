@@ -294,7 +294,12 @@ class ScriptedLeases final : public LeaseService {
   Result<std::string> console(const std::string&, size_t) override {
     return internal_error("unused");
   }
-  std::vector<PoolStatus> pools() override { return {}; }
+  std::vector<PoolStatus> pools() override {
+    PoolStatus p;
+    p.config.name = "ci";
+    p.config.access_ports = {8080, 9000};
+    return {p};
+  }
   std::vector<HostView> hosts() override { return {}; }
 
  private:
@@ -321,7 +326,7 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   auto table = ForwardTable::start(options(base, 4), {});
   REQUIRE(table.is_ok());
   leases.set(lease("l-old", LeaseState::kReady), "lease.ready");  // before the watcher
-  LeaseAccess access(leases, **table, echo.port());
+  LeaseAccess access(leases, **table, 4, echo.port());
   access.start();
   CHECK(eventually([&] { return !(*table)->find("l-old").empty(); }));
 
@@ -369,6 +374,34 @@ TEST_CASE("host keys are taken from OpenSSH .pub lines and dropbearkey output on
         "[10.78.0.1]:22001 ecdsa-sha2-nistp256 AAAAE2VjZHNh=\n");
   CHECK(known_hosts_lines("vm.example", 22, {keys[0]}) ==
         "vm.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb\n");
+}
+
+TEST_CASE("extra ports: checked against the pool, forwarded with SSH once the lease is ready",
+          "[access]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 2, echo.port());
+  CHECK(access.check_ports("ci", {8080, 9000}).is_ok());
+  CHECK(access.check_ports("ci", {8080, 8081}).field() == "ports[1]");
+  CHECK(access.check_ports("ci", {8080, 8080}).field() == "ports[1]");
+  CHECK(access.check_ports("ci", {8080, 9000, 8080}).field() == "ports");  // more than 2
+  CHECK(access.check_ports("other", {1234}).is_ok());  // unknown pool: creation says 404
+
+  // Asked for after the lease was handed out (a warm VM): opened at once beside SSH.
+  leases.set(lease("l-1", LeaseState::kReady), "lease.ready");
+  REQUIRE(access.ssh_endpoint(lease("l-1", LeaseState::kReady)).is_ok());
+  CHECK((*table)->find("l-1").size() == 1);
+  access.set_ports("l-1", {8080});
+  auto ep = access.ssh_endpoint(lease("l-1", LeaseState::kReady));
+  REQUIRE(ep.is_ok());
+  REQUIRE(ep->has_value());
+  REQUIRE((*ep)->extra.size() == 1);
+  CHECK((*ep)->extra[0].guest_port == 8080);
+  CHECK((*ep)->extra[0].port != (*ep)->port);
+  CHECK((*table)->find("l-1").size() == 2);
 }
 
 }  // namespace
