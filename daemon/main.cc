@@ -196,7 +196,7 @@ int serve(const DaemonConfig& config) {
       return fail(table.status(), "access forwards");
     }
     forwards = std::move(table).value();
-    access = std::make_unique<LeaseAccess>(engine, *forwards);
+    access = std::make_unique<LeaseAccess>(engine, *forwards, config.access.max_extra_ports);
     access->start();
     spdlog::info("access forwards on {} ports {}-{}", access_options.listen_address,
                  access_options.port_min, access_options.port_max);
@@ -215,8 +215,18 @@ int serve(const DaemonConfig& config) {
       if (!ep) return Status::ok();
       dto.ssh->host = ep->host;
       dto.ssh->port = ep->port;
-      dto.ssh->command = ssh_command(dto.ssh->user, ep->host, ep->port);
+      dto.ssh->host_keys = ep->host_keys;
+      dto.ssh->known_hosts = known_hosts_lines(ep->host, ep->port, ep->host_keys);
+      dto.ssh->command = ssh_command(dto.ssh->user, ep->host, ep->port,
+                                     ep->host_keys.empty() ? "" : lease.id + ".known_hosts");
+      for (const ForwardInfo& f : ep->extra) dto.forwards.push_back({f.guest_port, f.host, f.port});
       return Status::ok();
+    };
+    http_options.check_ports = [&access](const std::string& pool, const std::vector<int>& ports) {
+      return access->check_ports(pool, ports);
+    };
+    http_options.lease_ports = [&access](const std::string& id, const std::vector<int>& ports) {
+      access->set_ports(id, ports);
     };
   }
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);
