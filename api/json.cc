@@ -80,6 +80,17 @@ Status parse_ssh(const json& j, const std::string& prefix, SshDto& ssh) {
   AH_TRY(r.str("host", ssh.host));
   AH_TRY(r.integer("port", ssh.port));
   AH_TRY(r.str("command", ssh.command));
+  AH_TRY(r.str_list("host_keys", ssh.host_keys));
+  AH_TRY(r.str("known_hosts", ssh.known_hosts));
+  return Status::ok();
+}
+
+Status parse_forward(const json& j, const std::string& prefix, PortForwardDto& f) {
+  JsonReader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.integer("guest_port", f.guest_port));
+  AH_TRY(r.str("host", f.host));
+  AH_TRY(r.integer("port", f.port));
   return Status::ok();
 }
 
@@ -119,6 +130,7 @@ Status parse_lease(const json& j, const std::string& prefix, LeaseDto& l) {
     AH_TRY(parse_ssh(*ssh, r.field("ssh"), s));
     l.ssh = std::move(s);
   }
+  AH_TRY(r.objects("forwards", l.forwards, parse_forward));
   AH_TRY(r.objects("history", l.history, parse_transition));
   return Status::ok();
 }
@@ -252,13 +264,14 @@ json to_json(const LeaseCreateRequest& r) {
   json j = {
       {"pool", r.pool}, {"ssh_keys", r.ssh_keys}, {"labels", r.labels}, {"purpose", r.purpose}};
   if (r.ttl_seconds) j["ttl"] = *r.ttl_seconds;
+  if (!r.ports.empty()) j["ports"] = r.ports;
   return j;
 }
 
 Result<LeaseCreateRequest> lease_create_from_json(const json& j) {
   JsonReader r(j, "");
   AH_TRY(r.require_object());
-  AH_TRY(r.only({"pool", "ttl", "ssh_keys", "labels", "purpose"}));
+  AH_TRY(r.only({"pool", "ttl", "ssh_keys", "labels", "purpose", "ports"}));
   LeaseCreateRequest out;
   AH_TRY(r.str("pool", out.pool, true));
   AH_TRY(check_name("pool", out.pool));
@@ -278,6 +291,12 @@ Result<LeaseCreateRequest> lease_create_from_json(const json& j) {
   AH_TRY(r.str("purpose", out.purpose));
   if (out.purpose != "ci" && out.purpose != "dev") {
     return invalid_argument("purpose", "must be \"ci\" or \"dev\"");
+  }
+  AH_TRY(r.int_list("ports", out.ports));
+  for (size_t i = 0; i < out.ports.size(); ++i) {
+    if (out.ports[i] < 1 || out.ports[i] > 65535) {
+      return invalid_argument("ports[" + std::to_string(i) + "]", "must be a TCP port, 1-65535");
+    }
   }
   return out;
 }
@@ -353,6 +372,16 @@ json to_json(const LeaseDto& l) {
                 {"host", l.ssh->host},
                 {"port", l.ssh->port},
                 {"command", l.ssh->command}};
+    if (!l.ssh->host_keys.empty()) {
+      j["ssh"]["host_keys"] = l.ssh->host_keys;
+      j["ssh"]["known_hosts"] = l.ssh->known_hosts;
+    }
+  }
+  if (!l.forwards.empty()) {
+    j["forwards"] = json::array();
+    for (const auto& f : l.forwards) {
+      j["forwards"].push_back({{"guest_port", f.guest_port}, {"host", f.host}, {"port", f.port}});
+    }
   }
   for (const auto& t : l.history) {
     j["history"].push_back({{"from", t.from}, {"to", t.to}, {"at", t.at}, {"reason", t.reason}});

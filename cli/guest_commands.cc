@@ -68,13 +68,19 @@ class GuestCommands final : public CommandGroup {
                 << "\n";
       return kExitApi;
     }
-    std::vector<std::string> args{"ssh",
-                                  "-o",
-                                  "StrictHostKeyChecking=no",
-                                  "-o",
-                                  "UserKnownHostsFile=/dev/null",
-                                  "-o",
-                                  "LogLevel=ERROR"};
+    std::vector<std::string> args{"ssh"};
+    if (!r->ssh->known_hosts.empty()) {
+      // The VM's host keys as the server read them through the guest agent: ssh verifies them
+      // and trusts nothing else. The file is per lease (VMs and ports are reused).
+      auto file = write_known_hosts(r->id, r->ssh->known_hosts);
+      if (!file.is_ok()) return report(file.status());
+      args.insert(args.end(),
+                  {"-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=" + *file});
+    } else {
+      std::cerr << "armhive: the server does not know this VM's host keys yet; ssh will ask you "
+                   "to confirm its fingerprint\n";
+    }
+    args.insert(args.end(), {"-o", "LogLevel=ERROR"});
     if (!identity_.empty()) {
       args.push_back("-i");
       args.push_back(expand_home(identity_));

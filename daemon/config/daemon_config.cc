@@ -50,7 +50,19 @@ Status parse_pool(const toml::table& t, const std::string& prefix, PoolConfig& p
   }
   ARMHIVE_RETURN_IF_ERROR(r.number("overcommit", p.overcommit, 1.0, 16.0));
   ARMHIVE_RETURN_IF_ERROR(r.labels("labels", p.labels));
+  r.skip("access_ports");
   ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+  if (const toml::node* ports = t.get("access_ports")) {
+    if (!ports->is_array()) return invalid_argument(r.field("access_ports"), "must be an array");
+    size_t j = 0;
+    for (const toml::node& n : *ports->as_array()) {
+      std::string field = r.field("access_ports") + "[" + std::to_string(j++) + "]";
+      if (!n.is_integer()) return invalid_argument(field, "must be an integer");
+      int64_t v = n.as_integer()->get();
+      if (v < 1 || v > 65535) return invalid_argument(field, "must be 1-65535");
+      p.access_ports.push_back(static_cast<int>(v));
+    }
+  }
   if (p.min_warm > p.max) return invalid_argument(r.field("min_warm"), "must not exceed max");
   if (p.max_starting > p.max) p.max_starting = p.max;
   if (p.default_ttl > p.max_ttl) {
@@ -165,6 +177,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.str("advertise", c.access.advertise));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_min", c.access.port_min, 1, 65535));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_max", c.access.port_max, 1, 65535));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_extra_ports", c.access.max_extra_ports, 0, 64));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     if (c.access.port_min > c.access.port_max) {
       return invalid_argument("access.port_max", "must not be below port_min");

@@ -130,7 +130,7 @@ Result<std::vector<Lease>> FakeLeaseService::list_leases(const LeaseFilter& f) {
     }
     if (!labels_ok) continue;
     out.push_back(l);
-    if (out.size() >= f.limit) break;
+    if (out.size() >= effective_limit(f)) break;  // as the real store caps it
   }
   return out;
 }
