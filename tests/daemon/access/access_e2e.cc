@@ -40,7 +40,8 @@ constexpr int kPortMax = 22104;
 
 // The daemon's config after DaemonProcess's own (which defines the isolated "armhive"
 // network): forwards on the host's outside address, and (for nat) a NAT network of its own.
-std::string config(const std::string& network) {
+// `egress`: [[networks.egress]] tables for the nat network.
+std::string config(const std::string& network, const std::string& egress = {}) {
   std::string t = R"(
 [access]
 listen = "10.78.0.1"
@@ -58,7 +59,7 @@ bridge = "ahbr1"
 cidr = "10.79.0.1/24"
 dhcp_start = "10.79.0.10"
 dhcp_end = "10.79.0.50"
-
+)" + egress + R"(
 [[pools]]
 name = "ci"
 image = "tiny"
@@ -392,13 +393,36 @@ TEST_CASE("examples: the GitHub Actions and GitLab CI jobs run from outside thro
   const std::string state = e2e_state() + "/access-examples";
   OutsideNamespace out("armhive-e2e-out");
   const int api_port = kExamplesApiPort;
-  DaemonProcess daemon(state, e2e_state() + "/images", api_port, config("ahnat"));
+  // The nat network with an egress allow-list: only 10.78.0.2, TCP/UDP 8000.
+  DaemonProcess daemon(
+      state, e2e_state() + "/images", api_port,
+      config("ahnat", "[[networks.egress]]\ncidr = \"10.78.0.2\"\nports = [8000]\n"));
   daemon.set_bind("0.0.0.0");
   Status started = daemon.start();
   INFO(daemon.log());
   REQUIRE(started.is_ok());
   auto api = daemon.client();
   REQUIRE(api);
+  {
+    // Allowed: the listed destination and port. Dropped: any other port there (a closed port
+    // would be refused if the packets got through).
+    fs::create_directories(state + "/www");
+    write(state + "/www/hello.txt", "allowed\n");
+    pid_t www = out.spawn({"python3", "-m", "http.server", "8000", "--bind",
+                           OutsideNamespace::kOutsideAddress, "--directory", state + "/www"},
+                          state + "/www.log");
+    REQUIRE(eventually(
+        [&] {
+          return out.run({"curl", "-sf", "http://10.78.0.2:8000/hello.txt"}).ok();
+        },
+        30s));
+    LeaseDto l = ready_lease(*api, make_key(state + "/id_egress"));
+    CHECK(guest_http_get(*api, l.id, "10.78.0.2", 8000, "/hello.txt").find("allowed") !=
+          std::string::npos);
+    CHECK(guest_connect(*api, l.id, "10.78.0.2", 8001) == "timed out");
+    out.kill(www);
+    REQUIRE(api->release_lease(l.id).is_ok());
+  }
   std::string token;
   {
     std::ifstream in(state + "/admin.token");
