@@ -12,18 +12,21 @@
 
 #include "base/metrics.h"
 #include "base/process_runner.h"
+#include "base/secret_file.h"
+#include "base/version.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
 #include "daemon/bench/benchmark_runner.h"
+#include "daemon/bench/lease_target_resolver.h"
 #include "daemon/config/daemon_config.h"
+#include "daemon/config/secret_files.h"
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/catalog_image_source.h"
 #include "daemon/engine/lease_engine.h"
-#include "daemon/engine/lease_target_resolver.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/server.h"
 #include "daemon/http/token_commands.h"
-#include "daemon/store/lease_store.h"
+#include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
 #include "daemon/virt/event_loop.h"
 #include "daemon/virt/host_discovery.h"
@@ -60,27 +63,27 @@ Status bootstrap_admin(TokenStore& tokens, const std::string& path) {
                     " is missing: put its secret there, or revoke it with `armhived token revoke "
                     "admin` to create a new one");
   }
-  auto secret = tokens.create({.name = "admin", .role = TokenRole::kAdmin});
-  if (!secret.is_ok()) return secret.status();
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  {
-    std::ofstream out(path, std::ios::trunc);
-    out << *secret << "\n";
-    if (!out) return unavailable("cannot write the bootstrap token", path);
+  auto secret = tokens.create({.name = "admin", .role = TokenRole::kAdmin});
+  if (!secret.is_ok()) return secret.status();
+  // 0600 from the first byte: never a moment where another user could read it.
+  if (Status written = write_secret_file(path, *secret + "\n"); !written.is_ok()) {
+    (void)tokens.revoke("admin");
+    return written.annotate("writing the bootstrap token");
   }
-  std::filesystem::permissions(
-      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
   spdlog::info("created admin token; its secret is in {}", path);
   return Status::ok();
 }
 
 int serve(const DaemonConfig& config) {
+  // Before anything else: a secret others can read is a configuration error.
+  if (Status s = check_secret_files(config); !s.is_ok()) return fail(s, "secret files");
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   auto db = Database::open(config.database_path());
   if (!db.is_ok()) return fail(db.status(), "database");
-  auto leases = LeaseStore::open(**db);
+  auto leases = SqliteLeaseStore::open(**db);
   if (!leases.is_ok()) return fail(leases.status(), "lease store");
   SystemClock clock;
   auto tokens = TokenStore::open(**db, clock);
@@ -165,9 +168,12 @@ int serve(const DaemonConfig& config) {
   SubprocessRunner runner;
   BenchmarkRunnerOptions bench_options;
   bench_options.runs_dir = config.state_dir + "/benchmarks";
-  BenchmarkRunner benchmarks(**hypervisor, runner,
-                             make_lease_target_resolver(engine, *topology, images), clock,
-                             bench_options);
+  BenchmarkRunner benchmarks(
+      **hypervisor, runner,
+      make_lease_target_resolver(
+          [&engine](const std::string& id) { return engine.lease_vm(id); }, *topology,
+          [&images](const std::string& name) { return images.resolve(name); }),
+      clock, bench_options);
   if (Status s = benchmarks.load(); !s.is_ok()) {
     spdlog::warn("benchmarks: earlier runs not loaded: {}", s.to_string());
   }
@@ -259,7 +265,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   CLI::App app{"armhived: a pool of ephemeral aarch64 VMs for CI, leased over a REST API"};
-  app.set_version_flag("--version", "armhived 0.1.0");
+  app.set_version_flag("--version", "armhived " + std::string(kVersion));
   std::string config_path = "/etc/armhive/armhived.toml";
   app.add_option("-c,--config", config_path, "Configuration file")->capture_default_str();
   bool verbose = false;

@@ -105,6 +105,13 @@ struct PoolStatus {
   int pending_leases = 0;
 };
 
+// The VM behind a ready lease, as benchmarks and exec need it.
+struct LeasedVm {
+  Lease lease;
+  PoolConfig pool;
+  std::vector<int> housekeeping;  // the host's housekeeping CPUs
+};
+
 // Validates a pool name, label key/value, SSH public key, etc. Returns kInvalidArgument
 // naming `field`.
 Status validate_name(std::string_view field, std::string_view value);

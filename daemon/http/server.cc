@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "api/json.h"
-#include "api/validation.h"
+#include "base/validation.h"
 #include "base/xml_escape.h"
 #include "daemon/bench/benchmark_service.h"
 #include "daemon/engine/lease_service.h"

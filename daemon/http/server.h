@@ -10,6 +10,7 @@
 #include "api/types.h"
 #include "base/metrics.h"
 #include "base/result.h"
+#include "base/version.h"
 
 namespace armhive {
 
@@ -34,7 +35,7 @@ struct HttpOptions {
   std::chrono::seconds write_timeout{30};
   std::chrono::seconds max_wait{300};               // cap on ?wait=ready&timeout=
   std::chrono::milliseconds event_keepalive{5000};  // newline on an idle event stream
-  std::string version = "0.1.0";
+  std::string version = std::string(kVersion);
   // Receives one line per request and per server error; may be empty. Called from worker
   // threads concurrently.
   std::function<void(std::string_view line)> log;
