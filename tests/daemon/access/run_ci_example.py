@@ -6,7 +6,7 @@ service would, from the current directory (a git checkout), against a real armhi
 
 Environment: ARMHIVE_SERVER, ARMHIVE_TOKEN (the CI secrets). Exits with the job's result.
 The tiny test image has no `make`: once the lease exists (after the step/item that writes its
-id), a stand-in is put on the guest's PATH through the API's exec; it prints its arguments and
+id), a stand-in is put in the guest's /usr/bin (on an SSH session's PATH) through the API's exec; it prints its arguments and
 the sources it finds, so the job's output shows what ran where.
 
 GitHub: every step with `run:` in order, each `bash -e`; `${{ secrets.X }}`, `${{ github.X }}`
@@ -33,7 +33,7 @@ MAKE_STANDIN = '#!/bin/sh\necho "make $* in $(pwd): $(ls | tr \'\\n\' \' \')"\n'
 def prepare_guest(lease_id):
     req = urllib.request.Request(
         os.environ["ARMHIVE_SERVER"] + "/v1/leases/" + lease_id + "/exec",
-        data=json.dumps({"argv": ["sh", "-c", 'cat > /run/bin/make && chmod +x /run/bin/make'],
+        data=json.dumps({"argv": ["sh", "-c", 'cat > /usr/bin/make && chmod +x /usr/bin/make'],
                          "stdin": MAKE_STANDIN}).encode(),
         headers={"Authorization": "Bearer " + os.environ["ARMHIVE_TOKEN"],
                  "Content-Type": "application/json"})
