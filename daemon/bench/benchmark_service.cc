@@ -97,8 +97,10 @@ Status validate_benchmark_request(const BenchmarkRequest& r) {
   if (r.lease_id.empty()) return invalid_argument("lease_id", "must be set");
   std::set<std::string> seen;
   for (const auto& s : r.suites) {
-    if (s != kSuiteNetwork && s != kSuiteCompression) {
-      return invalid_argument("suites", "unknown suite \"" + s + "\" (network, compression)");
+    if (s != kSuiteNetwork && s != kSuiteCompression && s != kSuiteMemory && s != kSuiteCrypto &&
+        s != kSuiteStorage) {
+      return invalid_argument("suites", "unknown suite \"" + s.substr(0, 40) +
+                                            "\" (network, compression, memory, crypto, storage)");
     }
     if (!seen.insert(s).second)
       return invalid_argument("suites", "suite \"" + s + "\" given twice");
@@ -120,6 +122,35 @@ Status validate_benchmark_request(const BenchmarkRequest& r) {
   const auto& c = r.compression;
   ARMHIVE_RETURN_IF_ERROR(in_range("compression.level", c.level, 1, 19));
   ARMHIVE_RETURN_IF_ERROR(in_range("compression.repeats", c.repeats, 1, 50));
+  const auto& m = r.memory;
+  ARMHIVE_RETURN_IF_ERROR(in_range("memory.array_mib", m.array_mib, 8, 4096));
+  ARMHIVE_RETURN_IF_ERROR(in_range("memory.iterations", m.iterations, 1, 100));
+  ARMHIVE_RETURN_IF_ERROR(in_range("memory.repeats", m.repeats, 1, 50));
+  const auto& k = r.crypto;
+  ARMHIVE_RETURN_IF_ERROR(in_range("crypto.seconds", k.seconds, 1, 30));
+  ARMHIVE_RETURN_IF_ERROR(in_range("crypto.repeats", k.repeats, 1, 50));
+  const auto& st = r.storage;
+  ARMHIVE_RETURN_IF_ERROR(in_range("storage.file_mib", st.file_mib, 16, 1024));
+  ARMHIVE_RETURN_IF_ERROR(in_range("storage.block_kib", st.block_kib, 4, 16384));
+  if (static_cast<int64_t>(st.block_kib) > int64_t{st.file_mib} * 1024) {
+    return invalid_argument("storage.block_kib", "must not exceed storage.file_mib");
+  }
+  ARMHIVE_RETURN_IF_ERROR(in_range("storage.queue_depth", st.queue_depth, 1, 256));
+  ARMHIVE_RETURN_IF_ERROR(in_range("storage.random_seconds", st.random_seconds, 1, 120));
+  ARMHIVE_RETURN_IF_ERROR(in_range("storage.repeats", st.repeats, 1, 50));
+  return Status::ok();
+}
+
+Status validate_memory_array(const MemoryOptions& options, uint64_t llc_bytes) {
+  const uint64_t array = static_cast<uint64_t>(options.array_mib) << 20;
+  if (llc_bytes != 0 && array < 4 * llc_bytes) {
+    uint64_t need_mib = (4 * llc_bytes + (1 << 20) - 1) >> 20;
+    return invalid_argument("memory.array_mib",
+                            std::to_string(options.array_mib) +
+                                " MiB per array is not well above the host's last-level cache (" +
+                                std::to_string(llc_bytes >> 10) + " KiB): give at least " +
+                                std::to_string(need_mib) + " (4x the cache)");
+  }
   return Status::ok();
 }
 
@@ -127,7 +158,8 @@ Result<BenchmarkRequest> benchmark_request_from_json(const json& body) {
   BenchmarkRequest r;
   if (body.is_null()) return r;
   if (!body.is_object()) return invalid_argument("body", "must be a JSON object");
-  ARMHIVE_RETURN_IF_ERROR(check_members(body, "", {"suites", "network", "compression"}));
+  ARMHIVE_RETURN_IF_ERROR(
+      check_members(body, "", {"suites", "network", "compression", "memory", "crypto", "storage"}));
   if (auto it = body.find("suites"); it != body.end()) {
     if (!it->is_array()) return invalid_argument("suites", "must be an array of strings");
     for (const auto& s : *it) {
@@ -165,6 +197,35 @@ Result<BenchmarkRequest> benchmark_request_from_json(const json& body) {
     ARMHIVE_RETURN_IF_ERROR(read_int(*it, "compression", "repeats", c.repeats));
     ARMHIVE_RETURN_IF_ERROR(read_bool(*it, "compression", "multi_thread", c.multi_thread));
   }
+  if (auto it = body.find("memory"); it != body.end()) {
+    if (!it->is_object()) return invalid_argument("memory", "must be an object");
+    ARMHIVE_RETURN_IF_ERROR(
+        check_members(*it, "memory", {"array_mib", "iterations", "repeats", "multi_thread"}));
+    auto& m = r.memory;
+    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "memory", "array_mib", m.array_mib));
+    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "memory", "iterations", m.iterations));
+    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "memory", "repeats", m.repeats));
+    ARMHIVE_RETURN_IF_ERROR(read_bool(*it, "memory", "multi_thread", m.multi_thread));
+  }
+  if (auto it = body.find("crypto"); it != body.end()) {
+    if (!it->is_object()) return invalid_argument("crypto", "must be an object");
+    ARMHIVE_RETURN_IF_ERROR(check_members(*it, "crypto", {"seconds", "repeats", "multi_thread"}));
+    auto& k = r.crypto;
+    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "crypto", "seconds", k.seconds));
+    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "crypto", "repeats", k.repeats));
+    ARMHIVE_RETURN_IF_ERROR(read_bool(*it, "crypto", "multi_thread", k.multi_thread));
+  }
+  if (auto it = body.find("storage"); it != body.end()) {
+    if (!it->is_object()) return invalid_argument("storage", "must be an object");
+    ARMHIVE_RETURN_IF_ERROR(check_members(
+        *it, "storage", {"file_mib", "block_kib", "queue_depth", "random_seconds", "repeats"}));
+    auto& st = r.storage;
+    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "storage", "file_mib", st.file_mib));
+    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "storage", "block_kib", st.block_kib));
+    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "storage", "queue_depth", st.queue_depth));
+    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "storage", "random_seconds", st.random_seconds));
+    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "storage", "repeats", st.repeats));
+  }
   // lease_id is the caller's; validate everything else now.
   BenchmarkRequest probe = r;
   probe.lease_id = "x";
@@ -186,6 +247,21 @@ json to_json(const BenchmarkRequest& r) {
        {{"level", r.compression.level},
         {"repeats", r.compression.repeats},
         {"multi_thread", r.compression.multi_thread}}},
+      {"memory",
+       {{"array_mib", r.memory.array_mib},
+        {"iterations", r.memory.iterations},
+        {"repeats", r.memory.repeats},
+        {"multi_thread", r.memory.multi_thread}}},
+      {"crypto",
+       {{"seconds", r.crypto.seconds},
+        {"repeats", r.crypto.repeats},
+        {"multi_thread", r.crypto.multi_thread}}},
+      {"storage",
+       {{"file_mib", r.storage.file_mib},
+        {"block_kib", r.storage.block_kib},
+        {"queue_depth", r.storage.queue_depth},
+        {"random_seconds", r.storage.random_seconds},
+        {"repeats", r.storage.repeats}}},
   };
 }
 

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <map>
 
+#include "daemon/bench/compare_settings.h"
 #include "daemon/bench/report.h"
+#include "daemon/bench/suite_figures.h"
 #include "daemon/bench/svg.h"
 
 namespace armhive {
@@ -24,7 +26,8 @@ constexpr const char* kStyle =
     ".failed{background:#b00020;color:#fff}.ok{background:#2e7d32;color:#fff}"
     ".pending{background:#f9a825;color:#000}"
     ".note{background:#fff3cd;border:1px solid #e0c060;padding:6px 10px;font-size:13px}"
-    ".charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{border:1px solid #ddd}";
+    ".charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{border:1px solid #ddd}"
+    "tr.differs td{background:#fff3cd}tr.blocking td{background:#f8d7da}";
 
 std::string esc(const std::string& s) { return xml_escape(s); }
 
@@ -338,6 +341,10 @@ std::string single_report(const BenchmarkRun& r) {
   }
   if (auto c = rep.find("compression"); c != rep.end() && c->is_object())
     body += compression_section(*c, emulated);
+  for (const char* suite : {"memory", "crypto", "storage"}) {
+    if (auto it = rep.find(suite); it != rep.end() && it->is_object())
+      body += render_figures_section(*it, suite, emulated);
+  }
   if (auto se = rep.find("sensors"); se != rep.end() && se->is_object())
     body += sensors_section(*se);
   return page("armhive benchmark " + r.id + " " + run_title(r), body);
@@ -363,52 +370,29 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
         "<p class=\"note\">Runs marked EMULATED ran under QEMU TCG: compare them only with each "
         "other.</p>";
   }
-  // The settings that make figures (in)comparable, side by side.
-  body += "<h2>Key settings</h2><table><tr><th>setting</th>";
+  // The settings that make figures (in)comparable, side by side (compare_settings.h).
+  auto lines = line_up_settings(runs);
+  body += "<h2>Key settings</h2><table class=\"lineup\"><tr><th>setting</th>";
   for (size_t i = 0; i < runs.size(); ++i) body += "<th>" + std::to_string(i + 1) + "</th>";
-  body += "</tr>";
-  auto setting_row = [&](const std::string& name, auto value_of) {
-    body += "<tr><th>" + esc(name) + "</th>";
-    for (const auto& r : runs) body += "<td>" + esc(value_of(r)) + "</td>";
-    body += "</tr>";
-  };
-  auto settings = [](const BenchmarkRun& r) { return r.report.value("settings", json::object()); };
-  auto has = [](const BenchmarkRun& r, std::string_view suite) {
-    return std::find(r.request.suites.begin(), r.request.suites.end(), std::string(suite)) !=
-           r.request.suites.end();
-  };
-  setting_row("host", [&](const BenchmarkRun& r) {
-    return r.host + " (" + str(settings(r), "host_arch") + ")";
-  });
-  setting_row("vCPUs / pinned cores", [&](const BenchmarkRun& r) {
-    return str(settings(r), "vcpus") + " / " +
-           cpus_text(settings(r).value("pinned_cpus", json::array()));
-  });
-  setting_row("emulated", [](const BenchmarkRun& r) {
-    return r.report.value("emulated", false) ? "EMULATED" : "no";
-  });
-  setting_row("suites", [](const BenchmarkRun& r) {
-    std::string s;
-    for (const auto& x : r.request.suites) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  });
-  setting_row("iperf3 streams / duration", [&](const BenchmarkRun& r) {
-    return has(r, kSuiteNetwork) ? std::to_string(r.request.network.streams) + " / " +
-                                       std::to_string(r.request.network.duration_s) + " s"
-                                 : std::string("\xE2\x80\x93");
-  });
-  setting_row("MTU", [&](const BenchmarkRun& r) {
-    if (!has(r, kSuiteNetwork)) return std::string("\xE2\x80\x93");
-    return r.request.network.mtus.empty() ? str(settings(r), "mtu")
-                                          : cpus_text(json(r.request.network.mtus));
-  });
-  setting_row("zstd version / level", [&](const BenchmarkRun& r) {
-    if (!has(r, kSuiteCompression)) return std::string("\xE2\x80\x93");
-    json c = r.report.value("compression", json::object());
-    return str(c, "zstd_version") + " / " + std::to_string(r.request.compression.level);
-  });
+  body += "<th></th></tr>";
+  bool blocking = false;
+  for (const auto& l : lines) {
+    blocking |= l.blocking;
+    const char* cls = l.blocking ? " class=\"blocking\"" : l.differs ? " class=\"differs\"" : "";
+    body += "<tr" + std::string(cls) + "><th>" + esc(l.name) + "</th>";
+    for (const auto& v : l.values) body += "<td>" + esc(v) + "</td>";
+    body += std::string("<td>") +
+            (l.blocking  ? "differs: not comparable"
+             : l.differs ? "differs"
+                         : "") +
+            "</td></tr>";
+  }
   body += "</table>";
-
+  if (blocking) {
+    body +=
+        "<p class=\"note\" id=\"incomparable\">The runs used different corpora or tool "
+        "versions (marked red): their figures do not measure the same work.</p>";
+  }
   body += "<h2>Metrics (ratio vs run 1)</h2><table><tr><th>metric</th>";
   for (size_t i = 0; i < runs.size(); ++i)
     body += "<th>" + std::to_string(i + 1) + ": " + esc(runs[i].vm_name) + "</th>";
