@@ -402,7 +402,8 @@ int run(int argc, char** argv) {
   bool csv = false;
   auto* bench = app.add_subcommand("bench", "benchmark a leased VM: bench LEASE --suite ...");
   bench->add_option("lease", id, "lease id to benchmark");
-  bench->add_option("--suite", suites, "network,compression (default both)");
+  bench->add_option("--suite", suites,
+                    "network,compression,memory,crypto,storage (default network,compression)");
   bench->add_flag("--wait", wait, "wait for the run to finish");
   bench->add_option("--wait-timeout", wait_timeout, "give up waiting after this (default 15m)");
   auto* bshow = bench->add_subcommand("show", "show a benchmark run");
@@ -416,6 +417,9 @@ int run(int argc, char** argv) {
   auto* bcompare = bench->add_subcommand("compare", "compare runs: ratios against the first");
   bcompare->add_option("runs", ids, "run ids (at least two)")->required()->expected(2, 16);
   bcompare->add_option("-o,--output", output, "also write the HTML comparison to this file");
+  bool allow_different = false;
+  bcompare->add_flag("--allow-different", allow_different,
+                     "compare runs whose corpora or tool versions differ");
 
   std::string shell;
   auto* completion = app.add_subcommand("completion", "print a shell completion script");
@@ -789,6 +793,11 @@ int run(int argc, char** argv) {
   if (bcompare->parsed()) {
     auto r = client.compare_benchmarks(ids, "json");
     if (!r.is_ok()) return report(r.status(), o);
+    if (std::string why = incomparable_message(nlohmann::json::parse(*r, nullptr, false));
+        !why.empty() && !allow_different) {
+      std::cerr << why;
+      return kExitUsage;
+    }
     if (!output.empty()) {
       auto html = client.compare_benchmarks(ids, "html");
       if (!html.is_ok()) return report(html.status(), o);
@@ -801,6 +810,7 @@ int run(int argc, char** argv) {
       std::cout << (j.is_discarded() ? *r : dump_json(j, 2)) << "\n";
       return kExitOk;
     }
+    print_compare_settings(j, std::cout);
     // daemon/bench/README.md "Comparison JSON": one row per metric, a value and a ratio
     // (against the first run) column per run.
     std::vector<std::string> header{"METRIC", "UNIT"};
