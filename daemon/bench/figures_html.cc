@@ -144,7 +144,7 @@ std::string render_figures_section(const json& rep, const std::string& suite, bo
   }
   std::string charts;
   for (const auto& g : groups) {
-    std::string title = g.first + " (" + g.second + ", median with min\xE2\x80\x93max)";
+    std::string title = g.first + " (" + g.second + ", median, min\xE2\x80\x93max)";
     charts += "<div>" + svg_bar_chart(title, g.second, bars[g]) + "</div>";
   }
   s += "<div class=\"charts\">" + charts + "</div>";

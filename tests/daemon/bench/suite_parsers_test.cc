@@ -219,5 +219,26 @@ TEST_CASE("fio parser rejects failed jobs, truncated and hostile JSON", "[bench]
   CHECK_FALSE(parse_fio_size("99999999999999g").has_value());
 }
 
+TEST_CASE("outputs captured from a tiny-image guest (e2e) parse", "[bench]") {
+  auto stream = parse_stream_output(read_fixture("stream_tiny_guest.out"));
+  REQUIRE(stream.is_ok());
+  CHECK(stream->array_elements == 4194304);
+  CHECK(stream->threads == 2);
+  auto single = parse_openssl_speed(read_fixture("openssl_speed_tiny_guest.out"));
+  REQUIRE(single.is_ok());
+  CHECK(single->version == "3.0.22");
+  CHECK(single->processes == 1);
+  REQUIRE(single->rsa.size() == 1);
+  auto multi = parse_openssl_speed(read_fixture("openssl_speed_multi2_tiny_guest.out"));
+  REQUIRE(multi.is_ok());
+  CHECK(multi->processes == 2);
+  CHECK(multi->rsa.size() == 2);
+  auto fio = parse_fio_json(read_fixture("fio_randread_tiny_guest.json"));
+  REQUIRE(fio.is_ok());
+  CHECK(fio->jobs[0].ioengine == "libaio");  // io_setup works in a real guest kernel
+  CHECK(fio->jobs[0].iodepth == 8);
+  CHECK(fio->jobs[0].iops == Approx(323.894685));
+}
+
 }  // namespace
 }  // namespace armhive
