@@ -27,7 +27,7 @@ Status stream_series(const SuiteContext& ctx, ToolSide side, const std::string& 
                                                             {binary, "-n", std::to_string(elements),
                                                              "-t", std::to_string(threads), "-i",
                                                              std::to_string(opts.iterations)},
-                                                            ctx.options.zstd_timeout));
+                                                            ctx.options.stream_timeout));
     auto r = parse_stream_output(o.out);
     if (!r.is_ok()) {
       return r.status().annotate(std::string(side_name(side)) + " " + what + " (repeat " +
