@@ -3,7 +3,9 @@
 #include <initializer_list>
 #include <limits>
 
-#include "api/validation.h"
+#include "base/base64.h"
+#include "base/utf8.h"
+#include "base/validation.h"
 
 namespace armhive {
 namespace {
@@ -334,6 +336,8 @@ Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
   AH_TRY(r.str("hostname", h.hostname));
   AH_TRY(r.str("uri", h.uri));
   AH_TRY(r.boolean("connected", h.connected));
+  AH_TRY(r.str("state", h.state));
+  AH_TRY(r.str("last_error", h.last_error));
   AH_TRY(r.str("arch", h.arch));
   AH_TRY(r.str("cpu_model", h.cpu_model));
   AH_TRY(r.str("accel", h.accel));
@@ -583,7 +587,8 @@ json to_json(const HostDto& h) {
                      {"pool", c.pool}});
   }
   return {{"hostname", h.hostname},          {"uri", h.uri},
-          {"connected", h.connected},        {"arch", h.arch},
+          {"connected", h.connected},        {"state", h.state},
+          {"last_error", h.last_error},      {"arch", h.arch},
           {"cpu_model", h.cpu_model},        {"accel", h.accel},
           {"memory_kib", h.memory_kib},      {"numa_nodes", std::move(numa)},
           {"clusters", h.clusters},          {"cores", std::move(cores)},

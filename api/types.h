@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/validation.h"  // kMaxTtlSeconds
+
 namespace armhive {
 
 // The wire types of the REST API (api/openapi.yaml), shared by the daemon and the CLI. They
@@ -16,8 +18,7 @@ namespace armhive {
 //
 // Plain data; no thread affinity.
 
-inline constexpr size_t kMaxBodyBytes = 64 * 1024;           // larger bodies: 413
-inline constexpr int64_t kMaxTtlSeconds = 30LL * 24 * 3600;  // 30 days: above is absurd
+inline constexpr size_t kMaxBodyBytes = 64 * 1024;  // larger bodies: 413
 inline constexpr int64_t kMaxExecTimeoutSeconds = 3600;
 inline constexpr size_t kMaxSshKeys = 32;
 inline constexpr std::string_view kProblemTypeBase = "https://armhive.dev/problems/";
@@ -119,7 +120,9 @@ struct NumaNodeDto {
 struct HostDto {
   std::string hostname;
   std::string uri;
-  bool connected = true;
+  bool connected = true;     // false while degraded
+  std::string state = "ok";  // ok | degraded (recent libvirt or database calls failed)
+  std::string last_error;    // the last failed call and why; empty if none
   std::string arch;
   std::string cpu_model;
   std::string accel;  // kvm|tcg

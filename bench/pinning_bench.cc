@@ -52,6 +52,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/utc_time.h"
 #include "daemon/bench/stats.h"
 #include "daemon/bench/zstd_parser.h"
 #include "daemon/images/catalog.h"
@@ -93,15 +94,6 @@ std::string read_text(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // tid 0: the calling thread.

@@ -26,7 +26,8 @@
 
 #include "api/client.h"
 #include "api/json.h"
-#include "api/validation.h"
+#include "base/validation.h"
+#include "base/version.h"
 #include "cli/bench_summary.h"
 #include "cli/config.h"
 #include "cli/table.h"
@@ -321,7 +322,7 @@ int run(int argc, char** argv) {
   app.add_option("--ca-file", settings.ca_file, "CA bundle to trust for https");
   app.add_flag("--insecure", settings.insecure, "https: do not verify the certificate");
   app.add_flag("--json", json_out, "machine-readable JSON output");
-  app.set_version_flag("--version", "armhive 0.1.0");
+  app.set_version_flag("--version", "armhive " + std::string(kVersion));
 
   // lease
   auto* lease = app.add_subcommand("lease", "create, list, show, renew and release leases");

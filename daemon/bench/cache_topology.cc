@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/bench/bounded_number.h"
+#include "base/bounded_number.h"
 
 namespace armhive {
 namespace {
@@ -28,8 +28,8 @@ std::optional<uint64_t> parse_cache_size(const std::string& text) {
     mult = c == 'K' ? 1ULL << 10 : c == 'M' ? 1ULL << 20 : 1ULL << 30;
     digits.pop_back();
   }
-  auto v = parse_bounded_int(digits, 1, int64_t{1} << 32);
-  if (!v) return std::nullopt;
+  auto v = parse_bounded_int(digits, 1, int64_t{1} << 32, "cache size");
+  if (!v.is_ok()) return std::nullopt;
   uint64_t bytes = static_cast<uint64_t>(*v) * mult;
   if (bytes > (1ULL << 36)) return std::nullopt;  // 64 GiB: not a cache
   return bytes;
@@ -48,9 +48,9 @@ std::optional<CacheInfo> read_last_level_cache(const std::string& sys_root) {
     for (const auto& idx : fs::directory_iterator(cpu.path() / "cache", ec2)) {
       if (idx.path().filename().string().rfind("index", 0) != 0) continue;
       if (read_line(idx.path() / "type") == "Instruction") continue;
-      auto level = parse_bounded_int(read_line(idx.path() / "level"), 1, 8);
+      auto level = parse_bounded_int(read_line(idx.path() / "level"), 1, 8, "cache level");
       auto size = parse_cache_size(read_line(idx.path() / "size"));
-      if (!level || !size) continue;
+      if (!level.is_ok() || !size) continue;
       if (!best || *level > best->level || (*level == best->level && *size > best->bytes)) {
         best = CacheInfo{static_cast<int>(*level), *size, idx.path().string()};
       }

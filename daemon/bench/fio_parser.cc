@@ -5,7 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "daemon/bench/bounded_number.h"
+#include "base/bounded_number.h"
 
 namespace armhive {
 namespace {
@@ -19,7 +19,7 @@ Result<double> number(const json& obj, const std::string& field, const char* key
   if (it == obj.end() || !it->is_number())
     return invalid_argument(field + "." + key, "missing or not a number in fio's JSON");
   double v = it->get<double>();
-  if (!finite_in_range(v, lo, hi)) {
+  if (!check_bounded(v, lo, hi, key).is_ok()) {
     return invalid_argument(field + "." + key, "out of range (" + std::to_string(v) + ")");
   }
   return v;
@@ -42,8 +42,8 @@ std::optional<uint64_t> parse_fio_size(std::string_view text) {
   if (text.empty() || text.size() > 24) return std::nullopt;
   size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  auto n = parse_bounded_int(text.substr(0, digits), 1, int64_t{1} << 40);
-  if (!n) return std::nullopt;
+  auto n = parse_bounded_int(text.substr(0, digits), 1, int64_t{1} << 40, "size");
+  if (!n.is_ok()) return std::nullopt;
   std::string suffix;
   for (char c : text.substr(digits)) suffix += static_cast<char>(std::tolower(c));
   uint64_t mult = 1;
@@ -99,8 +99,8 @@ Result<FioResult> parse_fio_json(std::string_view output) {
     auto bs = parse_fio_size(option(opts, "bs", "4k"));
     if (!bs) return invalid_argument(field + ".bs", "not a block size");
     j.block_bytes = *bs;
-    auto depth = parse_bounded_int(option(opts, "iodepth", "1"), 1, 65536);
-    if (!depth) return invalid_argument(field + ".iodepth", "not a queue depth in 1..65536");
+    auto depth = parse_bounded_int(option(opts, "iodepth", "1"), 1, 65536, "iodepth");
+    if (!depth.is_ok()) return invalid_argument(field + ".iodepth", "not a queue depth in 1..65536");
     j.iodepth = static_cast<int>(*depth);
     if (j.rw == "read" || j.rw == "randread") {
       j.direction = "read";

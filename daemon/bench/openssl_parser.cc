@@ -4,7 +4,7 @@
 #include <regex>
 #include <set>
 
-#include "daemon/bench/bounded_number.h"
+#include "base/bounded_number.h"
 
 namespace armhive {
 namespace {
@@ -61,16 +61,16 @@ Result<OpensslSpeedResult> parse_openssl_speed(std::string_view output) {
     if (!std::regex_match(line, row, kRow)) {
       return invalid_argument("crypto", "malformed RSA row \"" + line.substr(0, 80) + "\"");
     }
-    auto bits = parse_bounded_int(row[1].str(), 512, 16384);
+    auto bits = parse_bounded_int(row[1].str(), 512, 16384, "RSA bits");
     std::string field = "crypto.rsa" + row[1].str().substr(0, 8);
-    if (!bits) return invalid_argument("crypto", "RSA key size \"" + row[1].str() + "\"");
+    if (!bits.is_ok()) return invalid_argument("crypto", "RSA key size \"" + row[1].str() + "\"");
     if (!seen.insert(static_cast<int>(*bits)).second)
       return invalid_argument(field, "the table lists this key size twice");
-    auto sign_s = parse_bounded_double(row[2].str(), 0, 1e4);
-    auto verify_s = parse_bounded_double(row[3].str(), 0, 1e4);
-    auto sign = parse_bounded_double(row[4].str(), 0, kMaxRate);
-    auto verify = parse_bounded_double(row[5].str(), 0, kMaxRate);
-    if (!sign_s || !verify_s || !sign || !verify || *sign <= 0 || *verify <= 0) {
+    auto sign_s = parse_bounded_double(row[2].str(), 0, 1e4, "sign time");
+    auto verify_s = parse_bounded_double(row[3].str(), 0, 1e4, "verify time");
+    auto sign = parse_bounded_double(row[4].str(), 0, kMaxRate, "sign/s");
+    auto verify = parse_bounded_double(row[5].str(), 0, kMaxRate, "verify/s");
+    if (!sign_s.is_ok() || !verify_s.is_ok() || !sign.is_ok() || !verify.is_ok() || *sign <= 0 || *verify <= 0) {
       return invalid_argument(
           field, "rates must be numbers in (0, 10^8] per second: \"" + line.substr(0, 80) + "\"");
     }

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "daemon/bench/bounded_number.h"
+#include "base/bounded_number.h"
 
 namespace armhive {
 namespace {
@@ -59,8 +59,8 @@ Result<StreamResult> parse_stream_output(std::string_view output) {
     auto it = kv.find(key);
     if (it == kv.end())
       return invalid_argument(std::string("memory.") + key, "missing in armhive-stream output");
-    auto v = parse_bounded_int(it->second, lo, hi);
-    if (!v) {
+    auto v = parse_bounded_int(it->second, lo, hi, key);
+    if (!v.is_ok()) {
       return invalid_argument(std::string("memory.") + key,
                               "\"" + it->second.substr(0, 40) + "\" is not an integer in " +
                                   std::to_string(lo) + ".." + std::to_string(hi));
@@ -72,8 +72,8 @@ Result<StreamResult> parse_stream_output(std::string_view output) {
     auto it = kv.find(key);
     if (it == kv.end())
       return invalid_argument(std::string("memory.") + key, "missing in armhive-stream output");
-    auto v = parse_bounded_double(it->second, 0, kMaxMbS);
-    if (!v || *v <= 0) {
+    auto v = parse_bounded_double(it->second, 0, kMaxMbS, key);
+    if (!v.is_ok() || *v <= 0) {
       return invalid_argument(
           std::string("memory.") + key,
           "\"" + it->second.substr(0, 40) + "\" is not a bandwidth in (0, 10^7] MB/s");

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "api/validation.h"
+#include "base/validation.h"
 
 namespace armhive {
 namespace {
@@ -165,6 +165,39 @@ Status parse_pool(const toml::table& t, const std::string& prefix, PoolConfig& p
   return Status::ok();
 }
 
+Status parse_egress(const toml::table& net_table, const std::string& prefix, NetworkConfig& net) {
+  const toml::node* n = net_table.get("egress");
+  if (!n) return Status::ok();
+  if (!n->is_array_of_tables())
+    return invalid_argument(prefix + "egress", "must be [[networks.egress]] tables");
+  if (net.mode != "nat") {
+    return invalid_argument(prefix + "egress", "an egress allow-list needs mode = \"nat\"");
+  }
+  size_t i = 0;
+  for (const toml::node& item : *n->as_array()) {
+    std::string eprefix = prefix + "egress[" + std::to_string(i++) + "].";
+    TableReader r(*item.as_table(), eprefix);
+    EgressConfig e;
+    ARMHIVE_RETURN_IF_ERROR(r.str("cidr", e.cidr));
+    if (e.cidr.empty()) return invalid_argument(r.field("cidr"), "required");
+    r.skip("ports");
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+    if (const toml::node* ports = item.as_table()->get("ports")) {
+      if (!ports->is_array()) return invalid_argument(r.field("ports"), "must be an array");
+      size_t j = 0;
+      for (const toml::node& p : *ports->as_array()) {
+        std::string field = r.field("ports") + "[" + std::to_string(j++) + "]";
+        if (!p.is_integer()) return invalid_argument(field, "must be an integer");
+        int64_t v = p.as_integer()->get();
+        if (v < 1 || v > 65535) return invalid_argument(field, "must be 1-65535");
+        e.ports.push_back(static_cast<int>(v));
+      }
+    }
+    net.egress.push_back(std::move(e));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
@@ -180,7 +213,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   DaemonConfig c;
   Status st;
   TableReader top(root, "");
-  for (const char* k : {"server", "host", "engine", "networks", "pools"}) top.skip(k);
+  for (const char* k : {"server", "host", "engine", "access", "networks", "pools"}) top.skip(k);
   ARMHIVE_RETURN_IF_ERROR(top.no_unknown_keys());
 
   if (const toml::table* s = subtable(root, "server", st, "")) {
@@ -231,6 +264,20 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   }
   ARMHIVE_RETURN_IF_ERROR(st);
 
+  if (const toml::table* a = subtable(root, "access", st, "")) {
+    TableReader r(*a, "access.");
+    c.access.enabled = true;
+    ARMHIVE_RETURN_IF_ERROR(r.str("listen", c.access.listen));
+    ARMHIVE_RETURN_IF_ERROR(r.str("advertise", c.access.advertise));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_min", c.access.port_min, 1, 65535));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_max", c.access.port_max, 1, 65535));
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+    if (c.access.port_min > c.access.port_max) {
+      return invalid_argument("access.port_max", "must not be below port_min");
+    }
+  }
+  ARMHIVE_RETURN_IF_ERROR(st);
+
   if (const toml::node* n = root.get("networks")) {
     if (!n->is_array_of_tables())
       return invalid_argument("networks", "must be [[networks]] tables");
@@ -245,7 +292,13 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
       ARMHIVE_RETURN_IF_ERROR(r.str("dhcp_start", net.dhcp_start));
       ARMHIVE_RETURN_IF_ERROR(r.str("dhcp_end", net.dhcp_end));
       ARMHIVE_RETURN_IF_ERROR(r.integer_as("mtu", net.mtu, 576, 9216));
+      ARMHIVE_RETURN_IF_ERROR(r.str("mode", net.mode));
+      if (net.mode != "isolated" && net.mode != "nat" && net.mode != "bridge") {
+        return invalid_argument(r.field("mode"), "must be \"isolated\", \"nat\" or \"bridge\"");
+      }
+      r.skip("egress");
       ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+      ARMHIVE_RETURN_IF_ERROR(parse_egress(*item.as_table(), prefix, net));
       c.networks.push_back(net);
     }
   }

@@ -67,8 +67,9 @@ HostDto to_dto(const HostView& h) {
   HostDto d;
   const HostTopology& t = h.topology;
   d.hostname = t.hostname;
-  d.uri = h.uri;
-  d.connected = h.connected;
+  d.connected = h.state == HostState::kOk;
+  d.state = std::string(to_string(h.state));
+  d.last_error = h.last_error;
   d.arch = t.arch;
   d.cpu_model = t.cpu_model;
   d.accel = t.accel == Accel::kKvm ? "kvm" : "tcg";

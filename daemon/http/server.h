@@ -9,6 +9,7 @@
 #include "api/types.h"
 #include "base/metrics.h"
 #include "base/result.h"
+#include "base/version.h"
 
 namespace armhive {
 
@@ -16,6 +17,7 @@ class LeaseService;
 class BenchmarkService;
 class TokenStore;
 class AuditLog;
+struct Lease;
 
 inline constexpr int kDefaultPort = 8470;
 
@@ -32,10 +34,13 @@ struct HttpOptions {
   std::chrono::seconds write_timeout{30};
   std::chrono::seconds max_wait{300};               // cap on ?wait=ready&timeout=
   std::chrono::milliseconds event_keepalive{5000};  // newline on an idle event stream
-  std::string version = "0.1.0";
+  std::string version = std::string(kVersion);
   // Receives one line per request and per server error; may be empty. Called from worker
   // threads concurrently.
   std::function<void(std::string_view line)> log;
+  // Adjusts a lease's JSON before it is sent (daemon/access: ssh.host/ssh.port of the lease's
+  // forward). An error (no free access port) is the response. Called from worker threads.
+  std::function<Status(const Lease& lease, LeaseDto& dto)> lease_view;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,

@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include "api/json.h"
-#include "api/validation.h"
+#include "base/base64.h"
+#include "base/utf8.h"
+#include "base/validation.h"
 
 namespace armhive {
 namespace {

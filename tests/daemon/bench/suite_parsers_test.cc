@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "daemon/bench/bounded_number.h"
 #include "daemon/bench/fio_parser.h"
 #include "daemon/bench/openssl_parser.h"
 #include "daemon/bench/stream_parser.h"
@@ -16,19 +15,6 @@ std::string replace(std::string text, const std::string& from, const std::string
   size_t at = text.find(from);
   REQUIRE(at != std::string::npos);
   return text.replace(at, from.size(), to);
-}
-
-TEST_CASE("bounded numbers refuse garbage, NaN, infinities and out-of-range values", "[bench]") {
-  CHECK(parse_bounded_double(" 12.5 ", 0, 100) == 12.5);
-  CHECK(parse_bounded_double("1e3", 0, 1e4) == 1000);
-  for (const char* bad : {"", "nan", "NaN", "inf", "-inf", "12.5x", "0x10", "--1", "1e400", "-1"}) {
-    INFO(bad);
-    CHECK_FALSE(parse_bounded_double(bad, 0, 1e9).has_value());
-  }
-  CHECK_FALSE(parse_bounded_double("101", 0, 100).has_value());
-  CHECK(parse_bounded_int("42", 1, 100) == 42);
-  CHECK_FALSE(parse_bounded_int("4.2", 1, 100).has_value());
-  CHECK_FALSE(parse_bounded_int("99999999999999999999999", 1, 100).has_value());
 }
 
 TEST_CASE("armhive-stream output of a real aarch64 run is read with its settings", "[bench]") {

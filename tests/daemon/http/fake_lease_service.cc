@@ -251,7 +251,6 @@ std::vector<PoolStatus> FakeLeaseService::pools() {
 std::vector<HostView> FakeLeaseService::hosts() {
   std::lock_guard lock(mu_);
   HostView h;
-  h.uri = "qemu:///system";
   h.topology.hostname = "honeycomb";
   h.topology.arch = "aarch64";
   h.topology.cpu_model = "cortex-a72";
