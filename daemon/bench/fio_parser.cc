@@ -100,7 +100,8 @@ Result<FioResult> parse_fio_json(std::string_view output) {
     if (!bs) return invalid_argument(field + ".bs", "not a block size");
     j.block_bytes = *bs;
     auto depth = parse_bounded_int(option(opts, "iodepth", "1"), 1, 65536, "iodepth");
-    if (!depth.is_ok()) return invalid_argument(field + ".iodepth", "not a queue depth in 1..65536");
+    if (!depth.is_ok())
+      return invalid_argument(field + ".iodepth", "not a queue depth in 1..65536");
     j.iodepth = static_cast<int>(*depth);
     if (j.rw == "read" || j.rw == "randread") {
       j.direction = "read";

@@ -70,7 +70,8 @@ Result<OpensslSpeedResult> parse_openssl_speed(std::string_view output) {
     auto verify_s = parse_bounded_double(row[3].str(), 0, 1e4, "verify time");
     auto sign = parse_bounded_double(row[4].str(), 0, kMaxRate, "sign/s");
     auto verify = parse_bounded_double(row[5].str(), 0, kMaxRate, "verify/s");
-    if (!sign_s.is_ok() || !verify_s.is_ok() || !sign.is_ok() || !verify.is_ok() || *sign <= 0 || *verify <= 0) {
+    if (!sign_s.is_ok() || !verify_s.is_ok() || !sign.is_ok() || !verify.is_ok() || *sign <= 0 ||
+        *verify <= 0) {
       return invalid_argument(
           field, "rates must be numbers in (0, 10^8] per second: \"" + line.substr(0, 80) + "\"");
     }
