@@ -1,4 +1,4 @@
-// Pinned vs unpinned run-to-run spread of the in-guest zstd benchmark (issue 5).
+// Pinned vs unpinned run-to-run spread of the in-guest zstd benchmark.
 //
 //   armhive-bench-pinning --catalog DIR [--samples N] [--out FILE.json] [--uri URI]
 //                         [--state-dir DIR] [--no-noise] [--noise-seed S]
@@ -27,6 +27,10 @@
 // says so. Both VMs, their overlays and per-VM files, the storage pool, the network and the state
 // directory are removed on every exit path (errors, SIGINT/SIGTERM between samples included).
 // Results: bench/results/pinning-<date>.json, summarised in BENCHMARKS.md.
+//
+// One file of ~750 lines, on purpose: it is one experiment read top to bottom, and its /proc
+// probes, noise generator and sampler serve no other program (daemon/bench owns the reusable
+// parsers and statistics it calls).
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>

@@ -15,12 +15,14 @@
 #include "base/version.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
+#include "base/secret_file.h"
 #include "daemon/bench/benchmark_runner.h"
+#include "daemon/bench/lease_target_resolver.h"
 #include "daemon/config/daemon_config.h"
+#include "daemon/config/secret_files.h"
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/catalog_image_source.h"
 #include "daemon/engine/lease_engine.h"
-#include "daemon/engine/lease_target_resolver.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/server.h"
 #include "daemon/http/token_commands.h"
@@ -61,22 +63,22 @@ Status bootstrap_admin(TokenStore& tokens, const std::string& path) {
                     " is missing: put its secret there, or revoke it with `armhived token revoke "
                     "admin` to create a new one");
   }
-  auto secret = tokens.create({.name = "admin", .role = TokenRole::kAdmin});
-  if (!secret.is_ok()) return secret.status();
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  {
-    std::ofstream out(path, std::ios::trunc);
-    out << *secret << "\n";
-    if (!out) return unavailable("cannot write the bootstrap token", path);
+  auto secret = tokens.create({.name = "admin", .role = TokenRole::kAdmin});
+  if (!secret.is_ok()) return secret.status();
+  // 0600 from the first byte: never a moment where another user could read it.
+  if (Status written = write_secret_file(path, *secret + "\n"); !written.is_ok()) {
+    (void)tokens.revoke("admin");
+    return written.annotate("writing the bootstrap token");
   }
-  std::filesystem::permissions(
-      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
   spdlog::info("created admin token; its secret is in {}", path);
   return Status::ok();
 }
 
 int serve(const DaemonConfig& config) {
+  // Before anything else: a secret others can read is a configuration error.
+  if (Status s = check_secret_files(config); !s.is_ok()) return fail(s, "secret files");
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   auto db = Database::open(config.database_path());
@@ -166,9 +168,12 @@ int serve(const DaemonConfig& config) {
   SubprocessRunner runner;
   BenchmarkRunnerOptions bench_options;
   bench_options.runs_dir = config.state_dir + "/benchmarks";
-  BenchmarkRunner benchmarks(**hypervisor, runner,
-                             make_lease_target_resolver(engine, *topology, images), clock,
-                             bench_options);
+  BenchmarkRunner benchmarks(
+      **hypervisor, runner,
+      make_lease_target_resolver(
+          [&engine](const std::string& id) { return engine.lease_vm(id); }, *topology,
+          [&images](const std::string& name) { return images.resolve(name); }),
+      clock, bench_options);
   if (Status s = benchmarks.load(); !s.is_ok()) {
     spdlog::warn("benchmarks: earlier runs not loaded: {}", s.to_string());
   }
@@ -191,7 +196,7 @@ int serve(const DaemonConfig& config) {
       return fail(table.status(), "access forwards");
     }
     forwards = std::move(table).value();
-    access = std::make_unique<LeaseAccess>(engine, *forwards);
+    access = std::make_unique<LeaseAccess>(engine, *forwards, config.access.max_extra_ports);
     access->start();
     spdlog::info("access forwards on {} ports {}-{}", access_options.listen_address,
                  access_options.port_min, access_options.port_max);
@@ -210,8 +215,18 @@ int serve(const DaemonConfig& config) {
       if (!ep) return Status::ok();
       dto.ssh->host = ep->host;
       dto.ssh->port = ep->port;
-      dto.ssh->command = ssh_command(dto.ssh->user, ep->host, ep->port);
+      dto.ssh->host_keys = ep->host_keys;
+      dto.ssh->known_hosts = known_hosts_lines(ep->host, ep->port, ep->host_keys);
+      dto.ssh->command = ssh_command(dto.ssh->user, ep->host, ep->port,
+                                     ep->host_keys.empty() ? "" : lease.id + ".known_hosts");
+      for (const ForwardInfo& f : ep->extra) dto.forwards.push_back({f.guest_port, f.host, f.port});
       return Status::ok();
+    };
+    http_options.check_ports = [&access](const std::string& pool, const std::vector<int>& ports) {
+      return access->check_ports(pool, ports);
+    };
+    http_options.lease_ports = [&access](const std::string& id, const std::vector<int>& ports) {
+      access->set_ports(id, ports);
     };
   }
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);

@@ -1,5 +1,7 @@
 #include "daemon/access/forward_table.h"
 
+#include <algorithm>
+
 namespace armhive {
 
 ForwardTable::ForwardTable(AccessOptions options, AccessEventSink sink)
@@ -113,40 +115,50 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
 Result<std::vector<ForwardInfo>> ForwardTable::open(const std::string& lease_id,
                                                     const std::string& guest_address,
                                                     const std::vector<int>& guest_ports) {
-  if (auto existing = find(lease_id); !existing.empty()) return existing;
-  std::vector<Open> opened;
-  auto undo = [&] {
+  std::vector<int> missing;
+  {
     std::lock_guard lock(mu_);
-    for (Open& o : opened) {
-      o.forward->close();
-      reserved_.erase(o.info.port);
+    std::set<int> have;
+    if (auto it = leases_.find(lease_id); it != leases_.end()) {
+      for (const Open& o : it->second) have.insert(o.info.guest_port);
     }
+    for (int gp : guest_ports) {
+      if (have.insert(gp).second) missing.push_back(gp);
+    }
+  }
+  if (missing.empty()) return find(lease_id);
+  std::vector<Open> opened;
+  auto release = [&](Open& o) {  // requires mu_
+    o.forward->close();
+    reserved_.erase(o.info.port);
   };
-  for (int gp : guest_ports) {
+  for (int gp : missing) {
     auto o = open_one(lease_id, guest_address, gp);
     if (!o.is_ok()) {
-      undo();
+      // The ones opened here go again; the lease's earlier forwards stay.
+      std::lock_guard lock(mu_);
+      for (Open& done : opened) release(done);
       return o.status();
     }
     opened.push_back(std::move(*o));
   }
   std::vector<ForwardInfo> out;
-  {
-    std::lock_guard lock(mu_);
-    auto& slot = leases_[lease_id];
-    if (!slot.empty() || stopped_) {
-      // Another caller opened them meanwhile (or we are stopping): keep theirs.
-      for (Open& o : opened) {
-        o.forward->close();
-        reserved_.erase(o.info.port);
-      }
-      for (const Open& o : slot) out.push_back(o.info);
-      if (stopped_) return unavailable("access forwards are stopping");
-      return out;
-    }
-    slot = opened;
-    for (const Open& o : slot) out.push_back(o.info);
+  std::lock_guard lock(mu_);
+  if (stopped_) {
+    for (Open& o : opened) release(o);
+    return unavailable("access forwards are stopping");
   }
+  auto& slot = leases_[lease_id];
+  for (Open& o : opened) {
+    bool raced = std::any_of(slot.begin(), slot.end(),
+                             [&](const Open& x) { return x.info.guest_port == o.info.guest_port; });
+    if (raced) {
+      release(o);  // another caller opened this guest port meanwhile: keep theirs
+    } else {
+      slot.push_back(o);
+    }
+  }
+  for (const Open& o : slot) out.push_back(o.info);
   return out;
 }
 

@@ -5,41 +5,12 @@
 #include <ctime>
 #include <set>
 
+#include "base/json_reader.h"
+
 namespace armhive {
 namespace {
 
 using nlohmann::json;
-
-Status check_members(const json& obj, std::string_view prefix,
-                     std::initializer_list<std::string_view> allowed) {
-  for (const auto& [key, value] : obj.items()) {
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string field = prefix.empty() ? key : std::string(prefix) + "." + key;
-      return invalid_argument(field, "unknown member");
-    }
-  }
-  return Status::ok();
-}
-
-Status read_int(const json& obj, std::string_view prefix, const char* key, int& out) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return Status::ok();
-  std::string field = std::string(prefix) + "." + key;
-  if (!it->is_number_integer()) return invalid_argument(field, "must be an integer");
-  int64_t v = it->get<int64_t>();
-  if (v < -1'000'000 || v > 1'000'000) return invalid_argument(field, "out of range");
-  out = static_cast<int>(v);
-  return Status::ok();
-}
-
-Status read_bool(const json& obj, std::string_view prefix, const char* key, bool& out) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return Status::ok();
-  if (!it->is_boolean())
-    return invalid_argument(std::string(prefix) + "." + key, "must be a boolean");
-  out = it->get<bool>();
-  return Status::ok();
-}
 
 Status in_range(std::string field, int v, int lo, int hi) {
   if (v < lo || v > hi) {
@@ -158,73 +129,62 @@ Result<BenchmarkRequest> benchmark_request_from_json(const json& body) {
   BenchmarkRequest r;
   if (body.is_null()) return r;
   if (!body.is_object()) return invalid_argument("body", "must be a JSON object");
+  const JsonReader top(body, "");
   ARMHIVE_RETURN_IF_ERROR(
-      check_members(body, "", {"suites", "network", "compression", "memory", "crypto", "storage"}));
-  if (auto it = body.find("suites"); it != body.end()) {
-    if (!it->is_array()) return invalid_argument("suites", "must be an array of strings");
-    for (const auto& s : *it) {
-      if (!s.is_string()) return invalid_argument("suites", "must be an array of strings");
-      r.suites.push_back(s.get<std::string>());
-    }
-  }
-  if (auto it = body.find("network"); it != body.end()) {
-    if (!it->is_object()) return invalid_argument("network", "must be an object");
+      top.only({"suites", "network", "compression", "memory", "crypto", "storage"}));
+  ARMHIVE_RETURN_IF_ERROR(top.str_list("suites", r.suites));
+  if (const json* net = top.find("network")) {
+    const JsonReader n(*net, "network");
+    ARMHIVE_RETURN_IF_ERROR(n.require_object());
     ARMHIVE_RETURN_IF_ERROR(
-        check_members(*it, "network",
-                      {"streams", "duration_s", "interval_s", "cport", "both_directions", "mtus"}));
-    auto& n = r.network;
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "network", "streams", n.streams));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "network", "duration_s", n.duration_s));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "network", "interval_s", n.interval_s));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "network", "cport", n.cport));
-    ARMHIVE_RETURN_IF_ERROR(read_bool(*it, "network", "both_directions", n.both_directions));
-    if (auto m = it->find("mtus"); m != it->end()) {
-      if (!m->is_array()) return invalid_argument("network.mtus", "must be an array of integers");
-      for (const auto& v : *m) {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 100000) {
-          return invalid_argument("network.mtus", "must be an array of integers");
-        }
-        n.mtus.push_back(static_cast<int>(v.get<int64_t>()));
-      }
-    }
+        n.only({"streams", "duration_s", "interval_s", "cport", "both_directions", "mtus"}));
+    auto& o = r.network;
+    ARMHIVE_RETURN_IF_ERROR(n.integer("streams", o.streams));
+    ARMHIVE_RETURN_IF_ERROR(n.integer("duration_s", o.duration_s));
+    ARMHIVE_RETURN_IF_ERROR(n.integer("interval_s", o.interval_s));
+    ARMHIVE_RETURN_IF_ERROR(n.integer("cport", o.cport));
+    ARMHIVE_RETURN_IF_ERROR(n.boolean("both_directions", o.both_directions));
+    ARMHIVE_RETURN_IF_ERROR(n.int_list("mtus", o.mtus));
   }
-  if (auto it = body.find("compression"); it != body.end()) {
-    if (!it->is_object()) return invalid_argument("compression", "must be an object");
+  if (const json* comp = top.find("compression")) {
+    const JsonReader c(*comp, "compression");
+    ARMHIVE_RETURN_IF_ERROR(c.require_object());
+    ARMHIVE_RETURN_IF_ERROR(c.only({"level", "repeats", "multi_thread"}));
+    auto& o = r.compression;
+    ARMHIVE_RETURN_IF_ERROR(c.integer("level", o.level));
+    ARMHIVE_RETURN_IF_ERROR(c.integer("repeats", o.repeats));
+    ARMHIVE_RETURN_IF_ERROR(c.boolean("multi_thread", o.multi_thread));
+  }
+  if (const json* mem = top.find("memory")) {
+    const JsonReader m(*mem, "memory");
+    ARMHIVE_RETURN_IF_ERROR(m.require_object());
+    ARMHIVE_RETURN_IF_ERROR(m.only({"array_mib", "iterations", "repeats", "multi_thread"}));
+    auto& o = r.memory;
+    ARMHIVE_RETURN_IF_ERROR(m.integer("array_mib", o.array_mib));
+    ARMHIVE_RETURN_IF_ERROR(m.integer("iterations", o.iterations));
+    ARMHIVE_RETURN_IF_ERROR(m.integer("repeats", o.repeats));
+    ARMHIVE_RETURN_IF_ERROR(m.boolean("multi_thread", o.multi_thread));
+  }
+  if (const json* cr = top.find("crypto")) {
+    const JsonReader k(*cr, "crypto");
+    ARMHIVE_RETURN_IF_ERROR(k.require_object());
+    ARMHIVE_RETURN_IF_ERROR(k.only({"seconds", "repeats", "multi_thread"}));
+    auto& o = r.crypto;
+    ARMHIVE_RETURN_IF_ERROR(k.integer("seconds", o.seconds));
+    ARMHIVE_RETURN_IF_ERROR(k.integer("repeats", o.repeats));
+    ARMHIVE_RETURN_IF_ERROR(k.boolean("multi_thread", o.multi_thread));
+  }
+  if (const json* sto = top.find("storage")) {
+    const JsonReader st(*sto, "storage");
+    ARMHIVE_RETURN_IF_ERROR(st.require_object());
     ARMHIVE_RETURN_IF_ERROR(
-        check_members(*it, "compression", {"level", "repeats", "multi_thread"}));
-    auto& c = r.compression;
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "compression", "level", c.level));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "compression", "repeats", c.repeats));
-    ARMHIVE_RETURN_IF_ERROR(read_bool(*it, "compression", "multi_thread", c.multi_thread));
-  }
-  if (auto it = body.find("memory"); it != body.end()) {
-    if (!it->is_object()) return invalid_argument("memory", "must be an object");
-    ARMHIVE_RETURN_IF_ERROR(
-        check_members(*it, "memory", {"array_mib", "iterations", "repeats", "multi_thread"}));
-    auto& m = r.memory;
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "memory", "array_mib", m.array_mib));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "memory", "iterations", m.iterations));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "memory", "repeats", m.repeats));
-    ARMHIVE_RETURN_IF_ERROR(read_bool(*it, "memory", "multi_thread", m.multi_thread));
-  }
-  if (auto it = body.find("crypto"); it != body.end()) {
-    if (!it->is_object()) return invalid_argument("crypto", "must be an object");
-    ARMHIVE_RETURN_IF_ERROR(check_members(*it, "crypto", {"seconds", "repeats", "multi_thread"}));
-    auto& k = r.crypto;
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "crypto", "seconds", k.seconds));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "crypto", "repeats", k.repeats));
-    ARMHIVE_RETURN_IF_ERROR(read_bool(*it, "crypto", "multi_thread", k.multi_thread));
-  }
-  if (auto it = body.find("storage"); it != body.end()) {
-    if (!it->is_object()) return invalid_argument("storage", "must be an object");
-    ARMHIVE_RETURN_IF_ERROR(check_members(
-        *it, "storage", {"file_mib", "block_kib", "queue_depth", "random_seconds", "repeats"}));
-    auto& st = r.storage;
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "storage", "file_mib", st.file_mib));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "storage", "block_kib", st.block_kib));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "storage", "queue_depth", st.queue_depth));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "storage", "random_seconds", st.random_seconds));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "storage", "repeats", st.repeats));
+        st.only({"file_mib", "block_kib", "queue_depth", "random_seconds", "repeats"}));
+    auto& o = r.storage;
+    ARMHIVE_RETURN_IF_ERROR(st.integer("file_mib", o.file_mib));
+    ARMHIVE_RETURN_IF_ERROR(st.integer("block_kib", o.block_kib));
+    ARMHIVE_RETURN_IF_ERROR(st.integer("queue_depth", o.queue_depth));
+    ARMHIVE_RETURN_IF_ERROR(st.integer("random_seconds", o.random_seconds));
+    ARMHIVE_RETURN_IF_ERROR(st.integer("repeats", o.repeats));
   }
   // lease_id is the caller's; validate everything else now.
   BenchmarkRequest probe = r;

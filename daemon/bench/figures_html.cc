@@ -1,6 +1,8 @@
-// HTML of the memory, crypto and storage suites (suite_figures.h).
+// HTML of the memory, crypto and storage suites (suite_figures.h), written through XmlWriter:
+// every text is escaped by it.
 #include <map>
 
+#include "base/xml_writer.h"
 #include "daemon/bench/suite_figures.h"
 #include "daemon/bench/svg.h"
 
@@ -8,8 +10,6 @@ namespace armhive {
 namespace {
 
 using nlohmann::json;
-
-std::string esc(const std::string& s) { return xml_escape(s); }
 
 std::string value_text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -25,11 +25,11 @@ std::string value_text(const json& v) {
 }
 
 // Nested objects (e.g. "backing") become "backing host_filesystem" rows.
-void settings_rows(const json& obj, const std::string& prefix, std::string& out) {
+void settings_rows(XmlWriter& w, const json& obj, const std::string& prefix) {
   for (const auto& [k, v] : obj.items()) {
     std::string name = prefix.empty() ? k : prefix + " " + k;
     if (v.is_object() && k != "last_level_cache") {
-      settings_rows(v, name, out);
+      settings_rows(w, v, name);
       continue;
     }
     std::string text = value_text(v);
@@ -37,8 +37,16 @@ void settings_rows(const json& obj, const std::string& prefix, std::string& out)
       text = std::to_string(v.value("bytes", uint64_t{0}) >> 10) + " KiB" +
              (v.contains("level") ? " (L" + value_text(v["level"]) + ")" : "");
     }
-    out += "<tr><th>" + esc(name) + "</th><td>" + esc(text) + "</td></tr>";
+    w.start("tr").element("th", name).element("td", text).end();
   }
+}
+
+void note(XmlWriter& w, const std::string& text) {
+  w.start("p").attr("class", "note").text(text).end();
+}
+
+void num_cell(XmlWriter& w, const std::string& text) {
+  w.start("td").attr("class", "num").text(text).end();
 }
 
 std::string spread_text(const json& sp, int decimals) {
@@ -56,22 +64,21 @@ const char* suite_title(const std::string& suite) {
 
 }  // namespace
 
-std::string render_figures_section(const json& rep, const std::string& suite, bool emulated) {
-  std::string s = "<h2 id=\"suite-" + esc(suite) + "\">" + esc(suite_title(suite)) + "</h2>";
+void write_figures_section(XmlWriter& w, const json& rep, const std::string& suite, bool emulated) {
+  w.start("h2").attr("id", "suite-" + suite).text(suite_title(suite)).end();
   if (emulated) {
-    s += "<p class=\"note\">Guest figures are EMULATED (QEMU TCG): they measure the emulator, "
-         "not Arm hardware.</p>";
+    note(w, "Guest figures are EMULATED (QEMU TCG): they measure the emulator, not Arm hardware.");
   }
   std::string version;
   for (const char* k : {"tool", "openssl_version", "fio_version"}) {
     if (rep.value(k, json()).is_string()) version = rep[k].get<std::string>();
   }
-  s += "<table class=\"settings\">";
-  if (!version.empty()) s += "<tr><th>tool version</th><td>" + esc(version) + "</td></tr>";
-  settings_rows(rep.value("settings", json::object()), "", s);
-  s += "</table>";
+  w.start("table").attr("class", "settings");
+  if (!version.empty()) w.start("tr").element("th", "tool version").element("td", version).end();
+  settings_rows(w, rep.value("settings", json::object()), "");
+  w.end();
   for (const auto& sk : rep.value("skipped", json::array())) {
-    s += "<p class=\"note\">Skipped: " + esc(sk.value("reason", std::string())) + "</p>";
+    note(w, "Skipped: " + sk.value("reason", std::string()));
   }
 
   const json& figures = rep.value("figures", json::array());
@@ -92,36 +99,34 @@ std::string render_figures_section(const json& rep, const std::string& suite, bo
     if (auto at = key.find(".guest."); at != std::string::npos) key.replace(at, 7, ".host.");
     return key;
   };
+  const std::string dash = "\xE2\x80\x93";
 
-  s += "<table class=\"figures\"><tr><th>figure</th><th>unit</th><th>guest median "
-       "(min\xE2\x80\x93max)</th><th>CV</th><th>n</th>";
-  if (has_host) s += "<th>host median (min\xE2\x80\x93max)</th><th>guest/host</th>";
-  s += "</tr>";
+  w.start("table").attr("class", "figures").start("tr");
+  w.element("th", "figure").element("th", "unit");
+  w.element("th", "guest median (min\xE2\x80\x93max)").element("th", "CV").element("th", "n");
+  if (has_host) w.element("th", "host median (min\xE2\x80\x93max)").element("th", "guest/host");
+  w.end();
   for (const auto& f : figures) {
     const json& sp = f.value("spread", json::object());
     std::string key = f.value("key", "");
-    s += "<tr><td>" + esc(f.value("label", key)) + "</td><td>" + esc(f.value("unit", "")) +
-         "</td><td class=\"num\">" + spread_text(sp, 1) + "</td><td class=\"num\">" +
-         svg_num(100 * sp.value("cv", 0.0), 1) + " %</td><td class=\"num\">" +
-         esc(value_text(sp.value("n", json(0)))) + "</td>";
+    w.start("tr").element("td", f.value("label", key)).element("td", f.value("unit", ""));
+    num_cell(w, spread_text(sp, 1));
+    num_cell(w, svg_num(100 * sp.value("cv", 0.0), 1) + " %");
+    num_cell(w, value_text(sp.value("n", json(0))));
     if (has_host) {
       auto h = host_by_key.find(host_key(key));
-      s += "<td class=\"num\">" +
-           (h != host_by_key.end() ? spread_text(h->second->value("spread", json::object()), 1)
-                                   : std::string("\xE2\x80\x93")) +
-           "</td>";
+      num_cell(w, h != host_by_key.end()
+                      ? spread_text(h->second->value("spread", json::object()), 1)
+                      : dash);
       auto r = ratio_by_key.find(key);
-      s += "<td class=\"num\">" +
-           (r != ratio_by_key.end() ? svg_num(100 * r->second, 1) + " %"
-                                    : std::string("\xE2\x80\x93")) +
-           "</td>";
+      num_cell(w, r != ratio_by_key.end() ? svg_num(100 * r->second, 1) + " %" : dash);
     }
-    s += "</tr>";
+    w.end();
   }
-  s += "</table>";
+  w.end();
   if (!has_host) {
-    s += "<p class=\"note\">No host baseline, so no guest/host ratio: " +
-         esc(host.value("reason", std::string("not run"))) + "</p>";
+    note(w, "No host baseline, so no guest/host ratio: " +
+                host.value("reason", std::string("not run")));
   }
 
   // One chart per group (and unit), in the order the groups first appear.
@@ -142,13 +147,14 @@ std::string render_figures_section(const json& rep, const std::string& suite, bo
                          hs.value("min", 0.0), hs.value("max", 0.0), ""});
     }
   }
-  std::string charts;
+  w.start("div").attr("class", "charts");
   for (const auto& g : groups) {
-    std::string title = g.first + " (" + g.second + ", median, min\xE2\x80\x93max)";
-    charts += "<div>" + svg_bar_chart(title, g.second, bars[g]) + "</div>";
+    w.start("div");
+    write_svg_bar_chart(w, g.first + " (" + g.second + ", median, min\xE2\x80\x93max)", g.second,
+                        bars[g]);
+    w.end();
   }
-  s += "<div class=\"charts\">" + charts + "</div>";
-  return s;
+  w.end();
 }
 
 }  // namespace armhive

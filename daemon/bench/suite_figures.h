@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/xml_writer.h"
 #include "daemon/bench/report.h"
 
 namespace armhive {
@@ -44,8 +45,8 @@ void append_figure_metrics(const nlohmann::json& suite_report, const std::string
 // The HTML section of one of these suites (figures_html.cc): tool version and settings, a table
 // of medians with min–max, CV and n (host figures and guest/host ratios beside them, or why
 // there are none), and one bar chart per figure group with min–max whiskers and the ratio
-// written over each guest bar. Escaped, well-formed XML.
-std::string render_figures_section(const nlohmann::json& suite_report, const std::string& suite,
-                                   bool emulated);
+// written over each guest bar. Through XmlWriter: escaped, well-formed XML.
+void write_figures_section(XmlWriter& w, const nlohmann::json& suite_report,
+                           const std::string& suite, bool emulated);
 
 }  // namespace armhive

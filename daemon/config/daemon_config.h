@@ -38,6 +38,7 @@ struct AccessConfig {
   std::string advertise;           // host name clients use (ssh.host); empty: `listen`
   int port_min = 22000;            // forwards take ports from [port_min, port_max]
   int port_max = 22999;
+  int max_extra_ports = 4;  // guest ports besides SSH one lease may ask for (pools' access_ports)
 };
 
 struct DaemonConfig {

@@ -118,7 +118,10 @@ void LeaseEngine::stop() {
   io_.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
-  flush();
+  // A last attempt at queued writes, backoff or not; what still fails is redone by the next
+  // start()'s recovery from libvirt.
+  Status s = persist_.flush(/*force=*/true);
+  if (!s.is_ok()) spdlog::warn("stop: writes not saved: {}", s.to_string());
 }
 
 void LeaseEngine::arm_timer(boost::asio::steady_timer& timer, std::chrono::milliseconds period,

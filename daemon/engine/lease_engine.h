@@ -120,11 +120,7 @@ class LeaseEngine final : public LeaseService {
   bool wait_idle(std::chrono::milliseconds timeout);
 
   // The VM behind a ready lease, for benchmarks and exec.
-  struct LeaseVm {
-    Lease lease;
-    PoolConfig pool;
-    std::vector<int> housekeeping;
-  };
+  using LeaseVm = LeasedVm;
   Result<LeaseVm> lease_vm(const std::string& lease_id);
 
  private:

@@ -1,7 +1,5 @@
 #include "daemon/http/core_map_svg.h"
 
-#include <libxml/xmlwriter.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -13,6 +11,7 @@
 
 #include "base/utf8.h"
 #include "base/xml_escape.h"
+#include "base/xml_writer.h"
 
 namespace armhive {
 namespace {
@@ -59,59 +58,6 @@ constexpr std::array<Style, 6> kStyles{{
 }};
 
 const Style& style(Kind k) { return kStyles[static_cast<size_t>(k)]; }
-
-// libxml2's text writer with owned handles; errors are sticky.
-class SvgWriter {
- public:
-  SvgWriter() {
-    buf_ = xmlBufferCreate();
-    if (buf_ != nullptr) w_ = xmlNewTextWriterMemory(buf_, 0);
-    ok_ = w_ != nullptr;
-  }
-  ~SvgWriter() noexcept {
-    if (w_ != nullptr) xmlFreeTextWriter(w_);
-    if (buf_ != nullptr) xmlBufferFree(buf_);
-  }
-  SvgWriter(const SvgWriter&) = delete;
-  SvgWriter& operator=(const SvgWriter&) = delete;
-
-  SvgWriter& start(const char* element) {
-    if (ok_) ok_ = xmlTextWriterStartElement(w_, x(element)) >= 0;
-    return *this;
-  }
-  SvgWriter& attr(const char* name, std::string_view value) {
-    if (ok_) {
-      const std::string v = xml_text_safe(value);
-      ok_ = xmlTextWriterWriteAttribute(w_, x(name), x(v.c_str())) >= 0;
-    }
-    return *this;
-  }
-  SvgWriter& attr(const char* name, int value) { return attr(name, std::to_string(value)); }
-  SvgWriter& text(std::string_view value) {
-    if (ok_) {
-      const std::string v = xml_text_safe(value);
-      ok_ = xmlTextWriterWriteString(w_, x(v.c_str())) >= 0;
-    }
-    return *this;
-  }
-  SvgWriter& end() {
-    if (ok_) ok_ = xmlTextWriterEndElement(w_) >= 0;
-    return *this;
-  }
-  // The document, or nothing if libxml2 failed (out of memory).
-  std::optional<std::string> finish() {
-    if (ok_) ok_ = xmlTextWriterFlush(w_) >= 0;
-    if (!ok_) return std::nullopt;
-    return std::string(reinterpret_cast<const char*>(xmlBufferContent(buf_)),
-                       static_cast<size_t>(xmlBufferLength(buf_)));
-  }
-
- private:
-  static const xmlChar* x(const char* s) { return reinterpret_cast<const xmlChar*>(s); }
-  xmlBufferPtr buf_ = nullptr;
-  xmlTextWriterPtr w_ = nullptr;
-  bool ok_ = false;
-};
 
 struct Box {
   int cpu = 0;
@@ -251,7 +197,7 @@ std::string render_core_map_svg(const HostTopology& topology, const std::vector<
   const int total_w = width + 2 * kMargin;
   const int total_h = y + kMargin;
 
-  SvgWriter w;
+  XmlWriter w;
   w.start("svg")
       .attr("xmlns", "http://www.w3.org/2000/svg")
       .attr("width", total_w)

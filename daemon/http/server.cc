@@ -344,7 +344,14 @@ struct HttpServer::Impl {
                          " concurrent leases (release one with `armhive lease rm ID`)");
       }
     }
+    if (!in.ports.empty()) {
+      if (!options.check_ports) {
+        return invalid_argument("ports", "this server forwards no ports (no [access] configured)");
+      }
+      ARMHIVE_RETURN_IF_ERROR(options.check_ports(r.pool, in.ports));
+    }
     ARMHIVE_ASSIGN_OR_RETURN(Lease lease, leases.create_lease(r));
+    if (!in.ports.empty()) options.lease_ports(lease.id, in.ports);
     audit_action(who, "lease.create", lease.id,
                  "pool=" + lease.pool + " ttl=" + std::to_string(lease.ttl.count()) +
                      (key.empty() ? "" : " idempotency_key=" + key));

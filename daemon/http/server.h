@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/types.h"
 #include "base/metrics.h"
@@ -41,6 +42,11 @@ struct HttpOptions {
   // Adjusts a lease's JSON before it is sent (daemon/access: ssh.host/ssh.port of the lease's
   // forward). An error (no free access port) is the response. Called from worker threads.
   std::function<Status(const Lease& lease, LeaseDto& dto)> lease_view;
+  // The extra guest ports a lease asks for ("ports"): checked against the pool before the lease
+  // is created (kInvalidArgument naming "ports[i]"), then recorded for it. Unset: "ports" is
+  // refused (the server forwards nothing).
+  std::function<Status(const std::string& pool, const std::vector<int>& ports)> check_ports;
+  std::function<void(const std::string& lease_id, const std::vector<int>& ports)> lease_ports;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,

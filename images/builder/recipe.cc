@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/toml_reader.h"
 #include "daemon/images/sha256.h"
 
 namespace armhive {
@@ -55,55 +56,6 @@ Result<std::string> read_text(const std::string& path) {
   return ss.str();
 }
 
-// Reads an optional string key; kInvalidArgument if present with another type.
-Status get_string(const toml::table& t, std::string_view key, std::string& out,
-                  std::string_view prefix = {}) {
-  const toml::node* n = t.get(key);
-  if (n == nullptr) return Status::ok();
-  auto v = n->value<std::string>();
-  if (!v || !n->is_string())
-    return invalid_argument(std::string(prefix) + std::string(key), "must be a string");
-  out = *v;
-  return Status::ok();
-}
-
-Status get_uint(const toml::table& t, std::string_view key, uint64_t& out,
-                std::string_view prefix = {}) {
-  const toml::node* n = t.get(key);
-  if (n == nullptr) return Status::ok();
-  auto v = n->value<int64_t>();
-  if (!n->is_integer() || !v || *v < 0)
-    return invalid_argument(std::string(prefix) + std::string(key),
-                            "must be a non-negative integer");
-  out = static_cast<uint64_t>(*v);
-  return Status::ok();
-}
-
-Status get_strings(const toml::table& t, std::string_view key, std::vector<std::string>& out,
-                   std::string_view prefix = {}) {
-  const toml::node* n = t.get(key);
-  if (n == nullptr) return Status::ok();
-  const toml::array* arr = n->as_array();
-  std::string field = std::string(prefix) + std::string(key);
-  if (arr == nullptr) return invalid_argument(field, "must be an array of strings");
-  for (const auto& e : *arr) {
-    auto v = e.value<std::string>();
-    if (!e.is_string() || !v) return invalid_argument(field, "must be an array of strings");
-    out.push_back(*v);
-  }
-  return Status::ok();
-}
-
-Status check_keys(const toml::table& t, const std::set<std::string_view>& known,
-                  std::string_view prefix) {
-  for (const auto& [k, v] : t) {
-    (void)v;
-    if (!known.contains(k.str()))
-      return invalid_argument(std::string(prefix) + std::string(k.str()), "unknown key");
-  }
-  return Status::ok();
-}
-
 Result<uint32_t> parse_mode(const toml::node* n, const std::string& field, uint32_t fallback) {
   if (n == nullptr) return fallback;
   if (auto s = n->value<std::string>(); n->is_string() && s) {
@@ -129,29 +81,28 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
     msg << "TOML syntax error at line " << e.source().begin.line << ": " << e.description();
     return invalid_argument("recipe", msg.str());
   }
+  TomlReader top(root, "");
   ARMHIVE_RETURN_IF_ERROR(
-      check_keys(root,
-                 {"name", "version", "arch", "kind", "suite", "variant", "packages", "exclude",
-                  "kernel", "boot", "cmdline", "login_user", "disk_size_mib", "prune",
-                  "compress_kernel", "initramfs", "corpus", "files"},
-                 ""));
+      top.only({"name", "version", "arch", "kind", "suite", "variant", "packages", "exclude",
+                "kernel", "boot", "cmdline", "login_user", "disk_size_mib", "prune",
+                "compress_kernel", "initramfs", "corpus", "files"}));
 
   Recipe r;
   Sha256 hash;
   hash.update(text);
 
-  ARMHIVE_RETURN_IF_ERROR(get_string(root, "name", r.name));
+  ARMHIVE_RETURN_IF_ERROR(top.str("name", r.name));
   if (!valid_name(r.name))
     return invalid_argument("name", "name must match [a-z0-9][a-z0-9.-]* (at most 63 characters)");
-  ARMHIVE_RETURN_IF_ERROR(get_string(root, "version", r.version));
+  ARMHIVE_RETURN_IF_ERROR(top.str("version", r.version));
   if (r.version.empty()) return invalid_argument("version", "version is required");
-  ARMHIVE_RETURN_IF_ERROR(get_string(root, "arch", r.arch));
+  ARMHIVE_RETURN_IF_ERROR(top.str("arch", r.arch));
   if (r.arch.empty()) return invalid_argument("arch", "arch is required (\"arm64\")");
   if (r.arch != "arm64")
     return invalid_argument("arch", "architecture \"" + r.arch +
                                         "\" is not supported: armhive guests are arm64 (aarch64)");
   std::string kind = "debs";
-  ARMHIVE_RETURN_IF_ERROR(get_string(root, "kind", kind));
+  ARMHIVE_RETURN_IF_ERROR(top.str("kind", kind));
   if (kind == "debs") {
     r.kind = RecipeKind::kDebs;
   } else if (kind == "mmdebstrap") {
@@ -160,54 +111,51 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
     return invalid_argument("kind",
                             "kind must be \"debs\" or \"mmdebstrap\", not \"" + kind + "\"");
   }
-  ARMHIVE_RETURN_IF_ERROR(get_string(root, "suite", r.suite));
+  ARMHIVE_RETURN_IF_ERROR(top.str("suite", r.suite));
   if (!valid_package(r.suite)) return invalid_argument("suite", "invalid suite name");
-  ARMHIVE_RETURN_IF_ERROR(get_string(root, "variant", r.variant));
+  ARMHIVE_RETURN_IF_ERROR(top.str("variant", r.variant));
   if (!valid_package(r.variant)) return invalid_argument("variant", "invalid variant");
 
-  ARMHIVE_RETURN_IF_ERROR(get_strings(root, "packages", r.packages));
+  ARMHIVE_RETURN_IF_ERROR(top.strings("packages", r.packages));
   if (r.packages.empty())
     return invalid_argument("packages", "packages must list at least one package");
-  ARMHIVE_RETURN_IF_ERROR(get_strings(root, "exclude", r.exclude));
+  ARMHIVE_RETURN_IF_ERROR(top.strings("exclude", r.exclude));
   for (const auto* list : {&r.packages, &r.exclude})
     for (const auto& p : *list)
       if (!valid_package(p))
         return invalid_argument(list == &r.packages ? "packages" : "exclude",
                                 "\"" + p + "\" is not a valid Debian package name");
 
-  ARMHIVE_RETURN_IF_ERROR(get_string(root, "kernel", r.kernel));
+  ARMHIVE_RETURN_IF_ERROR(top.str("kernel", r.kernel));
   if (r.kernel.empty())
     return invalid_argument("kernel", "kernel is required (e.g. \"linux-image-arm64\")");
   if (!valid_package(r.kernel))
     return invalid_argument("kernel", "\"" + r.kernel + "\" is not a valid Debian package name");
 
-  ARMHIVE_RETURN_IF_ERROR(get_string(root, "boot", r.boot));
+  ARMHIVE_RETURN_IF_ERROR(top.str("boot", r.boot));
   if (r.boot != "kernel" && r.boot != "uefi")
     return invalid_argument("boot", "boot must be \"kernel\" or \"uefi\"");
-  ARMHIVE_RETURN_IF_ERROR(get_string(root, "cmdline", r.cmdline));
+  ARMHIVE_RETURN_IF_ERROR(top.str("cmdline", r.cmdline));
   if (r.cmdline.find_first_of("\n\r\0", 0, 3) != std::string::npos)
     return invalid_argument("cmdline", "cmdline must be one line");
-  ARMHIVE_RETURN_IF_ERROR(get_string(root, "login_user", r.login_user));
+  ARMHIVE_RETURN_IF_ERROR(top.str("login_user", r.login_user));
   if (!valid_name(r.login_user)) return invalid_argument("login_user", "invalid user name");
-  ARMHIVE_RETURN_IF_ERROR(get_uint(root, "disk_size_mib", r.disk_size_mib));
+  ARMHIVE_RETURN_IF_ERROR(top.non_negative("disk_size_mib", r.disk_size_mib));
   if (r.disk_size_mib < 64 || r.disk_size_mib > 1024 * 1024)
     return invalid_argument("disk_size_mib", "disk_size_mib must be between 64 and 1048576");
-  ARMHIVE_RETURN_IF_ERROR(get_strings(root, "prune", r.prune));
+  ARMHIVE_RETURN_IF_ERROR(top.strings("prune", r.prune));
   for (const auto& p : r.prune)
     if (!valid_guest_path(p) || p == "/")
       return invalid_argument("prune", "\"" + p + "\" is not an absolute guest path");
-  if (const toml::node* n = root.get("compress_kernel")) {
-    auto b = n->value<bool>();
-    if (!n->is_boolean() || !b) return invalid_argument("compress_kernel", "must be true or false");
-    r.compress_kernel = *b;
-  }
+  ARMHIVE_RETURN_IF_ERROR(top.boolean("compress_kernel", r.compress_kernel));
 
   if (const toml::node* n = root.get("initramfs")) {
     const toml::table* t = n->as_table();
     if (t == nullptr) return invalid_argument("initramfs", "must be a table");
-    ARMHIVE_RETURN_IF_ERROR(check_keys(*t, {"init", "modules"}, "initramfs."));
+    TomlReader sub(*t, "initramfs.");
+    ARMHIVE_RETURN_IF_ERROR(sub.only({"init", "modules"}));
     std::string init_source;
-    ARMHIVE_RETURN_IF_ERROR(get_string(*t, "init", init_source, "initramfs."));
+    ARMHIVE_RETURN_IF_ERROR(sub.str("init", init_source));
     if (!init_source.empty()) {
       if (base_dir.empty() || fs::path(init_source).is_absolute() ||
           init_source.find("..") != std::string::npos)
@@ -218,7 +166,7 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
       hash.update(*content);
       r.initramfs_init = std::move(*content);
     }
-    ARMHIVE_RETURN_IF_ERROR(get_strings(*t, "modules", r.modules, "initramfs."));
+    ARMHIVE_RETURN_IF_ERROR(sub.strings("modules", r.modules));
     for (const auto& m : r.modules)
       if (!valid_module(m))
         return invalid_argument("initramfs.modules", "\"" + m + "\" is not a module name");
@@ -229,10 +177,11 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
   if (const toml::node* n = root.get("corpus")) {
     const toml::table* t = n->as_table();
     if (t == nullptr) return invalid_argument("corpus", "must be a table");
-    ARMHIVE_RETURN_IF_ERROR(check_keys(*t, {"path", "bytes", "seed"}, "corpus."));
-    ARMHIVE_RETURN_IF_ERROR(get_string(*t, "path", r.corpus_path, "corpus."));
-    ARMHIVE_RETURN_IF_ERROR(get_uint(*t, "bytes", r.corpus_bytes, "corpus."));
-    ARMHIVE_RETURN_IF_ERROR(get_uint(*t, "seed", r.corpus_seed, "corpus."));
+    TomlReader sub(*t, "corpus.");
+    ARMHIVE_RETURN_IF_ERROR(sub.only({"path", "bytes", "seed"}));
+    ARMHIVE_RETURN_IF_ERROR(sub.str("path", r.corpus_path));
+    ARMHIVE_RETURN_IF_ERROR(sub.non_negative("bytes", r.corpus_bytes));
+    ARMHIVE_RETURN_IF_ERROR(sub.non_negative("seed", r.corpus_seed));
     if (!valid_guest_path(r.corpus_path))
       return invalid_argument("corpus.path", "must be an absolute guest path");
     if (r.corpus_bytes == 0 || r.corpus_bytes > (256ull << 20))
@@ -245,24 +194,21 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
     for (const auto& e : *arr) {
       const toml::table* t = e.as_table();
       if (t == nullptr) return invalid_argument("files", "must be an array of tables ([[files]])");
-      ARMHIVE_RETURN_IF_ERROR(check_keys(
-          *t, {"path", "source", "compile", "content", "symlink", "directory", "mode"}, "files."));
+      TomlReader sub(*t, "files.");
+      ARMHIVE_RETURN_IF_ERROR(
+          sub.only({"path", "source", "compile", "content", "symlink", "directory", "mode"}));
       RecipeFile f;
-      ARMHIVE_RETURN_IF_ERROR(get_string(*t, "path", f.path, "files."));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("path", f.path));
       if (!valid_guest_path(f.path))
         return invalid_argument("files.path", "\"" + f.path + "\" is not an absolute guest path");
       std::string content, link, compile;
       bool has_content = t->contains("content");
-      ARMHIVE_RETURN_IF_ERROR(get_string(*t, "source", f.source, "files."));
-      ARMHIVE_RETURN_IF_ERROR(get_string(*t, "compile", compile, "files."));
-      ARMHIVE_RETURN_IF_ERROR(get_string(*t, "content", content, "files."));
-      ARMHIVE_RETURN_IF_ERROR(get_string(*t, "symlink", link, "files."));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("source", f.source));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("compile", compile));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("content", content));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("symlink", link));
       bool is_dir = false;
-      if (const toml::node* d = t->get("directory")) {
-        auto b = d->value<bool>();
-        if (!d->is_boolean() || !b) return invalid_argument("files.directory", "must be a boolean");
-        is_dir = *b;
-      }
+      ARMHIVE_RETURN_IF_ERROR(sub.boolean("directory", is_dir));
       int kinds = (f.source.empty() ? 0 : 1) + (has_content ? 1 : 0) + (link.empty() ? 0 : 1) +
                   (is_dir ? 1 : 0) + (compile.empty() ? 0 : 1);
       if (kinds != 1)

@@ -283,13 +283,23 @@ class ScriptedLeases final : public LeaseService {
     return internal_error("unused");
   }
   Result<Lease> release_lease(const std::string&) override { return internal_error("unused"); }
-  Result<GuestExecResult> exec(const std::string&, const GuestExecRequest&) override {
-    return internal_error("unused");
+  // The guest's answer to the host-key script: one dropbear-style key.
+  Result<GuestExecResult> exec(const std::string&, const GuestExecRequest& req) override {
+    if (req.argv.empty() || req.argv[0] != "sh") return internal_error("unexpected command");
+    GuestExecResult r;
+    r.exit_code = 0;
+    r.out = "Public key portion is:\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n";
+    return r;
   }
   Result<std::string> console(const std::string&, size_t) override {
     return internal_error("unused");
   }
-  std::vector<PoolStatus> pools() override { return {}; }
+  std::vector<PoolStatus> pools() override {
+    PoolStatus p;
+    p.config.name = "ci";
+    p.config.access_ports = {8080, 9000};
+    return {p};
+  }
   std::vector<HostView> hosts() override { return {}; }
 
  private:
@@ -316,7 +326,7 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   auto table = ForwardTable::start(options(base, 4), {});
   REQUIRE(table.is_ok());
   leases.set(lease("l-old", LeaseState::kReady), "lease.ready");  // before the watcher
-  LeaseAccess access(leases, **table, echo.port());
+  LeaseAccess access(leases, **table, 4, echo.port());
   access.start();
   CHECK(eventually([&] { return !(*table)->find("l-old").empty(); }));
 
@@ -331,6 +341,7 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   REQUIRE(ep->has_value());
   CHECK((*ep)->host == "armhive.example");
   CHECK((*ep)->port == (*table)->find("l-new")[0].port);
+  CHECK((*ep)->host_keys == std::vector<std::string>{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb"});
 
   Client session((*ep)->port);
   REQUIRE(session.connected);
@@ -344,6 +355,53 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   leases.set(lease("l-old", LeaseState::kExpired), "lease.expired");
   CHECK(eventually([&] { return (*table)->find("l-old").empty(); }));
   access.stop();
+}
+
+TEST_CASE("host keys are taken from OpenSSH .pub lines and dropbearkey output only", "[access]") {
+  const std::string out =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n"
+      "Public key portion is:\n"
+      "ecdsa-sha2-nistp256 AAAAE2VjZHNh= root@vm\n"
+      "Fingerprint: sha1!! 00:11\n"
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n"  // the same key twice
+      "ssh-rsa not;base64\n";
+  auto keys = parse_host_keys(out);
+  REQUIRE(keys.size() == 2);
+  CHECK(keys[0] == "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb");
+  CHECK(keys[1] == "ecdsa-sha2-nistp256 AAAAE2VjZHNh=");
+  CHECK(known_hosts_lines("10.78.0.1", 22001, keys) ==
+        "[10.78.0.1]:22001 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb\n"
+        "[10.78.0.1]:22001 ecdsa-sha2-nistp256 AAAAE2VjZHNh=\n");
+  CHECK(known_hosts_lines("vm.example", 22, {keys[0]}) ==
+        "vm.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb\n");
+}
+
+TEST_CASE("extra ports: checked against the pool, forwarded with SSH once the lease is ready",
+          "[access]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 2, echo.port());
+  CHECK(access.check_ports("ci", {8080, 9000}).is_ok());
+  CHECK(access.check_ports("ci", {8080, 8081}).field() == "ports[1]");
+  CHECK(access.check_ports("ci", {8080, 8080}).field() == "ports[1]");
+  CHECK(access.check_ports("ci", {8080, 9000, 8080}).field() == "ports");  // more than 2
+  CHECK(access.check_ports("other", {1234}).is_ok());  // unknown pool: creation says 404
+
+  // Asked for after the lease was handed out (a warm VM): opened at once beside SSH.
+  leases.set(lease("l-1", LeaseState::kReady), "lease.ready");
+  REQUIRE(access.ssh_endpoint(lease("l-1", LeaseState::kReady)).is_ok());
+  CHECK((*table)->find("l-1").size() == 1);
+  access.set_ports("l-1", {8080});
+  auto ep = access.ssh_endpoint(lease("l-1", LeaseState::kReady));
+  REQUIRE(ep.is_ok());
+  REQUIRE(ep->has_value());
+  REQUIRE((*ep)->extra.size() == 1);
+  CHECK((*ep)->extra[0].guest_port == 8080);
+  CHECK((*ep)->extra[0].port != (*ep)->port);
+  CHECK((*table)->find("l-1").size() == 2);
 }
 
 }  // namespace

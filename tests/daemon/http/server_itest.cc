@@ -139,6 +139,10 @@ TEST_CASE("http: malformed lease requests are 400 problems naming the field", "[
   problem(post(R"({"pool":"tiny","ssh_keys":["ssh-dss AAAAB3NzaC1kc3MAAACBAP"]})"), 400,
           "ssh_keys[0]");
   problem(post(R"({"pool":"tiny","ssh_keys":[42]})"), 400, "ssh_keys[0]");
+  problem(post(R"({"pool":"tiny","ports":[22, 0]})"), 400, "ports[1]");
+  problem(post(R"({"pool":"tiny","ports":[70000]})"), 400, "ports[0]");
+  problem(post(R"({"pool":"tiny","ports":["http"]})"), 400, "ports[0]");
+  problem(post(R"({"pool":"tiny","ports":[8080]})"), 400, "ports");  // this server has no [access]
   problem(post("[1,2]"), 400, "body");
   problem(post("{\"pool\":"), 400, "body");
   problem(post(""), 400, "body");

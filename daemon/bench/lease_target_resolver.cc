@@ -1,11 +1,12 @@
-#include "daemon/engine/lease_target_resolver.h"
+#include "daemon/bench/lease_target_resolver.h"
 
 namespace armhive {
 
-LeaseTargetResolver make_lease_target_resolver(LeaseEngine& engine, const HostTopology& host,
-                                               CatalogImageSource& images) {
-  return [&engine, &host, &images](const std::string& lease_id) -> Result<LeaseTarget> {
-    ARMHIVE_ASSIGN_OR_RETURN(LeaseEngine::LeaseVm vm, engine.lease_vm(lease_id));
+LeaseTargetResolver make_lease_target_resolver(LeasedVmLookup lookup, const HostTopology& host,
+                                               ImageResolver images) {
+  return [lookup = std::move(lookup), &host,
+          images = std::move(images)](const std::string& lease_id) -> Result<LeaseTarget> {
+    ARMHIVE_ASSIGN_OR_RETURN(LeasedVm vm, lookup(lease_id));
     LeaseTarget t;
     t.vm_name = vm.lease.vm_name;
     t.address = vm.lease.address;
@@ -17,7 +18,7 @@ LeaseTargetResolver make_lease_target_resolver(LeaseEngine& engine, const HostTo
     t.vcpus = vm.pool.vcpus;
     t.mtu = vm.pool.mtu;
     t.emulated = host.accel != Accel::kKvm;
-    auto image = images.resolve(vm.pool.image);
+    auto image = images(vm.pool.image);
     if (image.is_ok() && !image->corpus_path.empty()) {
       t.corpus_path = image->corpus_path;
       t.corpus_bytes = image->corpus_bytes;
