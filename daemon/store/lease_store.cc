@@ -216,9 +216,12 @@ Result<std::optional<Lease>> LeaseStore::find_by_idempotency_key(const std::stri
   return std::optional<Lease>(std::move(found.front()));
 }
 
-Result<std::vector<Lease>> LeaseStore::list(const LeaseFilter& filter) {
+namespace {
+
+// The WHERE clause and its bound values for a filter (limit and cursor excluded). Values are
+// bound, never spliced; label keys are quoted into a JSON path by json_extract's own rules.
+std::string filter_where(const LeaseFilter& filter, std::vector<SqlValue>& params) {
   std::string where = "1=1";
-  std::vector<SqlValue> params;
   if (filter.owner) {
     where += " AND owner = ?";
     params.emplace_back(*filter.owner);
@@ -234,17 +237,41 @@ Result<std::vector<Lease>> LeaseStore::list(const LeaseFilter& filter) {
   if (!filter.include_ended) {
     where += " AND state NOT IN ('released', 'expired', 'failed')";
   }
-  if (!filter.after_id.empty()) {
-    where += " AND n > (SELECT n FROM leases WHERE id = ?)";
-    params.emplace_back(filter.after_id);
-  }
   for (const auto& [k, v] : filter.labels) {
     where += " AND json_extract(labels, ?) = ?";
     params.emplace_back("$.\"" + k + "\"");
     params.emplace_back(v);
   }
-  size_t limit = filter.limit == 0 ? 100 : std::min<size_t>(filter.limit, 1000);
+  return where;
+}
+
+}  // namespace
+
+Result<std::vector<Lease>> LeaseStore::list(const LeaseFilter& filter) {
+  std::vector<SqlValue> params;
+  std::string where = filter_where(filter, params);
+  if (!filter.after_id.empty()) {
+    where += " AND n > (SELECT n FROM leases WHERE id = ?)";
+    params.emplace_back(filter.after_id);
+  }
+  // No cap of our own: the caller's limit is the page size (the API bounds it), and a silent
+  // cap here would end paging early without a cursor.
+  size_t limit = filter.limit == 0 ? 100 : filter.limit;
   return load(where, params, " LIMIT " + std::to_string(limit));
+}
+
+Result<std::map<LeaseState, size_t>> LeaseStore::count(const LeaseFilter& filter) {
+  std::vector<SqlValue> params;
+  std::string where = filter_where(filter, params);
+  ARMHIVE_ASSIGN_OR_RETURN(
+      std::vector<SqlRow> rows,
+      db_.query("SELECT state, COUNT(*) FROM leases WHERE " + where + " GROUP BY state", params));
+  std::map<LeaseState, size_t> out;
+  for (const SqlRow& r : rows) {
+    auto state = lease_state_from_string(sql_text(r[0]));
+    if (state) out[*state] += static_cast<size_t>(sql_int(r[1]));
+  }
+  return out;
 }
 
 Result<std::vector<Lease>> LeaseStore::active() {

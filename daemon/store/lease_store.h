@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -47,6 +48,8 @@ class LeaseStore {
                                                        const std::string& key);
   // Newest first is not what CI wants when paging: ids come in creation order.
   Result<std::vector<Lease>> list(const LeaseFilter& filter);
+  // Leases matching `filter` (limit and cursor ignored) by state, counted in SQL.
+  Result<std::map<LeaseState, size_t>> count(const LeaseFilter& filter);
   Result<std::vector<Lease>> active();  // every non-terminal lease
 
   Status put_vm(const VmRecord& vm);
