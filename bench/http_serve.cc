@@ -25,6 +25,7 @@
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/lease_engine.h"
 #include "daemon/http/server.h"
+#include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
 #include "tests/support/fake_hypervisor.h"
 #include "tests/support/topologies.h"
@@ -57,7 +58,7 @@ int serve() {
   };
   auto db = Database::open(dir + "/armhive.db");
   if (!db.is_ok()) return fail(db.status());
-  auto store = LeaseStore::open(**db);
+  auto store = SqliteLeaseStore::open(**db);
   auto tokens = TokenStore::open(**db, clock);
   auto audit = AuditLog::open(**db, clock);
   if (!store.is_ok() || !tokens.is_ok() || !audit.is_ok()) return fail(internal_error("stores"));

@@ -4,11 +4,9 @@
 #include "api/json.h"
 #include "base/xml_escape.h"
 #include "daemon/http/convert.h"
+#include "daemon/http/core_map_svg.h"
 #include "daemon/http/handlers.h"
 #include "daemon/http/params.h"
-#ifdef ARMHIVE_HTTP_HAVE_CORE_MAP
-#include "daemon/http/core_map_svg.h"
-#endif
 
 namespace armhive {
 namespace {
@@ -50,14 +48,7 @@ Result<std::vector<HostView>> visible_hosts(ServerContext& ctx, const TokenInfo&
   return hosts;
 }
 
-std::string render_svg(const HostView& h) {
-#ifdef ARMHIVE_HTTP_HAVE_CORE_MAP
-  return render_core_map_svg(h.topology, h.cores);
-#else
-  (void)h;
-  return {};
-#endif
-}
+std::string render_svg(const HostView& h) { return render_core_map_svg(h.topology, h.cores); }
 
 Status list_hosts(ServerContext& ctx, Call& c) {
   const HttpRequest& req = c.req;
@@ -69,9 +60,6 @@ Status list_hosts(ServerContext& ctx, Call& c) {
              (format.empty() && req.header("Accept").find("image/svg+xml") != std::string::npos);
   ARMHIVE_ASSIGN_OR_RETURN(auto hosts, visible_hosts(ctx, c.who));
   if (svg) {
-#ifndef ARMHIVE_HTTP_HAVE_CORE_MAP
-    return unavailable("this build has no core map renderer");
-#endif
     if (hosts.empty()) return not_found("no hosts are configured");
     size_t index = 0;
     if (req.has_param("host")) {

@@ -6,7 +6,7 @@
 #include <stop_token>
 
 #include "api/json.h"
-#include "api/validation.h"
+#include "base/validation.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/event_hub.h"
 #include "daemon/http/handlers.h"
@@ -41,6 +41,14 @@ Status check_idempotency_key(const std::string& key) {
 }
 
 bool settled(const Lease& l) { return l.state == LeaseState::kReady || is_terminal(l.state); }
+
+// A lease as the API shows it, through HttpOptions::lease_view when set (daemon/access: the
+// ssh host and port of the lease's forward).
+Result<LeaseDto> lease_dto(const ServerContext& ctx, const Lease& l) {
+  LeaseDto d = to_dto(l);
+  if (ctx.options.lease_view) ARMHIVE_RETURN_IF_ERROR(ctx.options.lease_view(l, d));
+  return d;
+}
 
 // One waiting `GET /v1/leases/{id}?wait=ready`: a hub waiter (woken by events naming the
 // lease), a deadline timer on the connection, and a stop callback. Whichever fires first
@@ -89,12 +97,13 @@ class LongPoll : public std::enable_shared_from_this<LongPoll> {
     if (done_.exchange(true)) return;
     boost::asio::post(timer_.get_executor(),
                       [self = shared_from_this()] { self->timer_.cancel(); });
-    if (!lease.is_ok()) {
-      exchange_->respond(problem_response(lease.status()));
+    auto dto = lease.is_ok() ? lease_dto(ctx_, *lease) : Result<LeaseDto>(lease.status());
+    if (!dto.is_ok()) {
+      exchange_->respond(problem_response(dto.status()));
       return;
     }
     HttpResponse res;
-    write_json(res, 200, to_json(to_dto(*lease)));
+    write_json(res, 200, to_json(*dto));
     exchange_->respond(std::move(res));
   }
 
@@ -180,7 +189,14 @@ Status create_lease(ServerContext& ctx, Call& c) {
                        " concurrent leases (release one with `armhive lease rm ID`)");
     }
   }
+  if (!in.ports.empty()) {
+    if (!ctx.options.check_ports) {
+      return invalid_argument("ports", "this server forwards no ports (no [access] configured)");
+    }
+    ARMHIVE_RETURN_IF_ERROR(ctx.options.check_ports(r.pool, in.ports));
+  }
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.leases.create_lease(r));
+  if (!in.ports.empty()) ctx.options.lease_ports(lease.id, in.ports);
   if (!key.empty()) {
     // A concurrent first use of the key with another request may have won the race.
     ARMHIVE_ASSIGN_OR_RETURN(std::string first, ctx.tokens.remember_request(who.name, key, print));
@@ -189,8 +205,14 @@ Status create_lease(ServerContext& ctx, Call& c) {
   ctx.audit_action(who, "lease.create", lease.id,
                    "pool=" + lease.pool + " ttl=" + std::to_string(lease.ttl.count()) +
                        (key.empty() ? "" : " idempotency_key=" + key));
+  auto dto = lease_dto(ctx, lease);
+  if (!dto.is_ok()) {
+    // No way in (e.g. the access port range is exhausted): the lease must not linger.
+    (void)ctx.leases.release_lease(lease.id);
+    return dto.status();
+  }
   c.res.headers.emplace_back("Location", "/v1/leases/" + lease.id);
-  write_json(c.res, 201, to_json(to_dto(lease)));
+  write_json(c.res, 201, to_json(*dto));
   return Status::ok();
 }
 
@@ -229,12 +251,27 @@ Status list_leases(ServerContext& ctx, Call& c) {
   f.include_ended = !active;
   ARMHIVE_ASSIGN_OR_RETURN(size_t limit,
                            parse_size_param(req, "limit", kDefaultListLimit, kMaxListLimit));
-  f.limit = limit + 1;  // one more than the page: whether there is a next page
+  f.limit = limit;
   if (req.has_param("cursor")) f.after_id = req.param("cursor");
   ARMHIVE_ASSIGN_OR_RETURN(auto list, ctx.leases.list_leases(f));
   LeasePage page;
-  for (size_t i = 0; i < list.size() && i < limit; ++i) page.items.push_back(to_dto(list[i]));
-  if (list.size() > limit && !page.items.empty()) page.next_cursor = page.items.back().id;
+  for (const Lease& l : list) {
+    auto dto = lease_dto(ctx, l);
+    if (!dto.is_ok()) {
+      dto = to_dto(l);
+      dto->ssh.reset();  // not reachable now; GET on the lease says why
+    }
+    page.items.push_back(*dto);
+  }
+  if (list.size() >= limit && !list.empty()) {
+    // A full page: is there anything after it? (Asking for limit + 1 would exceed the
+    // service's 1,000-row listing cap for the largest page.)
+    LeaseFilter next = f;
+    next.after_id = list.back().id;
+    next.limit = 1;
+    ARMHIVE_ASSIGN_OR_RETURN(auto more, ctx.leases.list_leases(next));
+    if (!more.empty()) page.next_cursor = page.items.back().id;
+  }
   write_json(c.res, 200, to_json(page));
   return Status::ok();
 }
@@ -257,7 +294,8 @@ Status get_lease(ServerContext& ctx, Call& c) {
       return Status::ok();
     }
   }
-  write_json(c.res, 200, to_json(to_dto(lease)));
+  ARMHIVE_ASSIGN_OR_RETURN(LeaseDto dto, lease_dto(ctx, lease));
+  write_json(c.res, 200, to_json(dto));
   return Status::ok();
 }
 
@@ -274,7 +312,8 @@ Status renew_lease(ServerContext& ctx, Call& c) {
   }
   ARMHIVE_ASSIGN_OR_RETURN(Lease renewed, ctx.leases.renew_lease(id, Seconds(in.ttl_seconds)));
   ctx.audit_action(c.who, "lease.renew", id, "ttl=" + std::to_string(in.ttl_seconds));
-  write_json(c.res, 200, to_json(to_dto(renewed)));
+  ARMHIVE_ASSIGN_OR_RETURN(LeaseDto dto, lease_dto(ctx, renewed));
+  write_json(c.res, 200, to_json(dto));
   return Status::ok();
 }
 
@@ -284,7 +323,8 @@ Status release_lease(ServerContext& ctx, Call& c) {
   (void)lease;
   ARMHIVE_ASSIGN_OR_RETURN(Lease released, ctx.leases.release_lease(id));
   ctx.audit_action(c.who, "lease.release", id, "");
-  write_json(c.res, 200, to_json(to_dto(released)));
+  ARMHIVE_ASSIGN_OR_RETURN(LeaseDto dto, lease_dto(ctx, released));
+  write_json(c.res, 200, to_json(dto));
   return Status::ok();
 }
 

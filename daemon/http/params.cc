@@ -1,7 +1,7 @@
 #include "daemon/http/params.h"
 
 #include "api/json.h"
-#include "api/validation.h"
+#include "base/validation.h"
 
 namespace armhive {
 
