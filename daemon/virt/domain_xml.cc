@@ -3,7 +3,6 @@
 #include <cctype>
 
 #include "base/utf8.h"
-#include "base/validation.h"
 #include "daemon/virt/xml.h"
 
 namespace armhive {
