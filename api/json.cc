@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 #include <limits>
+#include <set>
 
 #include "base/base64.h"
 #include "base/json_reader.h"
@@ -238,11 +239,72 @@ Result<std::vector<T>> items_from_json(const json& j, F parse) {
 
 }  // namespace
 
+namespace {
+
+// Finds the first member name that occurs twice in one object, as a field path ("pool",
+// "labels.team", "items[2].name"). nlohmann keeps the last duplicate silently; its parser
+// callback sees every key with the nesting, which is all this needs.
+class DuplicateKeyFinder {
+ public:
+  bool on(int /*depth*/, json::parse_event_t event, const json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        frames_.push_back({event == json::parse_event_t::object_start, child_path(), {}, {}, 0});
+        break;
+      case json::parse_event_t::key: {
+        Frame& f = frames_.back();
+        f.key = parsed.is_string() ? parsed.get<std::string>() : std::string();
+        if (!f.keys.insert(f.key).second && duplicate_.empty()) duplicate_ = child_path();
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!frames_.empty()) frames_.pop_back();
+        element_done();
+        break;
+      case json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  }
+  const std::string& duplicate() const { return duplicate_; }
+
+ private:
+  struct Frame {
+    bool object = false;
+    std::string path;
+    std::set<std::string> keys;
+    std::string key;
+    size_t index = 0;
+  };
+  std::string child_path() const {
+    if (frames_.empty()) return {};
+    const Frame& f = frames_.back();
+    if (f.object) return f.path.empty() ? f.key : f.path + "." + f.key;
+    return f.path + "[" + std::to_string(f.index) + "]";
+  }
+  void element_done() {
+    if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
+  }
+  std::vector<Frame> frames_;
+  std::string duplicate_;
+};
+
+}  // namespace
+
 Result<json> parse_json(std::string_view text, std::string_view field) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  DuplicateKeyFinder finder;
+  json j = json::parse(
+      text,
+      [&finder](int depth, json::parse_event_t event, json& parsed) {
+        return finder.on(depth, event, parsed);
+      },
+      /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    // Re-parse with exceptions off but a callback-free sax would be needed for the position;
-    // nlohmann only reports it through the exception, which we catch here at the call site.
+    // nlohmann reports the position only through the exception, which we catch here at the
+    // call site.
     try {
       json again = json::parse(text);
       (void)again;
@@ -252,6 +314,10 @@ Result<json> parse_json(std::string_view text, std::string_view field) {
     } catch (const std::exception&) {
     }
     return invalid_argument(std::string(field), "is not valid JSON");
+  }
+  if (!finder.duplicate().empty()) {
+    return invalid_argument(finder.duplicate(),
+                            "appears twice in one object (send each member once)");
   }
   return j;
 }
@@ -560,10 +626,14 @@ std::string_view problem_title(ErrorCode code) {
       return "Permission denied";
     case ErrorCode::kNotFound:
       return "Not found";
+    case ErrorCode::kMethodNotAllowed:
+      return "Method not allowed";
     case ErrorCode::kConflict:
       return "Conflict";
     case ErrorCode::kPayloadTooLarge:
       return "Request body too large";
+    case ErrorCode::kUnsupportedMediaType:
+      return "Unsupported media type";
     case ErrorCode::kUnprocessable:
       return "Request cannot be satisfied";
     case ErrorCode::kResourceExhausted:

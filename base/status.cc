@@ -45,10 +45,14 @@ int http_status(ErrorCode code) {
       return 403;
     case ErrorCode::kNotFound:
       return 404;
+    case ErrorCode::kMethodNotAllowed:
+      return 405;
     case ErrorCode::kConflict:
       return 409;
     case ErrorCode::kPayloadTooLarge:
       return 413;
+    case ErrorCode::kUnsupportedMediaType:
+      return 415;
     case ErrorCode::kUnprocessable:
       return 422;
     case ErrorCode::kResourceExhausted:
@@ -78,10 +82,14 @@ ErrorCode code_from_http(int status) {
       return ErrorCode::kPermissionDenied;
     case 404:
       return ErrorCode::kNotFound;
+    case 405:
+      return ErrorCode::kMethodNotAllowed;
     case 409:
       return ErrorCode::kConflict;
     case 413:
       return ErrorCode::kPayloadTooLarge;
+    case 415:
+      return ErrorCode::kUnsupportedMediaType;
     case 422:
       return ErrorCode::kUnprocessable;
     case 429:
@@ -107,10 +115,14 @@ std::string_view code_name(ErrorCode code) {
       return "permission-denied";
     case ErrorCode::kNotFound:
       return "not-found";
+    case ErrorCode::kMethodNotAllowed:
+      return "method-not-allowed";
     case ErrorCode::kConflict:
       return "conflict";
     case ErrorCode::kPayloadTooLarge:
       return "payload-too-large";
+    case ErrorCode::kUnsupportedMediaType:
+      return "unsupported-media-type";
     case ErrorCode::kUnprocessable:
       return "unprocessable";
     case ErrorCode::kResourceExhausted:

@@ -8,13 +8,15 @@ namespace armhive {
 // Error codes map one-to-one to HTTP statuses (see http_status()). Keep the set small:
 // a code says what the caller can do about it, the message says what happened.
 enum class ErrorCode {
-  kOk,                // 200
-  kInvalidArgument,   // 400: the request is malformed; `field` names the culprit
-  kUnauthenticated,   // 401
-  kPermissionDenied,  // 403
-  kNotFound,          // 404
-  kConflict,          // 409: the state does not allow it now (or the name is taken)
-  kPayloadTooLarge,   // 413
+  kOk,                    // 200
+  kInvalidArgument,       // 400: the request is malformed; `field` names the culprit
+  kUnauthenticated,       // 401
+  kPermissionDenied,      // 403
+  kNotFound,              // 404
+  kMethodNotAllowed,      // 405: the path exists, the method does not (the reply says which do)
+  kConflict,              // 409: the state does not allow it now (or the name is taken)
+  kPayloadTooLarge,       // 413
+  kUnsupportedMediaType,  // 415: a request body that is not application/json
   kUnprocessable,  // 422: well-formed but can never be satisfied (e.g. a VM larger than any host)
   kResourceExhausted,  // 429: quota or capacity
   kInternal,           // 500: a broken promise of ours (not a broken invariant: those abort)

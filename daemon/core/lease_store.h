@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,21 @@ class LeaseStore {
   // In creation order, at most effective_limit(filter) leases.
   virtual Result<std::vector<Lease>> list(const LeaseFilter& filter) = 0;
   virtual Result<std::vector<Lease>> active() = 0;  // every non-terminal lease
+  // Leases matching `filter` (its limit and cursor ignored), by state. The default pages
+  // through list(); SqliteLeaseStore counts in SQL.
+  virtual Result<std::map<LeaseState, size_t>> count(const LeaseFilter& filter) {
+    LeaseFilter page = filter;
+    page.limit = kMaxLeaseListLimit;
+    page.after_id.clear();
+    std::map<LeaseState, size_t> counts;
+    for (;;) {
+      auto listed = list(page);
+      if (!listed.is_ok()) return listed.status();
+      for (const Lease& l : *listed) ++counts[l.state];
+      if (listed->size() < page.limit || listed->empty()) return counts;
+      page.after_id = listed->back().id;
+    }
+  }
 
   // Insert or replace; idempotent.
   virtual Status put_vm(const VmRecord& vm) = 0;

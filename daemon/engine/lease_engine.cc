@@ -390,6 +390,11 @@ Result<std::vector<Lease>> LeaseEngine::list_leases(const LeaseFilter& filter) {
   return listed;
 }
 
+// Counted in SQL: the store is written on every transition, so its states are current.
+Result<std::map<LeaseState, size_t>> LeaseEngine::count_leases(const LeaseFilter& filter) {
+  return store_.count(filter);
+}
+
 Result<Lease> LeaseEngine::wait_lease(const std::string& id, std::chrono::milliseconds timeout) {
   {
     std::unique_lock lock(mu_);

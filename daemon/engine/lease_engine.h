@@ -98,6 +98,7 @@ class LeaseEngine final : public LeaseService {
   Result<Lease> create_lease(const LeaseRequest& request) override;
   Result<Lease> get_lease(const std::string& id) override;
   Result<std::vector<Lease>> list_leases(const LeaseFilter& filter) override;
+  Result<std::map<LeaseState, size_t>> count_leases(const LeaseFilter& filter) override;
   Result<Lease> wait_lease(const std::string& id, std::chrono::milliseconds timeout) override;
   Result<Lease> renew_lease(const std::string& id, Seconds ttl) override;
   Result<Lease> release_lease(const std::string& id) override;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,6 +68,22 @@ class LeaseService {
   virtual Result<Lease> create_lease(const LeaseRequest& request) = 0;
   virtual Result<Lease> get_lease(const std::string& id) = 0;
   virtual Result<std::vector<Lease>> list_leases(const LeaseFilter& filter) = 0;
+  // Leases matching `filter` (its limit and cursor ignored), by state. For quotas and
+  // /metrics, which must be right at any number of leases. This default pages through
+  // list_leases; a service with a database counts there instead.
+  virtual Result<std::map<LeaseState, size_t>> count_leases(const LeaseFilter& filter) {
+    LeaseFilter page = filter;
+    page.limit = kMaxLeaseListLimit;
+    page.after_id.clear();
+    std::map<LeaseState, size_t> counts;
+    for (;;) {
+      auto listed = list_leases(page);
+      if (!listed.is_ok()) return listed.status();
+      for (const Lease& l : *listed) ++counts[l.state];
+      if (listed->size() < page.limit || listed->empty()) return counts;
+      page.after_id = listed->back().id;
+    }
+  }
   // Blocks until the lease is ready or terminal, or until timeout; returns its state then.
   virtual Result<Lease> wait_lease(const std::string& id, std::chrono::milliseconds timeout) = 0;
   // Sets expires_at = now + ttl (bounded by the pool's max_ttl).

@@ -15,6 +15,38 @@ std::string ssh_command(const std::string& user, const std::string& host, int po
   return cmd;
 }
 
+LeaseRequest from_dto(const LeaseCreateRequest& in, const std::string& owner,
+                      const std::string& idempotency_key) {
+  LeaseRequest r;
+  r.pool = in.pool;
+  r.ssh_keys = in.ssh_keys;
+  r.labels = in.labels;
+  r.purpose = in.purpose == "dev" ? Purpose::kDev : Purpose::kCi;
+  r.idempotency_key = idempotency_key;
+  r.owner = owner;
+  if (in.ttl_seconds) r.ttl = Seconds(*in.ttl_seconds);
+  return r;
+}
+
+GuestExecRequest from_dto(const ExecRequestDto& in) {
+  GuestExecRequest g;
+  g.argv = in.argv;
+  g.stdin_data = in.stdin_data;
+  g.timeout = std::chrono::seconds(in.timeout_s);
+  return g;
+}
+
+ExecResultDto to_dto(GuestExecResult r) {
+  ExecResultDto out;
+  out.exit_code = r.exit_code;
+  out.signal = r.signal;
+  out.timed_out = r.timed_out;
+  out.out = std::move(r.out);
+  out.err = std::move(r.err);
+  out.out_truncated = r.out_truncated;
+  return out;
+}
+
 LeaseDto to_dto(const Lease& l) {
   LeaseDto d;
   d.id = l.id;

@@ -5,8 +5,17 @@
 
 namespace armhive {
 
-// Core types -> API wire types. Pure.
+// DTO conversion both ways between the API wire types (api/types.h) and the core types.
+// Pure.
+
+// Requests in: wire -> core.
+LeaseRequest from_dto(const LeaseCreateRequest& in, const std::string& owner,
+                      const std::string& idempotency_key);
+GuestExecRequest from_dto(const ExecRequestDto& in);
+
+// Replies out: core -> wire.
 LeaseDto to_dto(const Lease& lease);
+ExecResultDto to_dto(GuestExecResult result);
 PoolDto to_dto(const PoolStatus& pool);
 HostDto to_dto(const HostView& host);
 EventDto to_dto(const Event& event);

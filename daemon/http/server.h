@@ -25,14 +25,28 @@ inline constexpr int kDefaultPort = 8470;
 struct HttpOptions {
   std::string bind_address = "127.0.0.1";  // loopback unless configured otherwise
   int port = kDefaultPort;                 // 0: an ephemeral port (see HttpServer::port())
-  // Both set: HTTPS (httplib::SSLServer). One without the other is a configuration error.
+  // Both set: HTTPS (Boost.Asio SSL over OpenSSL). One without the other is a configuration
+  // error.
   std::string tls_cert_file;
   std::string tls_key_file;
-  // Worker threads. Long-polls and event streams each hold one for their duration.
-  int threads = 64;
+  // Worker threads for handlers that call the services (SQLite, the guest agent). Waiting
+  // requests (long-polls, event streams) hold none.
+  int threads = 32;
+  // Threads running the connections' I/O (async: each serves any number of connections).
+  int io_threads = 2;
   size_t max_body_bytes = kMaxBodyBytes;  // larger request bodies: 413
+  // Deadlines: the whole request header (first request on a connection), the whole body,
+  // each write, and the wait for the next request on a kept-alive connection.
+  std::chrono::seconds header_timeout{10};
   std::chrono::seconds read_timeout{30};
   std::chrono::seconds write_timeout{30};
+  std::chrono::seconds keep_alive_timeout{5};
+  // Connection caps. Beyond either, up to `over_cap_connections` more are accepted for one
+  // request each that only /healthz and /metrics answer (others: 503 + Retry-After); beyond
+  // that a connection is closed at once.
+  size_t max_connections = 4096;
+  size_t max_connections_per_client = 1024;  // per remote address
+  size_t over_cap_connections = 64;
   std::chrono::seconds max_wait{300};               // cap on ?wait=ready&timeout=
   std::chrono::milliseconds event_keepalive{5000};  // newline on an idle event stream
   std::string version = std::string(kVersion);
@@ -54,8 +68,11 @@ struct HttpOptions {
 //
 // Ownership: the server references (does not own) the services, stores and metrics; they
 // must outlive it. `benchmarks` may be null: the benchmark endpoints then answer 503.
-// Threading: start() and stop() from one controlling thread; requests are served on an
-// internal pool of HttpOptions::threads workers that call the services concurrently.
+// Design (daemon/http/README.md): event-driven on Boost.Asio + Beast. Connections are async
+// state machines on `io_threads`; handlers that call the services run on `threads` workers;
+// long-polls and event streams wait on one event watcher, holding no thread.
+// Threading: start() and stop() from one controlling thread; the services are called from
+// the workers (and the event watcher) concurrently.
 class HttpServer {
  public:
   HttpServer(HttpOptions options, LeaseService& leases, BenchmarkService* benchmarks,
@@ -67,8 +84,9 @@ class HttpServer {
   // Binds and starts serving in the background. kUnavailable when the address cannot be
   // bound or the TLS files cannot be loaded; kInvalidArgument for inconsistent options.
   Status start();
-  // Stops accepting, ends event streams and long-polls (within about a second) and joins the
-  // workers. Idempotent.
+  // Stops accepting, answers waiting long-polls with the lease as it is, ends event streams,
+  // closes idle connections, waits briefly for answers in flight, then joins every thread.
+  // Idempotent.
   void stop();
 
   int port() const;         // the bound port (useful with port 0); 0 before start()

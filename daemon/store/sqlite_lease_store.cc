@@ -223,9 +223,13 @@ Result<std::optional<Lease>> SqliteLeaseStore::find_by_idempotency_key(const std
   return std::optional<Lease>(std::move(found.front()));
 }
 
-Result<std::vector<Lease>> SqliteLeaseStore::list(const LeaseFilter& filter) {
+namespace {
+
+// The WHERE clause of a filter with its bound values (never spliced); the cursor only for
+// listings.
+std::string filter_where(const LeaseFilter& filter, bool with_cursor,
+                         std::vector<SqlValue>& params) {
   std::string where = "1=1";
-  std::vector<SqlValue> params;
   if (filter.owner) {
     where += " AND owner = ?";
     params.emplace_back(*filter.owner);
@@ -241,7 +245,7 @@ Result<std::vector<Lease>> SqliteLeaseStore::list(const LeaseFilter& filter) {
   if (!filter.include_ended) {
     where += " AND state NOT IN ('released', 'expired', 'failed')";
   }
-  if (!filter.after_id.empty()) {
+  if (with_cursor && !filter.after_id.empty()) {
     where += " AND n > (SELECT n FROM leases WHERE id = ?)";
     params.emplace_back(filter.after_id);
   }
@@ -250,7 +254,30 @@ Result<std::vector<Lease>> SqliteLeaseStore::list(const LeaseFilter& filter) {
     params.emplace_back("$.\"" + k + "\"");
     params.emplace_back(v);
   }
+  return where;
+}
+
+}  // namespace
+
+Result<std::vector<Lease>> SqliteLeaseStore::list(const LeaseFilter& filter) {
+  std::vector<SqlValue> params;
+  std::string where = filter_where(filter, /*with_cursor=*/true, params);
   return load(where, params, " LIMIT " + std::to_string(effective_limit(filter)));
+}
+
+Result<std::map<LeaseState, size_t>> SqliteLeaseStore::count(const LeaseFilter& filter) {
+  std::vector<SqlValue> params;
+  std::string where = filter_where(filter, /*with_cursor=*/false, params);
+  ARMHIVE_ASSIGN_OR_RETURN(
+      std::vector<SqlRow> rows,
+      db_.query("SELECT state, COUNT(*) FROM leases WHERE " + where + " GROUP BY state", params));
+  std::map<LeaseState, size_t> out;
+  for (const SqlRow& r : rows) {
+    auto state = lease_state_from_string(sql_text(r[0]));
+    if (!state) return internal_error("unknown lease state in the database", sql_text(r[0]));
+    out[*state] += static_cast<size_t>(sql_int(r[1]));
+  }
+  return out;
 }
 
 Result<std::vector<Lease>> SqliteLeaseStore::active() {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@ class SqliteLeaseStore final : public LeaseStore {
   Result<std::optional<Lease>> find_by_idempotency_key(const std::string& owner,
                                                        const std::string& key) override;
   Result<std::vector<Lease>> list(const LeaseFilter& filter) override;
+  Result<std::map<LeaseState, size_t>> count(const LeaseFilter& filter) override;  // in SQL
   Result<std::vector<Lease>> active() override;
   Status put_vm(const VmRecord& vm) override;
   Status delete_vm(const std::string& name) override;

@@ -61,6 +61,14 @@ const std::vector<std::string> kTokenSteps = {
     " max_ttl_s INTEGER NOT NULL DEFAULT 0,"
     " created_at INTEGER NOT NULL,"
     " revoked_at INTEGER)",
+    // Idempotency-Key fingerprints (remember_request): additive, one row per token and key.
+    "CREATE TABLE idempotency_keys ("
+    " token TEXT NOT NULL,"
+    " key TEXT NOT NULL,"
+    " fingerprint TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL,"
+    " PRIMARY KEY (token, key));"
+    "CREATE INDEX idempotency_keys_age ON idempotency_keys(created_at)",
 };
 
 const std::vector<std::string> kAuditSteps = {
@@ -216,6 +224,43 @@ Result<std::vector<TokenInfo>> TokenStore::list() {
   std::vector<TokenInfo> out;
   for (const auto& r : rows) out.push_back(row_to_info(r));
   return out;
+}
+
+Result<std::string> TokenStore::remember_request(std::string_view token, std::string_view key,
+                                                 std::string_view fingerprint) {
+  int64_t now = to_unix_ms(clock_.now());
+  int64_t oldest =
+      now - std::chrono::duration_cast<std::chrono::milliseconds>(kIdempotencyWindow).count();
+  std::string stored;
+  Status s = db_.transaction([&](Database::Tx& tx) -> Status {
+    ARMHIVE_RETURN_IF_ERROR(
+        tx.execute("DELETE FROM idempotency_keys WHERE created_at < ?", {oldest}));
+    ARMHIVE_RETURN_IF_ERROR(
+        tx.execute("INSERT OR IGNORE INTO idempotency_keys (token, key, fingerprint, created_at) "
+                   "VALUES (?, ?, ?, ?)",
+                   {std::string(token), std::string(key), std::string(fingerprint), now}));
+    ARMHIVE_ASSIGN_OR_RETURN(
+        auto rows, tx.query("SELECT fingerprint FROM idempotency_keys WHERE token = ? AND key = ?",
+                            {std::string(token), std::string(key)}));
+    if (rows.empty()) return internal_error("idempotency key row vanished", std::string(key));
+    stored = sql_text(rows[0][0]);
+    return Status::ok();
+  });
+  if (!s.is_ok()) return s;
+  return stored;
+}
+
+Result<std::optional<std::string>> TokenStore::request_fingerprint(std::string_view token,
+                                                                   std::string_view key) {
+  int64_t oldest =
+      to_unix_ms(clock_.now()) -
+      std::chrono::duration_cast<std::chrono::milliseconds>(kIdempotencyWindow).count();
+  ARMHIVE_ASSIGN_OR_RETURN(
+      auto rows, db_.query("SELECT fingerprint FROM idempotency_keys WHERE token = ? AND key = ? "
+                           "AND created_at >= ?",
+                           {std::string(token), std::string(key), oldest}));
+  if (rows.empty()) return std::optional<std::string>();
+  return std::optional<std::string>(sql_text(rows[0][0]));
 }
 
 Result<std::unique_ptr<AuditLog>> AuditLog::open(Database& db, const Clock& clock) {

@@ -47,6 +47,9 @@ std::string hash_token(std::string_view secret);
 // Whether `secret` looks like one of ours ("ah_" + 40 base64url characters).
 bool looks_like_token(std::string_view secret);
 
+// How long an Idempotency-Key's request fingerprint is kept (api/openapi.yaml says the same).
+inline constexpr std::chrono::hours kIdempotencyWindow{24};
+
 // Owns nothing but a reference to the Database (which must outlive it) and the Clock.
 // Threading: thread-safe (every call is one Database statement or transaction).
 class TokenStore {
@@ -67,6 +70,16 @@ class TokenStore {
   Status revoke(const std::string& name);
   Result<TokenInfo> get(const std::string& name);
   Result<std::vector<TokenInfo>> list();  // by name
+
+  // The request fingerprint kept for (token, Idempotency-Key): stores `fingerprint` when the
+  // key is new (or older than kIdempotencyWindow, whose rows are dropped) and returns the
+  // fingerprint of the key's first request either way. A caller compares the two: different
+  // means the key was reused with another request (422 in the API). Atomic per key.
+  Result<std::string> remember_request(std::string_view token, std::string_view key,
+                                       std::string_view fingerprint);
+  // The fingerprint kept for (token, key) within the window; empty when there is none.
+  Result<std::optional<std::string>> request_fingerprint(std::string_view token,
+                                                         std::string_view key);
 
  private:
   TokenStore(Database& db, const Clock& clock) : db_(db), clock_(clock) {}

@@ -230,28 +230,42 @@ TEST_CASE("http: concurrent creates cannot exceed a token's lease quota", "[http
 TEST_CASE("http: stop() ends open event streams and long-polls", "[http]") {
   ApiFixture f;
   std::string pending = create(f, f.ci_b, "slow");
-  std::atomic<int> finished{0};
+  std::atomic<bool> stream_ok{false}, poll_ok{false};
+  std::atomic<int> keepalives{0};
   std::thread stream([&] {
     httplib::Client cli(f.url());
     cli.set_read_timeout(std::chrono::seconds(120));
-    cli.Get("/v1/events", {{"Authorization", "Bearer " + f.ci_b}},
-            [](const char*, size_t) { return true; });
-    ++finished;
+    auto res = cli.Get("/v1/events", {{"Authorization", "Bearer " + f.ci_b}},
+                       [&](const char* data, size_t len) {
+                         if (std::string(data, len) == "\n") ++keepalives;
+                         return true;
+                       });
+    // Served to its end: a complete chunked body, not a dropped connection.
+    stream_ok = res && res->status == 200;
   });
   std::thread poll([&] {
     httplib::Client cli(f.url());
     cli.set_read_timeout(std::chrono::seconds(120));
-    cli.Get("/v1/leases/" + pending + "?wait=ready&timeout=5m",
-            {{"Authorization", "Bearer " + f.ci_b}});
-    ++finished;
+    auto res = cli.Get("/v1/leases/" + pending + "?wait=ready&timeout=5m",
+                       {{"Authorization", "Bearer " + f.ci_b}});
+    // Answered with the lease as it is, not refused or cut off.
+    poll_ok = res && res->status == 200 &&
+              json::parse(res->body, nullptr, false).value("state", "") == "pending";
   });
-  // Both requests are being served once the stream has sent a keep-alive and the poll is
-  // waiting; there is no event to wait for, so give them a moment to connect.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  f.server->stop();  // returns only once every worker is done
+  // Both are being served once /metrics counts two waiting requests and the stream has sent
+  // a keep-alive.
+  bool waiting = false;
+  for (int i = 0; i < 400 && !(waiting && keepalives > 0); ++i) {
+    waiting = f.request("GET", "/metrics").body.find("armhive_api_waiting_requests 2") !=
+              std::string::npos;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  REQUIRE(waiting);
+  f.server->stop();  // returns only once every connection is done
   stream.join();
   poll.join();
-  CHECK(finished == 2);
+  CHECK(stream_ok);
+  CHECK(poll_ok);
   CHECK(f.request("GET", "/healthz").status == -1);  // nothing listens any more
 }
 

@@ -156,3 +156,36 @@ TEST_CASE("audit log records lease actions with the actor, newest first", "[stor
 
 }  // namespace
 }  // namespace armhive
+
+namespace armhive {
+namespace {
+
+class SettableClock final : public Clock {
+ public:
+  TimePoint now() const override { return at; }
+  TimePoint at = from_unix_ms(1'700'000'000'000);
+};
+
+TEST_CASE("tokens: an Idempotency-Key keeps its first request's fingerprint for the window",
+          "[store][tokens]") {
+  SettableClock clock;
+  auto db = Database::open(":memory:");
+  REQUIRE(db.is_ok());
+  auto store = TokenStore::open(**db, clock);
+  REQUIRE(store.is_ok());
+  TokenStore& t = **store;
+  CHECK(t.request_fingerprint("ci", "job-1")->has_value() == false);
+  CHECK(*t.remember_request("ci", "job-1", "aaa") == "aaa");
+  // A second request with the key gets the first one's fingerprint back, whatever it sent.
+  CHECK(*t.remember_request("ci", "job-1", "bbb") == "aaa");
+  CHECK(**t.request_fingerprint("ci", "job-1") == "aaa");
+  // Keys are per token.
+  CHECK(*t.remember_request("other", "job-1", "bbb") == "bbb");
+  // Past the window the key is free again.
+  clock.at = clock.at + kIdempotencyWindow + std::chrono::seconds(1);
+  CHECK(t.request_fingerprint("ci", "job-1")->has_value() == false);
+  CHECK(*t.remember_request("ci", "job-1", "ccc") == "ccc");
+}
+
+}  // namespace
+}  // namespace armhive

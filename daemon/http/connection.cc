@@ -1,0 +1,339 @@
+#include "daemon/http/connection.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <deque>
+#include <optional>
+
+namespace armhive {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+constexpr size_t kHeaderLimit = 16 * 1024;
+constexpr size_t kMaxQueuedStreamBytes = 8 << 20;  // a stream reader this far behind is dropped
+constexpr std::chrono::seconds kOverCapHeaderTimeout{2};
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+tcp::socket& lowest_socket(beast::tcp_stream& s) { return s.socket(); }
+tcp::socket& lowest_socket(beast::ssl_stream<beast::tcp_stream>& s) {
+  return beast::get_lowest_layer(s).socket();
+}
+beast::tcp_stream& tcp_layer(beast::tcp_stream& s) { return s; }
+beast::tcp_stream& tcp_layer(beast::ssl_stream<beast::tcp_stream>& s) {
+  return beast::get_lowest_layer(s);
+}
+
+template <class Stream>
+class HttpConnection final : public ClientConnection,
+                             public std::enable_shared_from_this<HttpConnection<Stream>> {
+ public:
+  HttpConnection(Stream stream, ConnectionEnv env, std::string remote)
+      : stream_(std::move(stream)), env_(std::move(env)), remote_(std::move(remote)) {}
+  ~HttpConnection() override {
+    if (env_.on_closed) env_.on_closed();
+  }
+
+  void start(bool tls) {
+    net::post(stream_.get_executor(), [self = this->shared_from_this(), tls] {
+      if (tls) {
+        self->handshake();
+      } else {
+        self->read_header();
+      }
+    });
+  }
+
+  void close_if_idle() override {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] {
+      if (self->state_ == State::kReading) self->close();
+    });
+  }
+  void close_now() override {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->close(); });
+  }
+
+  // The Exchange of the request being answered; posts everything to the connection.
+  class Reply final : public Exchange {
+   public:
+    explicit Reply(std::shared_ptr<HttpConnection> c) : c_(std::move(c)) {}
+    void respond(HttpResponse r) override {
+      net::post(c_->stream_.get_executor(),
+                [c = c_, r = std::move(r)]() mutable { c->write_response(std::move(r)); });
+    }
+    void begin_stream(HttpResponse head) override {
+      net::post(c_->stream_.get_executor(),
+                [c = c_, h = std::move(head)]() mutable { c->write_stream_head(std::move(h)); });
+    }
+    void write_chunk(std::string data) override {
+      net::post(c_->stream_.get_executor(),
+                [c = c_, d = std::move(data)]() mutable { c->queue_chunk(std::move(d), false); });
+    }
+    void end_stream() override {
+      net::post(c_->stream_.get_executor(), [c = c_] { c->queue_chunk({}, true); });
+    }
+    net::any_io_executor executor() override { return c_->stream_.get_executor(); }
+    void on_abort(std::function<void()> callback) override {
+      net::post(c_->stream_.get_executor(), [c = c_, cb = std::move(callback)]() mutable {
+        if (c->state_ == State::kClosed) {
+          cb();
+        } else {
+          c->on_abort_ = std::move(cb);
+        }
+      });
+    }
+
+   private:
+    std::shared_ptr<HttpConnection> c_;
+  };
+
+ private:
+  enum class State { kReading, kHandling, kWriting, kStreaming, kClosed };
+
+  bool stopping() const { return env_.stopping != nullptr && env_.stopping->load(); }
+
+  void handshake() {
+    tcp_layer(stream_).expires_after(env_.options.header_timeout);
+    if constexpr (std::is_same_v<Stream, beast::ssl_stream<beast::tcp_stream>>) {
+      stream_.async_handshake(net::ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                if (ec) return self->close();
+                                self->read_header();
+                              });
+    }
+  }
+
+  void read_header() {
+    if (state_ == State::kClosed) return;
+    if (stopping() && requests_ > 0) return close();
+    state_ = State::kReading;
+    parser_.emplace();
+    parser_->header_limit(kHeaderLimit);
+    parser_->body_limit(env_.options.max_body_bytes);
+    auto deadline =
+        requests_ == 0
+            ? env_.options.header_timeout
+            : std::chrono::duration_cast<std::chrono::seconds>(env_.options.keep_alive_timeout);
+    if (env_.over_cap) deadline = std::min<std::chrono::seconds>(deadline, kOverCapHeaderTimeout);
+    // One deadline for the whole header, however it trickles in.
+    tcp_layer(stream_).expires_after(deadline);
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = this->shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+  }
+
+  HttpRequest partial() const {
+    HttpRequest r;
+    r.method = std::string(parser_->get().method_string());
+    r.target = std::string(parser_->get().target());
+    parse_target(r.target, r);
+    r.remote_addr = remote_;
+    return r;
+  }
+
+  Status too_large() const {
+    return Status(
+        ErrorCode::kPayloadTooLarge,
+        "the request body exceeds " + std::to_string(env_.options.max_body_bytes) + " bytes");
+  }
+
+  void on_header(beast::error_code ec) {
+    if (state_ == State::kClosed) return;
+    if (ec == http::error::body_limit) return refuse(too_large());
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+        ec == net::error::operation_aborted || ec == net::error::eof) {
+      return close();
+    }
+    if (ec) return refuse(invalid_argument("request", "malformed HTTP request"));
+    auto& msg = parser_->get();
+    if (msg.has_content_length() && parser_->content_length() &&
+        *parser_->content_length() > env_.options.max_body_bytes) {
+      return refuse(too_large());
+    }
+    if (parser_->is_done()) return dispatch();
+    auto read_body = [self = this->shared_from_this()] {
+      tcp_layer(self->stream_).expires_after(self->env_.options.read_timeout);
+      http::async_read(self->stream_, self->buffer_, *self->parser_,
+                       [self](beast::error_code e, size_t) { self->on_body(e); });
+    };
+    if (beast::iequals(msg[http::field::expect], "100-continue")) {
+      tcp_layer(stream_).expires_after(env_.options.write_timeout);
+      net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                       [self = this->shared_from_this(), read_body](beast::error_code e, size_t) {
+                         if (e) return self->close();
+                         read_body();
+                       });
+      return;
+    }
+    read_body();
+  }
+
+  void on_body(beast::error_code ec) {
+    if (state_ == State::kClosed) return;
+    if (ec == http::error::body_limit) return refuse(too_large());
+    if (ec == beast::error::timeout || ec == net::error::operation_aborted) return close();
+    if (ec == http::error::end_of_stream || ec == net::error::eof) return close();
+    if (ec) return refuse(invalid_argument("body", "the request body could not be read"));
+    dispatch();
+  }
+
+  void refuse(const Status& s) {
+    HttpResponse res = env_.pipeline.refuse(partial(), s);
+    keep_alive_ = false;
+    state_ = State::kHandling;
+    write_response(std::move(res));
+  }
+
+  void dispatch() {
+    state_ = State::kHandling;
+    ++requests_;
+    on_abort_ = nullptr;                 // the previous request's, if any: answered already
+    tcp_layer(stream_).expires_never();  // the answer may take a long-poll's time
+    auto msg = parser_->release();
+    keep_alive_ = msg.keep_alive() && !env_.over_cap;
+    version_ = msg.version();
+    HttpRequest req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    parse_target(req.target, req);
+    for (const auto& f : msg) {
+      req.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    }
+    req.body = std::move(msg.body());
+    req.remote_addr = remote_;
+    env_.pipeline.dispatch(std::move(req), std::make_shared<Reply>(this->shared_from_this()),
+                           env_.over_cap);
+  }
+
+  void write_response(HttpResponse r) {
+    if (state_ != State::kHandling) return;  // answered already, or closed
+    state_ = State::kWriting;
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(r.status), version_ == 10 ? 10 : 11);
+    res->set(http::field::server, "armhived");
+    if (!r.content_type.empty()) res->set(http::field::content_type, r.content_type);
+    for (const auto& [k, v] : r.headers) res->set(k, v);
+    res->body() = std::move(r.body);
+    bool keep = keep_alive_ && !r.close && !stopping();
+    res->keep_alive(keep);
+    res->prepare_payload();
+    tcp_layer(stream_).expires_after(env_.options.write_timeout);
+    http::async_write(stream_, *res,
+                      [self = this->shared_from_this(), res, keep](beast::error_code ec, size_t) {
+                        if (ec || !keep) return self->close();
+                        self->read_header();
+                      });
+  }
+
+  void write_stream_head(HttpResponse head) {
+    if (state_ != State::kHandling) return;
+    state_ = State::kStreaming;
+    stream_head_.emplace(static_cast<http::status>(head.status), 11);
+    stream_head_->set(http::field::server, "armhived");
+    stream_head_->set(http::field::content_type, head.content_type);
+    for (const auto& [k, v] : head.headers) stream_head_->set(k, v);
+    stream_head_->keep_alive(false);  // a stream ends its connection
+    stream_head_->chunked(true);
+    serializer_.emplace(*stream_head_);
+    writing_ = true;
+    tcp_layer(stream_).expires_after(env_.options.write_timeout);
+    http::async_write_header(stream_, *serializer_,
+                             [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                               self->writing_ = false;
+                               if (ec) return self->close();
+                               self->pump();
+                             });
+  }
+
+  void queue_chunk(std::string data, bool last) {
+    if (state_ != State::kStreaming && state_ != State::kHandling) return;
+    queued_bytes_ += data.size();
+    if (queued_bytes_ > kMaxQueuedStreamBytes) return close();
+    chunks_.push_back({std::move(data), last});
+    if (state_ == State::kStreaming) pump();
+  }
+
+  void pump() {
+    if (writing_ || chunks_.empty() || state_ != State::kStreaming) return;
+    writing_ = true;
+    tcp_layer(stream_).expires_after(env_.options.write_timeout);
+    auto done = [self = this->shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      bool last = self->chunks_.front().last;
+      self->queued_bytes_ -= self->chunks_.front().data.size();
+      self->chunks_.pop_front();
+      if (ec || last) return self->close();
+      self->pump();
+    };
+    const Chunk& c = chunks_.front();
+    if (c.last) {
+      net::async_write(stream_, http::make_chunk_last(), std::move(done));
+    } else {
+      net::async_write(stream_, http::make_chunk(net::buffer(c.data)), std::move(done));
+    }
+  }
+
+  void close() {
+    if (state_ == State::kClosed) return;
+    state_ = State::kClosed;
+    beast::error_code ignored;
+    lowest_socket(stream_).shutdown(tcp::socket::shutdown_both, ignored);
+    lowest_socket(stream_).close(ignored);
+    if (on_abort_) {
+      auto cb = std::move(on_abort_);
+      on_abort_ = nullptr;
+      cb();
+    }
+  }
+
+  struct Chunk {
+    std::string data;
+    bool last = false;
+  };
+
+  // Everything below is touched only on the connection's strand.
+  Stream stream_;
+  ConnectionEnv env_;
+  std::string remote_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  State state_ = State::kReading;
+  size_t requests_ = 0;
+  bool keep_alive_ = true;
+  unsigned version_ = 11;
+  std::function<void()> on_abort_;
+  std::optional<http::response<http::empty_body>> stream_head_;
+  std::optional<http::response_serializer<http::empty_body>> serializer_;
+  std::deque<Chunk> chunks_;
+  size_t queued_bytes_ = 0;
+  bool writing_ = false;
+};
+
+}  // namespace
+
+std::weak_ptr<ClientConnection> start_connection(tcp::socket socket, net::ssl::context* tls,
+                                                 ConnectionEnv env) {
+  beast::error_code ec;
+  auto endpoint = socket.remote_endpoint(ec);
+  std::string remote = ec ? std::string("unknown") : endpoint.address().to_string();
+  if (tls != nullptr) {
+    using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+    auto c = std::make_shared<HttpConnection<TlsStream>>(
+        TlsStream(beast::tcp_stream(std::move(socket)), *tls), std::move(env), remote);
+    c->start(true);
+    return c;
+  }
+  auto c = std::make_shared<HttpConnection<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)),
+                                                               std::move(env), remote);
+  c->start(false);
+  return c;
+}
+
+}  // namespace armhive
