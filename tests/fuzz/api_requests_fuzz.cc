@@ -26,6 +26,7 @@ void round_trip(const nlohmann::json& j, F parse) {
 }  // namespace
 }  // namespace armhive
 
+// NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace armhive;
   if (size == 0) return 0;
