@@ -8,6 +8,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
+#include <utility>
+
+extern char** environ;
 
 namespace armhive {
 namespace {
@@ -17,18 +21,57 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+// The four pipes of one run; whatever was opened is closed again unless release()d.
+struct Pipes {
+  int fds[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+  ~Pipes() {
+    for (auto& p : fds) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+  }
+};
+
+// The child's environment: the inherited one with request.env added or replacing, built
+// before fork() because the child of a multi-threaded process may only call
+// async-signal-safe functions (setenv allocates and may deadlock on a lock another thread held).
+std::vector<std::string> child_environment(const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    std::string_view key = entry.substr(0, entry.find('='));
+    if (!extra.count(std::string(key))) env.emplace_back(entry);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  return env;
+}
+
 }  // namespace
 
 Result<ProcessResult> SubprocessRunner::run(const ProcessRequest& request) {
   if (request.argv.empty()) return invalid_argument("argv", "empty command");
-  int in_pipe[2], out_pipe[2], err_pipe[2], exec_pipe[2];
-  if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 ||
-      ::pipe2(err_pipe, O_CLOEXEC) != 0 || ::pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    return internal_error(std::string("pipe: ") + std::strerror(errno), request.argv[0]);
+  for (const auto& [k, v] : request.env) {
+    if (k.empty() || k.find('=') != std::string::npos) {
+      return invalid_argument("env", "variable name '" + k + "' is empty or contains '='");
+    }
   }
+  Pipes pipes;
+  for (auto& p : pipes.fds) {
+    if (::pipe2(p, O_CLOEXEC) != 0) {
+      return internal_error(std::string("pipe: ") + std::strerror(errno), request.argv[0]);
+    }
+  }
+  auto& in_pipe = pipes.fds[0];
+  auto& out_pipe = pipes.fds[1];
+  auto& err_pipe = pipes.fds[2];
+  auto& exec_pipe = pipes.fds[3];
   std::vector<char*> argv;
   for (const std::string& a : request.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  std::vector<std::string> env_strings = child_environment(request.env);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
 
   pid_t pid = ::fork();
   if (pid < 0) return internal_error(std::string("fork: ") + std::strerror(errno), request.argv[0]);
@@ -37,36 +80,34 @@ Result<ProcessResult> SubprocessRunner::run(const ProcessRequest& request) {
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
-    for (const auto& [k, v] : request.env) ::setenv(k.c_str(), v.c_str(), 1);
     if (!request.cwd.empty() && ::chdir(request.cwd.c_str()) != 0) {
       int e = errno;
       (void)!::write(exec_pipe[1], &e, sizeof e);
       ::_exit(127);
     }
-    ::execvp(argv[0], argv.data());
+    ::execvpe(argv[0], argv.data(), envp.data());
     int e = errno;
     (void)!::write(exec_pipe[1], &e, sizeof e);
     ::_exit(127);
   }
-  ::close(in_pipe[0]);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  ::close(exec_pipe[1]);
+  close_fd(in_pipe[0]);
+  close_fd(out_pipe[1]);
+  close_fd(err_pipe[1]);
+  close_fd(exec_pipe[1]);
 
   int exec_errno = 0;
   ssize_t n = ::read(exec_pipe[0], &exec_errno, sizeof exec_errno);
-  ::close(exec_pipe[0]);
+  close_fd(exec_pipe[0]);
   if (n == sizeof exec_errno) {
     ::waitpid(pid, nullptr, 0);
-    ::close(in_pipe[1]);
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
     ErrorCode code = exec_errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kInternal;
     return Status(code, std::string("cannot run: ") + std::strerror(exec_errno), request.argv[0]);
   }
 
   ProcessResult result;
-  int in_fd = in_pipe[1], out_fd = out_pipe[0], err_fd = err_pipe[0];
+  int in_fd = std::exchange(in_pipe[1], -1);
+  int out_fd = std::exchange(out_pipe[0], -1);
+  int err_fd = std::exchange(err_pipe[0], -1);
   ::fcntl(in_fd, F_SETFL, O_NONBLOCK);
   size_t in_off = 0;
   if (request.stdin_data.empty()) close_fd(in_fd);

@@ -27,6 +27,7 @@
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/lease_engine.h"
 #include "daemon/http/server.h"
+#include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
 #include "tests/support/fake_hypervisor.h"
 #include "tests/support/topologies.h"
@@ -74,7 +75,7 @@ struct InProcess {
   SystemClock clock;
   Metrics metrics;
   std::unique_ptr<Database> db;
-  std::unique_ptr<LeaseStore> store;
+  std::unique_ptr<SqliteLeaseStore> store;
   std::unique_ptr<TokenStore> tokens;
   std::unique_ptr<AuditLog> audit;
   std::unique_ptr<LeaseEngine> engine;
@@ -86,7 +87,7 @@ struct InProcess {
     std::filesystem::create_directories(dir);
     hypervisor.pings_until_ready = 1;
     ARMHIVE_ASSIGN_OR_RETURN(db, Database::open(dir + "/armhive.db"));
-    ARMHIVE_ASSIGN_OR_RETURN(store, LeaseStore::open(*db));
+    ARMHIVE_ASSIGN_OR_RETURN(store, SqliteLeaseStore::open(*db));
     ARMHIVE_ASSIGN_OR_RETURN(tokens, TokenStore::open(*db, clock));
     ARMHIVE_ASSIGN_OR_RETURN(audit, AuditLog::open(*db, clock));
     PoolConfig pool;

@@ -85,6 +85,10 @@ struct GuestExecResult {
   bool out_truncated = false;
 };
 
+// Every Hypervisor refuses other names with kInvalidArgument (field "name"): 1-63 characters of
+// [a-z0-9-], not starting with '-' (they become file names and XML text).
+Status validate_domain_name(std::string_view name);
+
 class Hypervisor {
  public:
   virtual ~Hypervisor() = default;

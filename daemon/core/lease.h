@@ -93,6 +93,8 @@ struct PoolConfig {
   CpuPolicy cpu_policy = CpuPolicy::kDedicated;
   double overcommit = 1.0;  // shared pools only: vCPUs per shared core
   std::map<std::string, std::string> labels;
+  // Guest TCP ports besides SSH that a lease may ask to have forwarded (daemon/access).
+  std::vector<int> access_ports;
 };
 
 struct PoolStatus {
@@ -101,6 +103,13 @@ struct PoolStatus {
   int starting = 0;  // booting (warm refills and cold leases)
   int leased = 0;    // handed to a lease
   int pending_leases = 0;
+};
+
+// The VM behind a ready lease, as benchmarks and exec need it.
+struct LeasedVm {
+  Lease lease;
+  PoolConfig pool;
+  std::vector<int> housekeeping;  // the host's housekeeping CPUs
 };
 
 // Validates a pool name, label key/value, SSH public key, etc. Returns kInvalidArgument

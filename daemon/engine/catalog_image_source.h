@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/result.h"
-#include "daemon/engine/lease_engine.h"
+#include "daemon/core/boot_image.h"
 
 namespace armhive {
 

@@ -16,32 +16,18 @@
 #include <vector>
 
 #include "base/metrics.h"
+#include "daemon/core/boot_image.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/hypervisor.h"
 #include "daemon/core/lease.h"
+#include "daemon/core/lease_store.h"
 #include "daemon/core/placement.h"
+#include "daemon/core/reconciler.h"
+#include "daemon/engine/engine_health.h"
 #include "daemon/engine/lease_service.h"
-#include "daemon/store/lease_store.h"
+#include "daemon/engine/persist_queue.h"
 
 namespace armhive {
-
-// A bootable image as the engine needs it (resolved from the image catalogue by name).
-struct BootImage {
-  std::string name;
-  std::string version;
-  std::string base_disk;
-  std::string kernel;
-  std::string initrd;
-  std::string cmdline;
-  std::string login_user = "root";
-  // The image's deterministic compression corpus, for benchmarks (empty path: none).
-  std::string corpus_path;
-  uint64_t corpus_bytes = 0;
-  uint64_t corpus_seed = 0;
-  std::string corpus_sha256;
-};
-// Resolves a pool's image name. kNotFound / kUnprocessable make leases wait with that reason.
-using ImageResolver = std::function<Result<BootImage>(const std::string& image)>;
 
 struct EngineOptions {
   std::vector<PoolConfig> pools;
@@ -54,7 +40,8 @@ struct EngineOptions {
   std::chrono::milliseconds reaper_period{std::chrono::seconds(1)};
   std::chrono::milliseconds schedule_period{std::chrono::seconds(2)};  // retries waiting leases
   std::chrono::milliseconds reconcile_period{std::chrono::seconds(30)};
-  // After a failed boot a pool waits retry_backoff × 2^(failures-1), at most max_retry_backoff.
+  // After a failed boot a pool waits retry_backoff × 2^(failures-1), at most max_retry_backoff;
+  // a VM whose destroy failed is retried by reconcile passes on the same backoff.
   std::chrono::milliseconds retry_backoff{std::chrono::seconds(1)};
   std::chrono::milliseconds max_retry_backoff{std::chrono::minutes(1)};
   size_t event_buffer = 10000;
@@ -71,11 +58,25 @@ struct EngineOptions {
 // hosts() when /metrics is scraped.
 //
 // Threading: public methods are thread-safe. All state sits behind mu_, which is never held
-// across a Hypervisor call: work on a VM (create, boot polling, hand-out, destroy) runs on that
-// VM's strand, so operations on one domain never overlap (QEMU's per-domain job lock), while
-// different VMs proceed in parallel on the pool of `threads` workers. steady_timers drive TTL
-// expiry, retries of waiting leases and periodic reconciliation. Hypervisor events arrive on
-// the libvirt event-loop thread and are only posted onto the io_context.
+// across a Hypervisor call, a LeaseStore call (writes are queued in PersistQueue and written
+// after mu_ is released) or image resolution (pool images are resolved outside the lock and
+// cached per pool). Lifecycle work on a VM (create, boot polling, hand-out, destroy) runs on
+// that VM's strand, so those operations on one domain never overlap (QEMU's per-domain job
+// lock), while different VMs proceed in parallel on the pool of `threads` workers.
+// exec() and console() run on the caller's thread and MAY overlap the VM's strand: exec is a
+// guest-agent command (libvirt takes its agent job, separate from the domain job that lifecycle
+// calls take, and every agent call has a timeout) and console() reads the console log file, so
+// neither contends for the domain job; if the VM is destroyed meanwhile they fail with an
+// error, which is what their caller must see. They are allowed only on a ready lease, i.e.
+// after the hand-out's agent calls finished. steady_timers drive TTL expiry, retries of
+// waiting leases and periodic reconciliation. Hypervisor events arrive on the libvirt
+// event-loop thread and are only posted onto the io_context, through a gate the destructor
+// closes, so an event already being dispatched cannot reach a destroyed engine.
+//
+// Failures: every failed hypervisor or persistence call is counted in
+// armhive_engine_errors_total{op, code} and shown in hosts() as degraded with the last error;
+// failed writes are retried (PersistQueue), failed destroys are retried by reconcile passes
+// with backoff, and an unreadable database makes start() fail before any VM is touched.
 class LeaseEngine final : public LeaseService {
  public:
   LeaseEngine(EngineOptions options, Hypervisor& hypervisor, LeaseStore& store,
@@ -85,8 +86,10 @@ class LeaseEngine final : public LeaseService {
   LeaseEngine(const LeaseEngine&) = delete;
   LeaseEngine& operator=(const LeaseEngine&) = delete;
 
-  // Recovers from the database and libvirt (adopts live VMs, destroys orphans, deletes stray
-  // files, re-derives core allocations), then starts the workers and timers.
+  // Recovers from the database and libvirt through the reconciler (adopts live VMs, re-derives
+  // core allocations, fails leases whose VM is gone), then starts the workers and timers.
+  // Fails, touching no VM, when the database cannot be read. Domains and files nobody wants
+  // are destroyed only by a later reconcile() that still finds them unwanted.
   Status start();
   // Stops timers and workers. VMs keep running and are re-adopted by the next start().
   void stop();
@@ -107,17 +110,17 @@ class LeaseEngine final : public LeaseService {
 
   // Runs one TTL sweep now (tests move a ManualClock instead of sleeping).
   void expire_due_leases();
-  // One reconcile pass against libvirt now.
+  // One reconcile pass against libvirt now (also run every reconcile_period). Returns an error
+  // when a snapshot could not be taken (and then changes nothing).
   Status reconcile();
+  // One scheduling pass now (also run every schedule_period): refreshes pool images, retries
+  // queued writes, hands out and boots what the pools need.
+  void schedule();
   // Blocks until no VM operation is queued or running (tests).
   bool wait_idle(std::chrono::milliseconds timeout);
 
   // The VM behind a ready lease, for benchmarks and exec.
-  struct LeaseVm {
-    Lease lease;
-    PoolConfig pool;
-    std::vector<int> housekeeping;
-  };
+  using LeaseVm = LeasedVm;
   Result<LeaseVm> lease_vm(const std::string& lease_id);
 
  private:
@@ -127,11 +130,15 @@ class LeaseEngine final : public LeaseService {
     VmRecord record;
     Placement placement;
     std::shared_ptr<Strand> strand;
+    BootImage image;         // resolved when the VM was started
     bool cancelled = false;  // its boot must stop (lease cancelled, crash, shutdown)
     std::string failure;     // why, when cancelled by a crash
     TimePoint boot_started;
     std::chrono::steady_clock::time_point phase_mark;  // end of the last recorded boot phase
     std::set<std::string> phases_seen;
+    int destroy_failures = 0;
+    TimePoint destroy_retry_at{};  // when a failed destroy may be retried
+    bool destroy_queued = false;   // a destroy task is posted or running
   };
   struct ActiveLease {
     Lease lease;
@@ -145,8 +152,16 @@ class LeaseEngine final : public LeaseService {
     // Consecutive VM boot failures, and until when new boots wait (exponential backoff, so a
     // broken image or host does not turn into a tight create/destroy loop).
     int failures = 0;
-    std::chrono::steady_clock::time_point retry_after{};
+    TimePoint retry_after{};
     std::string last_failure;
+    // The pool's image, resolved outside the lock by refresh_images().
+    std::optional<Result<BootImage>> image;
+  };
+  // Hypervisor events go through this gate: the destructor closes it (under its mutex) so a
+  // handler copy that is already running cannot post to a destroyed io_context.
+  struct EventGate {
+    std::mutex mu;
+    LeaseEngine* engine = nullptr;
   };
 
   // All *_locked methods require mu_.
@@ -159,10 +174,13 @@ class LeaseEngine final : public LeaseService {
   void begin_handout_locked(Vm& vm, ActiveLease& al);
   void begin_release_locked(ActiveLease& al, LeaseState end_state, std::string reason);
   void destroy_vm_locked(Vm& vm, std::string reason);
+  void post_destroy_locked(Vm& vm);
   void finish_lease_locked(ActiveLease& al);
+  void expire_due_locked();
   void persist_vm_locked(const Vm& vm);
   Status validate_request_locked(const LeaseRequest& request, const PoolRuntime& pool, Seconds ttl);
   std::string new_id_locked(const char* prefix, int hex_digits);
+  std::chrono::milliseconds backoff(int failures) const;
 
   // Strand tasks.
   void boot_step(const std::string& vm_name, TimePoint deadline, bool create);
@@ -176,8 +194,18 @@ class LeaseEngine final : public LeaseService {
 
   void arm_timer(boost::asio::steady_timer& timer, std::chrono::milliseconds period,
                  std::function<void()> fn);
-  void recover();
+  void refresh_images();
+  Status recover();
+  // Carries out a reconcile plan (lease_engine_reconcile.cc).
+  void apply_plan_locked(const ReconcilePlan& plan, const std::vector<VmInfo>& domains,
+                         std::vector<std::string>& to_delete);
+  void adopt_locked(const VmRecord& record, const VmInfo& domain);
+  WantedSnapshot wanted_locked() const;
   void track_op(int delta);
+  // Writes queued persistence; call after releasing mu_.
+  void flush();
+  // Lease lookup through memory, unwritten writes, then the store (never under mu_).
+  Result<std::optional<Lease>> find_lease(const std::string& id);
 
   EngineOptions options_;
   Hypervisor& hypervisor_;
@@ -186,6 +214,9 @@ class LeaseEngine final : public LeaseService {
   const Clock& clock_;
   Metrics* metrics_;
   std::string host_name_;
+  EngineHealth health_;
+  PersistQueue persist_;
+  std::shared_ptr<EventGate> gate_;
 
   boost::asio::io_context io_;
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
@@ -194,12 +225,20 @@ class LeaseEngine final : public LeaseService {
   boost::asio::steady_timer schedule_timer_;
   boost::asio::steady_timer reconcile_timer_;
 
+  std::mutex reconcile_mu_;  // one reconcile pass at a time (held across libvirt, never with mu_)
   mutable std::mutex mu_;
   std::condition_variable changed_;  // any lease or event change
   CoreAllocator allocator_;
   std::map<std::string, PoolRuntime> pools_;
   std::map<std::string, Vm> vms_;
   std::map<std::string, ActiveLease> leases_;  // non-terminal leases only
+  // Records read at start-up that were not adopted (their domain is suspect or could not be
+  // adopted yet): the reconciler still sees them as wanted-but-unadopted.
+  std::map<std::string, VmRecord> unadopted_;
+  ReconcileMemory reconcile_memory_;
+  // A complete libvirt listing has been applied: until then the cores of running domains are
+  // unknown, so no VM is started.
+  bool host_listed_ = false;
   std::deque<Event> events_;
   uint64_t next_seq_ = 1;
   int ops_in_flight_ = 0;

@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
 #include "daemon/core/hypervisor.h"
 #include "daemon/core/lease.h"
+#include "daemon/core/lease_filter.h"
 #include "daemon/core/topology.h"
 
 namespace armhive {
@@ -18,16 +20,6 @@ namespace armhive {
 //
 // Threading: every method is thread-safe and may be called from HTTP worker threads. Methods
 // that wait (wait_lease, events_since) block the calling thread only.
-
-struct LeaseFilter {
-  std::optional<std::string> owner;  // only this owner's leases
-  std::optional<std::string> pool;
-  std::optional<LeaseState> state;
-  std::map<std::string, std::string> labels;  // all must match
-  bool include_ended = true;
-  size_t limit = 100;
-  std::string after_id;  // pagination cursor: ids are ordered by creation
-};
 
 struct Event {
   uint64_t seq = 0;  // strictly increasing; resume with events_since(seq)
@@ -49,12 +41,19 @@ struct CoreUse {
   std::string pool;
 };
 
+// Whether the engine's calls to the host (libvirt) and the database are succeeding.
+enum class HostState { kOk, kDegraded };
+inline std::string_view to_string(HostState s) { return s == HostState::kOk ? "ok" : "degraded"; }
+
 struct HostView {
   HostTopology topology;
   std::vector<CoreUse> cores;
   double fragmentation = 0;  // 0 = free cores form whole clusters/nodes; 1 = fully scattered
-  bool connected = true;
-  std::string uri;
+  // degraded: recent hypervisor or database calls failed (counted in /metrics); last_error
+  // says which and why, and stays after the host is ok again.
+  HostState state = HostState::kOk;
+  std::string last_error;
+  TimePoint last_error_at;
 };
 
 class LeaseService {

@@ -2,8 +2,14 @@
 
 namespace armhive {
 
-std::string ssh_command(const std::string& user, const std::string& host, int port) {
-  std::string cmd = "ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null";
+std::string ssh_command(const std::string& user, const std::string& host, int port,
+                        const std::string& known_hosts_file) {
+  // Host keys are verified: against `known_hosts_file` (the lease's ssh.known_hosts) when
+  // given, otherwise by ssh's own prompt.
+  std::string cmd = "ssh";
+  if (!known_hosts_file.empty()) {
+    cmd += " -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" + known_hosts_file;
+  }
   if (port != 22) cmd += " -p " + std::to_string(port);
   cmd += " " + user + "@" + host;
   return cmd;
@@ -67,8 +73,9 @@ HostDto to_dto(const HostView& h) {
   HostDto d;
   const HostTopology& t = h.topology;
   d.hostname = t.hostname;
-  d.uri = h.uri;
-  d.connected = h.connected;
+  d.connected = h.state == HostState::kOk;
+  d.state = std::string(to_string(h.state));
+  d.last_error = h.last_error;
   d.arch = t.arch;
   d.cpu_model = t.cpu_model;
   d.accel = t.accel == Accel::kKvm ? "kvm" : "tcg";

@@ -113,13 +113,30 @@ bool lifecycle_to_vm_event(int event, int detail, VmEvent& out) {
 }
 
 void DomainEvents::Subscribers::dispatch(const VmEvent& event) {
-  std::vector<Handler> copy;
+  std::vector<int> ids;
   {
     std::lock_guard lock(mu);
-    copy.reserve(handlers.size());
-    for (auto& [id, h] : handlers) copy.push_back(h);
+    for (auto& [id, h] : handlers) ids.push_back(id);
+    ++dispatching;
+    dispatch_thread = std::this_thread::get_id();
   }
-  for (auto& h : copy) h(event);
+  // Handlers run without the lock (one may unsubscribe itself) but are looked up again each
+  // time, so one unsubscribed by an earlier handler of this event is not called.
+  for (int id : ids) {
+    Handler h;
+    {
+      std::lock_guard lock(mu);
+      auto it = handlers.find(id);
+      if (it == handlers.end()) continue;
+      h = it->second;
+    }
+    h(event);
+  }
+  {
+    std::lock_guard lock(mu);
+    --dispatching;
+  }
+  idle.notify_all();
 }
 
 Result<std::unique_ptr<DomainEvents>> DomainEvents::attach(const Connection& connection) {
@@ -157,16 +174,22 @@ DomainEvents::~DomainEvents() noexcept {
   }
 }
 
-int DomainEvents::subscribe(Handler handler) {
-  std::lock_guard lock(subscribers_->mu);
-  int id = subscribers_->next_id++;
-  subscribers_->handlers.emplace(id, std::move(handler));
+int DomainEvents::subscribe(Handler handler) { return subscribers_->add(std::move(handler)); }
+
+void DomainEvents::unsubscribe(int id) { subscribers_->remove(id); }
+
+int DomainEvents::Subscribers::add(Handler handler) {
+  std::lock_guard lock(mu);
+  int id = next_id++;
+  handlers.emplace(id, std::move(handler));
   return id;
 }
 
-void DomainEvents::unsubscribe(int id) {
-  std::lock_guard lock(subscribers_->mu);
-  subscribers_->handlers.erase(id);
+void DomainEvents::Subscribers::remove(int id) {
+  std::unique_lock lock(mu);
+  handlers.erase(id);
+  if (dispatching > 0 && dispatch_thread == std::this_thread::get_id()) return;  // in a handler
+  idle.wait(lock, [&] { return dispatching == 0; });
 }
 
 }  // namespace armhive

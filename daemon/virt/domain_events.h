@@ -1,9 +1,11 @@
 #pragma once
 
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "base/result.h"
 #include "daemon/core/hypervisor.h"
@@ -18,8 +20,10 @@ namespace armhive {
 //
 // Threading: subscribers run on the EventLoop thread (an EventLoop must be running for any
 // event to arrive): copy what you need and return at once, never call libvirt from there.
-// subscribe()/unsubscribe() may be called from any thread; a subscriber may still be running
-// for an event that was being dispatched when unsubscribe() returned.
+// subscribe()/unsubscribe() may be called from any thread. Once unsubscribe() returns, the
+// handler is not running and never runs again (it waits for a dispatch in progress), so its
+// owner may be destroyed; called from inside a handler (on the EventLoop thread) it cannot wait
+// for itself and returns at once.
 class DomainEvents {
  public:
   using Handler = std::function<void(const VmEvent&)>;
@@ -37,9 +41,14 @@ class DomainEvents {
   // Shared with libvirt's callback registrations (which keep it alive until freed).
   struct Subscribers {
     std::mutex mu;
+    std::condition_variable idle;  // signalled when a dispatch ends
     std::map<int, Handler> handlers;
     int next_id = 1;
+    int dispatching = 0;  // dispatches running (on the EventLoop thread)
+    std::thread::id dispatch_thread;
     void dispatch(const VmEvent& event);
+    int add(Handler handler);
+    void remove(int id);  // waits for a dispatch in progress (unless called from one)
   };
 
  private:

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/validation.h"
+#include "base/base64.h"
 
 namespace armhive {
 namespace {

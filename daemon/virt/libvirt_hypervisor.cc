@@ -11,7 +11,7 @@
 #include <set>
 #include <thread>
 
-#include "api/validation.h"
+#include "base/base64.h"
 #include "daemon/virt/error.h"
 #include "daemon/virt/guest_agent_reply.h"
 #include "daemon/virt/handles.h"
@@ -26,20 +26,7 @@ namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-bool valid_name(std::string_view s) {
-  if (s.empty() || s.size() > 63) return false;
-  if (s.front() == '-') return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-  });
-}
-
-Status check_name(std::string_view name) {
-  if (!valid_name(name)) {
-    return invalid_argument("name", "domain name must be 1-63 characters of [a-z0-9-]");
-  }
-  return Status::ok();
-}
+Status check_name(std::string_view name) { return validate_domain_name(name); }
 
 int64_t read_pid(const std::string& dir, const std::string& name) {
   if (dir.empty()) return 0;
@@ -277,13 +264,13 @@ Result<std::vector<std::string>> LibvirtHypervisor::list_vm_files() {
   for (const auto& e : fs::directory_iterator(fs::path(options_.state_dir) / "overlays", ec)) {
     if (e.path().extension() == ".qcow2") {
       std::string stem = e.path().stem().string();
-      if (valid_name(stem)) names.insert(stem);
+      if (validate_domain_name(stem).is_ok()) names.insert(stem);
     }
   }
   ec.clear();
   for (const auto& e : fs::directory_iterator(fs::path(options_.state_dir) / "domains", ec)) {
     std::string n = e.path().filename().string();
-    if (e.is_directory() && valid_name(n)) names.insert(n);
+    if (e.is_directory() && validate_domain_name(n).is_ok()) names.insert(n);
   }
   return std::vector<std::string>(names.begin(), names.end());
 }

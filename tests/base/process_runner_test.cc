@@ -1,6 +1,11 @@
 #include "base/process_runner.h"
 
+#include <sys/resource.h>
+
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
 
 namespace armhive {
 namespace {
@@ -25,6 +30,53 @@ TEST_CASE("process runner reports a missing program and kills on timeout", "[bas
   REQUIRE(slow.is_ok());
   CHECK(slow->timed_out);
   CHECK_FALSE(slow->ok());
+}
+
+TEST_CASE("process runner gives the child its environment without touching the parent's",
+          "[base]") {
+  SubprocessRunner runner;
+  ::setenv("ARMHIVE_TEST_INHERITED", "parent", 1);
+  ::setenv("ARMHIVE_TEST_REPLACED", "parent", 1);
+  auto r = runner.run({.argv = {"sh", "-c",
+                                "echo \"$ARMHIVE_TEST_INHERITED $ARMHIVE_TEST_REPLACED "
+                                "$ARMHIVE_TEST_ADDED\""},
+                       .env = {{"ARMHIVE_TEST_REPLACED", "child"}, {"ARMHIVE_TEST_ADDED", "x y"}}});
+  REQUIRE(r.is_ok());
+  CHECK(r->out == "parent child x y\n");
+  // The variables were given to the child only (no setenv in this process).
+  CHECK(std::string(std::getenv("ARMHIVE_TEST_REPLACED")) == "parent");
+  CHECK(std::getenv("ARMHIVE_TEST_ADDED") == nullptr);
+  CHECK(runner.run({.argv = {"true"}, .env = {{"A=B", "1"}}}).status().field() == "env");
+  ::unsetenv("ARMHIVE_TEST_INHERITED");
+  ::unsetenv("ARMHIVE_TEST_REPLACED");
+}
+
+std::set<int> open_fds() {
+  std::set<int> fds;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    fds.insert(std::stoi(e.path().filename().string()));
+  }
+  return fds;
+}
+
+TEST_CASE("process runner closes the pipes it made when a later pipe cannot be made", "[base]") {
+  std::set<int> before = open_fds();
+  // Leave exactly five free descriptors: two pipes fit, the third fails with EMFILE.
+  int limit = 0;
+  for (int free_fds = 0; free_fds < 5; ++limit) {
+    if (!before.count(limit)) ++free_fds;
+  }
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &old) == 0);
+  rlimit low = old;
+  low.rlim_cur = static_cast<rlim_t>(limit);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  SubprocessRunner runner;
+  auto r = runner.run({.argv = {"true"}});
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &old) == 0);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("pipe"));
+  CHECK(open_fds() == before);
 }
 
 }  // namespace

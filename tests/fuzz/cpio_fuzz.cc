@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "daemon/images/cpio.h"
+#include "images/builder/cpio.h"
 #include "tests/fuzz/fuzz_check.h"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "daemon/images/recipe.h"
+#include "images/builder/recipe.h"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

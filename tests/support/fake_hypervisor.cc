@@ -3,6 +3,7 @@
 namespace armhive {
 
 Status FakeHypervisor::create_vm(const VmSpec& spec) {
+  ARMHIVE_RETURN_IF_ERROR(validate_domain_name(spec.name));
   std::lock_guard lock(mu_);
   ++creates_;
   if (fail_create) return Status(fail_create_code, "injected create failure", spec.name);
@@ -13,6 +14,7 @@ Status FakeHypervisor::create_vm(const VmSpec& spec) {
 }
 
 Status FakeHypervisor::destroy_vm(std::string_view name) {
+  ARMHIVE_RETURN_IF_ERROR(validate_domain_name(name));
   std::lock_guard lock(mu_);
   domains_.erase(std::string(name));
   files_.erase(std::string(name));

@@ -4,111 +4,12 @@
 #include <filesystem>
 #include <memory>
 
-#include "tests/support/fake_hypervisor.h"
-#include "tests/support/manual_clock.h"
-#include "tests/support/topologies.h"
+#include "tests/support/engine_harness.h"
 
 namespace armhive {
 namespace {
 
 using namespace std::chrono_literals;
-
-const std::string kKey =
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk2b2hDb3JlS2V5Rm9yVGVzdHNPbmx5MTIzNDU2Nzg5 ci@test";
-
-PoolConfig ci_pool(int min_warm, int max, int vcpus = 2) {
-  PoolConfig p;
-  p.name = "ci";
-  p.image = "tiny";
-  p.vcpus = vcpus;
-  p.memory_mib = 256;
-  p.min_warm = min_warm;
-  p.max = max;
-  p.max_starting = 2;
-  p.default_ttl = 3600s;
-  p.max_ttl = 4 * 3600s;
-  return p;
-}
-
-// One engine over a fake hypervisor, an in-memory (or file) database and a manual clock.
-struct Harness {
-  explicit Harness(std::vector<PoolConfig> pools,
-                   std::string db_path = ":memory:", std::shared_ptr<FakeHypervisor> hv = nullptr,
-                   std::chrono::milliseconds retry_backoff = 5ms)
-      : hypervisor(hv ? hv : std::make_shared<FakeHypervisor>()) {
-    db = std::move(Database::open(db_path).value());
-    store = std::move(LeaseStore::open(*db).value());
-    EngineOptions options;
-    options.pools = std::move(pools);
-    options.agent_poll = 1ms;
-    options.reaper_period = 3600s;  // tests call expire_due_leases() themselves
-    options.reconcile_period = 3600s;
-    options.schedule_period = 20ms;
-    options.retry_backoff = retry_backoff;
-    options.max_retry_backoff = retry_backoff * 8;
-    options.boot_timeout = 30s;
-    options.threads = 2;
-    auto allocator =
-        CoreAllocator::create(lx2160a_topology(), default_cpu_sets(lx2160a_topology()));
-    engine = std::make_unique<LeaseEngine>(
-        options, *hypervisor, *store, std::move(allocator).value(),
-        [this](const std::string& name) -> Result<BootImage> {
-          if (image_missing) return not_found("no image named '" + name + "'", name);
-          return BootImage{name,
-                           "1",
-                           "/images/tiny/disk.qcow2",
-                           "/images/tiny/vmlinuz",
-                           "/images/tiny/initrd",
-                           "console=ttyAMA0",
-                           "root"};
-        },
-        clock, &metrics);
-  }
-  ~Harness() { engine->stop(); }
-
-  void start() { REQUIRE(engine->start().is_ok()); }
-
-  Lease lease(LeaseRequest req = {}) {
-    if (req.pool.empty()) req.pool = "ci";
-    if (req.owner.empty()) req.owner = "ci-token";
-    if (req.ssh_keys.empty()) req.ssh_keys = {kKey};
-    auto r = engine->create_lease(req);
-    REQUIRE(r.is_ok());
-    return *r;
-  }
-
-  Lease wait_ready(const std::string& id) {
-    auto r = engine->wait_lease(id, 10s);
-    REQUIRE(r.is_ok());
-    return *r;
-  }
-
-  // Waits until the pool has `warm` warm VMs and nothing is booting.
-  bool settle(int warm) {
-    for (int i = 0; i < 2000; ++i) {
-      engine->wait_idle(1s);
-      auto pools = engine->pools();
-      if (!pools.empty() && pools[0].warm == warm && pools[0].starting == 0) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return false;
-  }
-
-  int cores_held() {
-    int n = 0;
-    std::vector<HostView> hosts = engine->hosts();  // keep the views alive while iterating
-    for (const CoreUse& c : hosts[0].cores) n += c.vm_name.empty() ? 0 : 1;
-    return n;
-  }
-
-  ManualClock clock;
-  Metrics metrics;
-  std::shared_ptr<FakeHypervisor> hypervisor;
-  std::unique_ptr<Database> db;
-  std::unique_ptr<LeaseStore> store;
-  std::unique_ptr<LeaseEngine> engine;
-  std::atomic<bool> image_missing{false};
-};
 
 TEST_CASE("a warm pool fills to min_warm and hands out a ready VM at once", "[engine]") {
   Harness h({ci_pool(2, 4)});
@@ -125,7 +26,7 @@ TEST_CASE("a warm pool fills to min_warm and hands out a ready VM at once", "[en
   // The keys went into that very VM through the agent, and its metadata names the lease.
   auto domains = h.hypervisor->domains();
   REQUIRE(domains.count(l.vm_name));
-  CHECK(domains[l.vm_name].keys == std::vector<std::string>{kKey});
+  CHECK(domains[l.vm_name].keys == std::vector<std::string>{kTestKey});
   CHECK(domains[l.vm_name].lease_id == l.id);
   // The pool refills behind it.
   REQUIRE(h.settle(2));
@@ -257,7 +158,14 @@ TEST_CASE("a pool whose VMs keep failing to boot backs off instead of looping", 
   h.hypervisor->fail_create = true;
   h.start();
   for (int i = 0; i < 1000 && h.hypervisor->creates() == 0; ++i) std::this_thread::sleep_for(1ms);
-  std::this_thread::sleep_for(300ms);  // a loop would make hundreds of attempts meanwhile
+  REQUIRE(h.engine->wait_idle(5s));  // the failed boot is cleaned up
+  // Many scheduling passes within the backoff (on the engine's clock) make no new attempt:
+  // a loop would make one per pass.
+  for (int pass = 0; pass < 100; ++pass) {
+    h.clock.advance(50ms);  // 5 s in all, half the backoff
+    h.engine->schedule();
+  }
+  REQUIRE(h.engine->wait_idle(5s));
   CHECK(h.hypervisor->creates() == 1);
   // A lease waits and says why instead of failing on a known-broken pool.
   Lease l = h.lease();
@@ -266,6 +174,11 @@ TEST_CASE("a pool whose VMs keep failing to boot backs off instead of looping", 
         std::string::npos);
   CHECK(h.hypervisor->creates() == 1);
   CHECK(h.engine->release_lease(l.id)->state == LeaseState::kReleased);
+  // Once the backoff has passed on the engine's clock, the refill tries again (once).
+  h.clock.advance(10s);
+  h.engine->schedule();
+  REQUIRE(h.engine->wait_idle(5s));
+  CHECK(h.hypervisor->creates() == 2);
 }
 
 TEST_CASE("a host that is down keeps leases waiting instead of failing them", "[engine]") {
@@ -278,6 +191,7 @@ TEST_CASE("a host that is down keeps leases waiting instead of failing them", "[
   Lease waiting = *h.engine->get_lease(l.id);
   CHECK_FALSE(is_terminal(waiting.state));
   h.hypervisor->fail_create = false;
+  h.clock.advance(1s);  // past the pool's backoff (on the engine's clock)
   CHECK(h.wait_ready(l.id).state == LeaseState::kReady);
 }
 
@@ -329,7 +243,7 @@ TEST_CASE("requests are validated with the field named", "[engine]") {
   req.ttl = 5 * 3600s;  // beyond the pool's max_ttl
   CHECK(h.engine->create_lease(req).status().code() == ErrorCode::kUnprocessable);
   req.ttl = 60s;
-  req.ssh_keys = {kKey, "ssh-rsa not-base64!"};
+  req.ssh_keys = {kTestKey, "ssh-rsa not-base64!"};
   auto bad_key = h.engine->create_lease(req);
   CHECK(bad_key.status().code() == ErrorCode::kInvalidArgument);
   CHECK(bad_key.status().field() == "ssh_keys[1]");
@@ -386,6 +300,10 @@ TEST_CASE("restart re-adopts live VMs, destroys orphans and fails leases whose V
   Harness h2({ci_pool(1, 4)}, db, hv);
   h2.start();
   REQUIRE(h2.settle(1));
+  // Start-up recovery saw the orphan and the stray files once; a domain or files nobody wants
+  // go only when a second pass still finds them unwanted.
+  CHECK(hv->domains().count("armhive-vm-0rphan00"));
+  REQUIRE(h2.engine->reconcile().is_ok());
   CHECK(h2.engine->get_lease(kept_lease)->state == LeaseState::kReady);
   CHECK(h2.engine->get_lease(lost_lease)->state == LeaseState::kFailed);
   auto domains = hv->domains();

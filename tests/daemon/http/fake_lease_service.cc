@@ -91,7 +91,7 @@ Result<Lease> FakeLeaseService::create_lease(const LeaseRequest& r) {
   l.created_at = now_;
   l.expires_at = now_ + ttl;
   event_locked("lease.created", l);
-  if (r.pool == "tiny") {
+  if (r.pool != "slow") {  // "tiny" and the pools of add_warm_pool()
     l.warm_handout = true;
     transition_locked(l, LeaseState::kReady, "warm VM handed out");
   } else {
@@ -130,7 +130,7 @@ Result<std::vector<Lease>> FakeLeaseService::list_leases(const LeaseFilter& f) {
     }
     if (!labels_ok) continue;
     out.push_back(l);
-    if (out.size() >= f.limit) break;
+    if (out.size() >= effective_limit(f)) break;  // as the real store caps it
   }
   return out;
 }
@@ -251,7 +251,6 @@ std::vector<PoolStatus> FakeLeaseService::pools() {
 std::vector<HostView> FakeLeaseService::hosts() {
   std::lock_guard lock(mu_);
   HostView h;
-  h.uri = "qemu:///system";
   h.topology.hostname = "honeycomb";
   h.topology.arch = "aarch64";
   h.topology.cpu_model = "cortex-a72";
@@ -319,6 +318,13 @@ void FakeLeaseService::emit(const std::string& type, const std::string& lease_id
   l.owner = owner;
   event_locked(type, l);
   cv_.notify_all();
+}
+
+void FakeLeaseService::add_warm_pool(const std::string& name) {
+  std::lock_guard lock(mu_);
+  PoolConfig p = pools_["tiny"];
+  p.name = name;
+  pools_[name] = p;
 }
 
 GuestExecRequest FakeLeaseService::last_exec() const {

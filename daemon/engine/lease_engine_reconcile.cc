@@ -1,0 +1,346 @@
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+
+#include "daemon/engine/lease_engine.h"
+
+// Start-up recovery and reconcile passes of LeaseEngine (see lease_engine.cc): both take a
+// snapshot of libvirt, build the wanted state from memory, and carry out plan_reconcile().
+
+namespace armhive {
+namespace {
+
+HostSnapshot take_host_snapshot(Hypervisor& hypervisor, EngineHealth& health) {
+  HostSnapshot host;
+  auto domains = hypervisor.list_vms();
+  if (domains.is_ok()) {
+    host.complete = true;
+    host.domains = std::move(*domains);
+  } else {
+    health.failed("hypervisor.list_vms", domains.status());
+    host.error = domains.status().to_string();
+  }
+  auto files = hypervisor.list_vm_files();
+  if (files.is_ok()) {
+    host.files_complete = true;
+    host.files = std::move(*files);
+  } else {
+    health.failed("hypervisor.list_vm_files", files.status());
+    host.files_error = files.status().to_string();
+  }
+  return host;
+}
+
+}  // namespace
+
+WantedSnapshot LeaseEngine::wanted_locked() const {
+  WantedSnapshot w;
+  w.complete = true;
+  TimePoint now = clock_.now();
+  for (const auto& [name, vm] : vms_) {
+    bool due = vm.record.state == VmState::kDestroying && !vm.destroy_queued &&
+               vm.destroy_failures > 0 && now >= vm.destroy_retry_at;
+    w.vms.push_back({vm.record, true, due});
+  }
+  for (const auto& [name, rec] : unadopted_) {
+    if (!vms_.count(name)) w.vms.push_back({rec, false, rec.state == VmState::kDestroying});
+  }
+  for (const auto& [id, al] : leases_) w.leases[id] = al.lease.vm_name;
+  return w;
+}
+
+// Takes over a running domain the database knows: its cores are re-derived from the live
+// <cputune> (the truth of where it runs; a disagreeing record is reported and rewritten).
+void LeaseEngine::adopt_locked(const VmRecord& record, const VmInfo& d) {
+  auto pit = pools_.find(record.pool);
+  if (pit == pools_.end()) {
+    health_.failed("recovery.adopt", conflict("pool '" + record.pool +
+                                                  "' is not configured; "
+                                                  "the VM is left alone",
+                                              record.name));
+    return;
+  }
+  if (!d.vcpu_pins.empty()) {
+    Status agree = compare_recorded_pins(d.name, record.cpus, d.vcpu_pins);
+    if (!agree.is_ok()) {
+      spdlog::warn("recovery: {}", agree.to_string());
+      Vm probe;
+      probe.record = record;
+      emit_vm_locked("vm.pins_mismatch", probe, agree.message());
+    }
+  }
+  std::vector<int> pins = d.vcpu_pins.empty() ? record.cpus : d.vcpu_pins;
+  (void)allocator_.release(d.name);  // cores it held as a suspect
+  Status s = allocator_.adopt(d.name, pins, pit->second.config.cpu_policy);
+  if (!s.is_ok()) {
+    // Not destroyed: it may run someone's job. Reported; the next pass tries again.
+    (void)allocator_.release(d.name);
+    health_.failed("recovery.adopt", s);
+    return;
+  }
+  Vm vm;
+  vm.record = record;
+  vm.record.lease_id = d.lease_id.empty() ? record.lease_id : d.lease_id;
+  if (const Placement* p = allocator_.find(d.name)) vm.placement = *p;
+  vm.record.cpus = vm.placement.cpus();
+  auto bound = leases_.find(vm.record.lease_id);
+  if (bound != leases_.end() && bound->second.lease.cpus != vm.record.cpus) {
+    bound->second.lease.cpus = vm.record.cpus;
+    persist_.lease(bound->second.lease);
+  }
+  vm.strand = std::make_shared<Strand>(io_.get_executor());
+  vm.boot_started = clock_.now();
+  if (pit->second.image && pit->second.image->is_ok()) vm.image = **pit->second.image;
+  std::string name = d.name;
+  bool resume = vm.record.state == VmState::kStarting;
+  persist_vm_locked(vm);
+  unadopted_.erase(name);
+  auto [it, inserted] = vms_.emplace(name, std::move(vm));
+  emit_vm_locked("vm.adopted", it->second, std::string(to_string(it->second.record.state)));
+  if (resume) {
+    TimePoint deadline = clock_.now() + options_.boot_timeout;
+    ++ops_in_flight_;
+    boost::asio::post(*it->second.strand, [this, name, deadline] {
+      boot_step(name, deadline, /*create=*/false);
+      track_op(-1);
+    });
+  }
+  // A hand-out that was in flight when armhived stopped: redo it (idempotent).
+  if (bound != leases_.end() && bound->second.lease.state == LeaseState::kProvisioning &&
+      it->second.record.state == VmState::kLeased) {
+    ++ops_in_flight_;
+    std::string id = bound->first;
+    boost::asio::post(*it->second.strand, [this, name, id] {
+      handout(name, id);
+      track_op(-1);
+    });
+  }
+}
+
+void LeaseEngine::apply_plan_locked(const ReconcilePlan& plan, const std::vector<VmInfo>& domains,
+                                    std::vector<std::string>& to_delete) {
+  std::map<std::string, const VmInfo*> live;
+  for (const VmInfo& d : domains) live[d.name] = &d;
+  for (const ReconcileAction& a : plan.actions) {
+    auto vit = vms_.find(a.name);
+    switch (a.kind) {
+      case ReconcileActionKind::kAdopt: {
+        auto rit = unadopted_.find(a.name);
+        if (rit != unadopted_.end() && live.count(a.name)) {
+          VmRecord record = rit->second;
+          adopt_locked(record, *live.at(a.name));
+        }
+        break;
+      }
+      case ReconcileActionKind::kVmGone: {
+        if (vit != vms_.end()) {
+          vm_gone_locked(vit->second, "vanished (" + a.why + ")");
+          break;
+        }
+        // A VM recorded before a restart that did not survive it: its lease fails (ready) or
+        // waits again (provisioning); what is left of it (files, a stopped domain, the record)
+        // is destroyed.
+        auto rit = unadopted_.find(a.name);
+        if (rit == unadopted_.end()) break;
+        Vm vm;
+        vm.record = rit->second;
+        vm.record.state = VmState::kDestroying;
+        vm.strand = std::make_shared<Strand>(io_.get_executor());
+        std::string lease_id = vm.record.lease_id;
+        vm.record.lease_id.clear();
+        unadopted_.erase(rit);
+        auto [it, inserted] = vms_.emplace(a.name, std::move(vm));
+        auto lit = leases_.find(lease_id);
+        if (lit != leases_.end() && lit->second.lease.vm_name == a.name) {
+          ActiveLease& al = lit->second;
+          if (al.lease.state == LeaseState::kReady) {
+            transition_locked(al, LeaseState::kFailed,
+                              "VM " + a.name + " vanished while armhived was down (" + a.why + ")");
+            finish_lease_locked(al);
+          } else if (al.lease.state == LeaseState::kReleasing) {
+            it->second.record.lease_id = lease_id;  // destroy() ends it
+          } else if (al.lease.state == LeaseState::kProvisioning) {
+            al.lease.vm_name.clear();
+            al.lease.reason = "armhived restarted while provisioning; requeued";
+            persist_.lease(al.lease);
+            pools_.at(al.lease.pool).queue.push_back(lease_id);
+          }
+        }
+        persist_vm_locked(it->second);
+        post_destroy_locked(it->second);
+        break;
+      }
+      case ReconcileActionKind::kRetryDestroy: {
+        if (vit != vms_.end()) {
+          post_destroy_locked(vit->second);
+          break;
+        }
+        auto rit = unadopted_.find(a.name);
+        if (rit == unadopted_.end()) break;
+        Vm vm;
+        vm.record = rit->second;
+        vm.strand = std::make_shared<Strand>(io_.get_executor());
+        if (auto d = live.find(a.name); d != live.end() && !d->second->vcpu_pins.empty()) {
+          // Hold its cores until it is gone (conflicts just mean they are not held).
+          auto pit = pools_.find(vm.record.pool);
+          (void)allocator_.adopt(
+              a.name, d->second->vcpu_pins,
+              pit == pools_.end() ? CpuPolicy::kDedicated : pit->second.config.cpu_policy);
+        }
+        unadopted_.erase(rit);
+        auto [it, inserted] = vms_.emplace(a.name, std::move(vm));
+        post_destroy_locked(it->second);
+        break;
+      }
+      case ReconcileActionKind::kSuspect: {
+        spdlog::warn(
+            "reconcile: domain {} is not wanted ({}); destroying it if still so on the "
+            "next pass",
+            a.name, a.why);
+        if (vit == vms_.end() && !allocator_.find(a.name)) {
+          auto d = live.find(a.name);
+          if (d != live.end() && !d->second->vcpu_pins.empty()) {
+            // Hold its cores meanwhile so they are not given to a new VM.
+            (void)allocator_.adopt(a.name, d->second->vcpu_pins, CpuPolicy::kDedicated);
+          }
+        }
+        Vm probe;
+        probe.record.name = a.name;
+        emit_vm_locked("vm.suspect", probe, a.why);
+        break;
+      }
+      case ReconcileActionKind::kDestroyDomain:
+        spdlog::warn("reconcile: destroying domain {} ({})", a.name, a.why);
+        to_delete.push_back(a.name);
+        break;
+      case ReconcileActionKind::kDeleteFiles:
+        spdlog::info("reconcile: deleting stray files of {}", a.name);
+        to_delete.push_back(a.name);
+        break;
+    }
+  }
+  // Suspects that are no longer suspect give back the cores held for them.
+  for (const CpuUsage& u : allocator_.usage()) {
+    for (const std::string& name : u.vms) {
+      if (!vms_.count(name) && !plan.memory.unwanted_domains.count(name)) {
+        (void)allocator_.release(name);
+      }
+    }
+  }
+}
+
+// Start-up: the database says what should exist, libvirt says what does. An unreadable database
+// is an error before anything is touched; an unlistable libvirt adopts nothing and destroys
+// nothing (the periodic pass adopts once it can list).
+Status LeaseEngine::recover() {
+  auto records = store_.vms();
+  if (!records.is_ok()) {
+    health_.failed("store.vms", records.status());
+    return records.status().annotate("recovery: cannot read the VM records");
+  }
+  auto active = store_.active();
+  if (!active.is_ok()) {
+    health_.failed("store.active", active.status());
+    return active.status().annotate("recovery: cannot read the active leases");
+  }
+  std::lock_guard pass(reconcile_mu_);
+  HostSnapshot host = take_host_snapshot(hypervisor_, health_);
+  std::lock_guard lock(mu_);
+  for (Lease& l : *active) {
+    ActiveLease al;
+    al.lease = std::move(l);
+    al.requested = std::chrono::steady_clock::now();
+    leases_[al.lease.id] = std::move(al);
+  }
+  for (VmRecord& r : *records) unadopted_[r.name] = std::move(r);
+  ReconcilePlan plan = plan_reconcile(wanted_locked(), host, {});
+  for (const std::string& p : plan.problems) spdlog::error("recovery: {}", p);
+  std::vector<std::string> to_delete;
+  apply_plan_locked(plan, host.domains, to_delete);
+  reconcile_memory_ = plan.memory;
+  host_listed_ = host.complete;
+  // Leases whose VM is neither managed nor waiting to be adopted.
+  std::vector<std::string> ids;
+  for (const auto& [id, al] : leases_) ids.push_back(id);
+  for (const std::string& id : ids) {
+    ActiveLease& al = leases_.at(id);
+    Lease& l = al.lease;
+    bool managed = !l.vm_name.empty() && vms_.count(l.vm_name);
+    bool recorded = !l.vm_name.empty() && unadopted_.count(l.vm_name);
+    if (!pools_.count(l.pool)) {
+      if (!managed && !recorded) {
+        transition_locked(al, LeaseState::kFailed, "pool '" + l.pool + "' no longer configured");
+        finish_lease_locked(al);
+      }
+      continue;
+    }
+    if (l.state == LeaseState::kPending) {
+      pools_.at(l.pool).queue.push_back(id);
+      continue;
+    }
+    if (managed || recorded || !host.complete) continue;  // its VM is (or may be) there
+    switch (l.state) {
+      case LeaseState::kReady:
+        transition_locked(al, LeaseState::kFailed,
+                          "VM " + l.vm_name + " vanished while armhived was down");
+        finish_lease_locked(al);
+        break;
+      case LeaseState::kReleasing:
+        transition_locked(al, al.end_state, l.reason);
+        finish_lease_locked(al);
+        break;
+      case LeaseState::kProvisioning:
+        if (l.vm_name.empty() || !vms_.count(l.vm_name)) {
+          l.vm_name.clear();
+          l.reason = "armhived restarted while provisioning; requeued";
+          persist_.lease(l);
+          pools_.at(l.pool).queue.push_back(id);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return Status::ok();
+}
+
+Status LeaseEngine::reconcile() {
+  std::lock_guard pass(reconcile_mu_);
+  // libvirt first, then the wanted state: a VM started in between is wanted (its record is in
+  // memory before its domain exists), and one destroyed in between is seen unwanted only once.
+  HostSnapshot host = take_host_snapshot(hypervisor_, health_);
+  std::vector<std::string> to_delete;
+  ReconcilePlan plan;
+  bool clean = false;
+  {
+    std::lock_guard lock(mu_);
+    plan = plan_reconcile(wanted_locked(), host, reconcile_memory_);
+    reconcile_memory_ = plan.memory;
+    apply_plan_locked(plan, host.domains, to_delete);
+    if (host.complete && !host_listed_) {
+      host_listed_ = true;
+      schedule_all_locked();
+    }
+    clean = plan.problems.empty() && unadopted_.empty();
+    for (const auto& [name, vm] : vms_) clean = clean && vm.destroy_failures == 0;
+  }
+  for (const std::string& name : to_delete) {
+    Status s = hypervisor_.destroy_vm(name);
+    std::lock_guard lock(mu_);
+    if (!s.is_ok()) {
+      health_.failed("hypervisor.destroy_vm", s);
+      clean = false;
+      continue;
+    }
+    if (!vms_.count(name)) (void)allocator_.release(name);
+    unadopted_.erase(name);
+    persist_.forget_vm(name);
+  }
+  flush();
+  if (clean && persist_.pending() == 0) health_.healthy();
+  for (const std::string& p : plan.problems) spdlog::warn("reconcile: {}", p);
+  if (!host.complete) return unavailable(host.error).annotate("reconcile: nothing changed");
+  return Status::ok();
+}
+
+}  // namespace armhive

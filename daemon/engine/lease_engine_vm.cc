@@ -1,0 +1,607 @@
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+
+#include "daemon/engine/lease_engine.h"
+
+// Scheduling and the per-VM work of LeaseEngine (see lease_engine.cc).
+
+namespace armhive {
+namespace {
+
+constexpr int kMaxHandoutAttempts = 3;
+
+double seconds_between(std::chrono::steady_clock::time_point a,
+                       std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+std::string join_cpus(const std::vector<int>& cpus) {
+  std::string out;
+  for (int c : cpus) out += (out.empty() ? "" : ",") + std::to_string(c);
+  return out;
+}
+
+}  // namespace
+
+// ---- scheduling --------------------------------------------------------------------------
+
+std::chrono::milliseconds LeaseEngine::backoff(int failures) const {
+  return std::min<std::chrono::milliseconds>(
+      options_.retry_backoff * (1 << std::min(std::max(failures, 1) - 1, 10)),
+      options_.max_retry_backoff);
+}
+
+// Resolves every pool's image without the lock (resolution may hash files), then caches it.
+void LeaseEngine::refresh_images() {
+  std::vector<std::pair<std::string, std::string>> wanted;  // pool, image
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, pool] : pools_) wanted.emplace_back(name, pool.config.image);
+  }
+  std::vector<std::pair<std::string, Result<BootImage>>> resolved;
+  for (const auto& [pool, image] : wanted) resolved.emplace_back(pool, images_(image));
+  std::lock_guard lock(mu_);
+  for (auto& [pool, image] : resolved) pools_.at(pool).image = std::move(image);
+}
+
+void LeaseEngine::schedule() {
+  refresh_images();
+  {
+    std::lock_guard lock(mu_);
+    schedule_all_locked();
+  }
+  flush();
+}
+
+void LeaseEngine::schedule_all_locked() {
+  for (auto& [name, pool] : pools_) schedule_locked(pool);
+}
+
+// Decides what a pool needs now: hand warm VMs to waiting leases in FIFO order, boot VMs for
+// leases that cannot be served warm, then refill the warm pool to min_warm. Only posts work.
+void LeaseEngine::schedule_locked(PoolRuntime& pool) {
+  if (!running_) return;
+  const PoolConfig& cfg = pool.config;
+  auto count = [&](VmState state, bool bound) {
+    int n = 0;
+    for (const auto& [name, vm] : vms_) {
+      if (vm.record.pool == cfg.name && vm.record.state == state &&
+          (!bound || !vm.record.lease_id.empty())) {
+        ++n;
+      }
+    }
+    return n;
+  };
+  auto find_warm = [&]() -> Vm* {
+    for (auto& [name, vm] : vms_) {
+      if (vm.record.pool == cfg.name && vm.record.state == VmState::kWarm &&
+          vm.record.lease_id.empty() && !vm.cancelled) {
+        return &vm;
+      }
+    }
+    return nullptr;
+  };
+  auto total = [&] {
+    int n = 0;
+    for (const auto& [name, vm] : vms_) n += vm.record.pool == cfg.name ? 1 : 0;
+    return n;
+  };
+
+  while (!pool.queue.empty()) {
+    std::string lease_id = pool.queue.front();
+    auto it = leases_.find(lease_id);
+    if (it == leases_.end() || is_terminal(it->second.lease.state) ||
+        it->second.lease.state == LeaseState::kReleasing) {
+      pool.queue.pop_front();
+      continue;
+    }
+    ActiveLease& al = it->second;
+    if (Vm* warm = find_warm()) {
+      pool.queue.pop_front();
+      begin_handout_locked(*warm, al);
+      continue;
+    }
+    // A warm VM that is still booting unbound will serve this lease when it is up: do not
+    // start a second one for it unless the pool has room.
+    int starting_unbound = count(VmState::kStarting, false) - count(VmState::kStarting, true);
+    int waiting_ahead = 0;
+    for (const std::string& id : pool.queue) {
+      if (id == lease_id) break;
+      ++waiting_ahead;
+    }
+    if (starting_unbound > waiting_ahead) {
+      if (al.lease.reason != "waiting for a warm VM that is booting") {
+        al.lease.reason = "waiting for a warm VM that is booting";
+        changed_.notify_all();
+      }
+      break;
+    }
+    std::string why;
+    if (!host_listed_) {
+      why = "waiting for libvirt to be listed (the host is degraded)";
+    } else if (clock_.now() < pool.retry_after) {
+      why = "pool '" + cfg.name + "' is backing off after " + std::to_string(pool.failures) +
+            " failed boot(s): " + pool.last_failure;
+    } else if (total() >= cfg.max) {
+      why = "pool '" + cfg.name + "' is at max (" + std::to_string(cfg.max) + " VMs)";
+    } else if (count(VmState::kStarting, false) >= cfg.max_starting) {
+      why = "pool '" + cfg.name + "' has max_starting (" + std::to_string(cfg.max_starting) +
+            ") VMs booting";
+    } else {
+      auto started = start_vm_locked(pool, lease_id);
+      if (started.is_ok()) {
+        pool.queue.pop_front();
+        al.lease.vm_name = *started;
+        if (al.lease.state == LeaseState::kPending) {
+          transition_locked(al, LeaseState::kProvisioning, "booting VM " + *started);
+        }
+        continue;
+      }
+      why = started.status().message();
+    }
+    if (al.lease.reason != why) {
+      al.lease.reason = why;
+      persist_.lease(al.lease);
+      emit_locked("lease.waiting", al.lease, why);
+    }
+    break;  // FIFO: later leases do not overtake the head
+  }
+
+  // Refill: warm + unbound-starting VMs up to min_warm, within max and max_starting.
+  while (host_listed_ && pool.queue.empty() && clock_.now() >= pool.retry_after) {
+    int warm = count(VmState::kWarm, false);
+    int starting_unbound = count(VmState::kStarting, false) - count(VmState::kStarting, true);
+    if (warm + starting_unbound >= cfg.min_warm) break;
+    if (total() >= cfg.max || count(VmState::kStarting, false) >= cfg.max_starting) break;
+    auto started = start_vm_locked(pool, "");
+    if (!started.is_ok()) {
+      spdlog::debug("pool {}: refill deferred: {}", cfg.name, started.status().message());
+      break;
+    }
+  }
+}
+
+// Reserves cores and posts the boot of a new VM (for a lease, or warm when lease_id is empty).
+// Returns the VM name, or why it cannot start now.
+Result<std::string> LeaseEngine::start_vm_locked(PoolRuntime& pool, const std::string& lease_id) {
+  const PoolConfig& cfg = pool.config;
+  if (!pool.image) return unavailable("image '" + cfg.image + "' not resolved yet");
+  const Result<BootImage>& image = *pool.image;
+  if (!image.is_ok()) {
+    return Status(image.status().code(),
+                  "image '" + cfg.image + "' unavailable: " + image.status().message(),
+                  image.status().context());
+  }
+  std::string vm_id = new_id_locked("vm-", 8);
+  std::string name = "armhive-" + vm_id;
+  auto placement = allocator_.allocate({.vm_name = name,
+                                        .vcpus = cfg.vcpus,
+                                        .policy = cfg.cpu_policy,
+                                        .overcommit = cfg.overcommit,
+                                        .strategy = options_.strategy});
+  if (!placement.is_ok()) return placement.status();
+
+  Vm vm;
+  vm.record.name = name;
+  vm.record.vm_id = vm_id;
+  vm.record.pool = cfg.name;
+  vm.record.state = VmState::kStarting;
+  vm.record.lease_id = lease_id;
+  vm.record.cpus = placement->cpus();
+  vm.record.created_at = clock_.now();
+  vm.placement = *placement;
+  vm.strand = std::make_shared<Strand>(io_.get_executor());
+  vm.image = *image;
+  vm.boot_started = clock_.now();
+  persist_vm_locked(vm);
+  emit_vm_locked("vm.starting", vm, placement->note);
+  auto [it, inserted] = vms_.emplace(name, std::move(vm));
+  TimePoint deadline = clock_.now() + options_.boot_timeout;
+  ++ops_in_flight_;
+  boost::asio::post(*it->second.strand, [this, name, deadline] {
+    boot_step(name, deadline, /*create=*/true);
+    track_op(-1);
+  });
+  return name;
+}
+
+// ---- VM work (on the VM's strand) ------------------------------------------------------
+
+void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool create) {
+  VmSpec spec;
+  bool cancelled = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = vms_.find(vm_name);
+    if (it == vms_.end() || !running_) return;
+    Vm& vm = it->second;
+    cancelled = vm.cancelled;
+    if (create && !cancelled) {
+      const PoolConfig& cfg = pools_.at(vm.record.pool).config;
+      const BootImage* image = &vm.image;
+      {
+        spec.name = vm.record.name;
+        spec.vm_id = vm.record.vm_id;
+        spec.pool = cfg.name;
+        spec.base_disk = image->base_disk;
+        spec.kernel = image->kernel;
+        spec.initrd = image->initrd;
+        spec.cmdline = image->cmdline + " armhive.hostname=" + vm.record.name;
+        spec.vcpus = cfg.vcpus;
+        spec.memory_mib = cfg.memory_mib;
+        spec.disk_gib = cfg.disk_gib;
+        spec.network = cfg.network;
+        spec.mtu = cfg.mtu;
+        spec.net_queues = std::min(cfg.vcpus, 4);
+        spec.vcpu_pins = vm.placement.vcpu_pins;
+        spec.emulator_cpus = vm.placement.emulator_cpus;
+        spec.numa_node = vm.placement.numa_node;
+        spec.labels = cfg.labels;
+      }
+    }
+  }
+  if (cancelled) {
+    boot_failed(vm_name, "cancelled", false);
+    return;
+  }
+  if (create) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = hypervisor_.create_vm(spec);
+    if (!s.is_ok()) {
+      health_.failed("hypervisor.create_vm", s);
+      boot_failed(vm_name, "cannot create VM: " + s.to_string(),
+                  s.code() == ErrorCode::kUnavailable);
+      return;
+    }
+    record_phase(vm_name, "create", t0);  // overlay + define + start
+  }
+  // Ready means: the guest agent answers and the guest has an address.
+  Status ping = hypervisor_.ping_agent(vm_name, options_.agent_timeout);
+  std::string address;
+  if (ping.is_ok()) {
+    record_phase(vm_name, "boot", {});  // started -> guest agent answers
+    auto addr = hypervisor_.guest_address(vm_name);
+    if (addr.is_ok()) {
+      address = *addr;
+      record_phase(vm_name, "readiness", {});  // agent -> address known
+    }
+  }
+  if (address.empty()) {
+    if (clock_.now() >= deadline) {
+      std::string tail;
+      auto log = hypervisor_.console_log(vm_name, 300);
+      if (log.is_ok()) tail = *log;
+      boot_failed(
+          vm_name,
+          "guest not ready within " +
+              std::to_string(std::chrono::duration_cast<Seconds>(options_.boot_timeout).count()) +
+              "s (agent " + (ping.is_ok() ? "answers, no address" : ping.to_string()) + ")" +
+              (tail.empty() ? "" : "; console tail: " + tail),
+          false);
+      return;
+    }
+    std::lock_guard lock(mu_);
+    auto it = vms_.find(vm_name);
+    if (it == vms_.end() || !running_) return;
+    auto timer = std::make_shared<boost::asio::steady_timer>(io_, options_.agent_poll);
+    ++ops_in_flight_;
+    timer->async_wait(boost::asio::bind_executor(
+        *it->second.strand, [this, timer, vm_name, deadline](const boost::system::error_code&) {
+          boot_step(vm_name, deadline, /*create=*/false);
+          track_op(-1);
+        }));
+    return;
+  }
+
+  std::string lease_id;
+  {
+    std::lock_guard lock(mu_);
+    auto it = vms_.find(vm_name);
+    if (it == vms_.end()) return;
+    Vm& vm = it->second;
+    if (vm.cancelled) {
+      // Cancelled while we were polling: fall through to destroy below.
+    } else {
+      vm.record.address = address;
+      if (metrics_) {
+        metrics_->observe("armhive_provision_seconds", {{"pool", vm.record.pool}},
+                          std::chrono::duration<double>(clock_.now() - vm.boot_started).count());
+      }
+      lease_id = vm.record.lease_id;
+      pools_.at(vm.record.pool).failures = 0;
+      if (lease_id.empty()) {
+        vm.record.state = VmState::kWarm;
+        persist_vm_locked(vm);
+        emit_vm_locked("vm.warm", vm, address);
+        schedule_locked(pools_.at(vm.record.pool));
+        return;
+      }
+    }
+  }
+  if (lease_id.empty()) {
+    boot_failed(vm_name, "cancelled", false);
+    return;
+  }
+  handout(vm_name, lease_id);
+}
+
+// Boot phase timings (steady clock) for armhive_boot_phase_seconds{phase}: each phase runs
+// from the end of the previous one; `start` is given for the first. Recorded once per VM.
+void LeaseEngine::record_phase(const std::string& vm_name, const char* phase,
+                               std::chrono::steady_clock::time_point start) {
+  std::lock_guard lock(mu_);
+  auto it = vms_.find(vm_name);
+  if (it == vms_.end()) return;
+  Vm& vm = it->second;
+  auto now = std::chrono::steady_clock::now();
+  if (start == std::chrono::steady_clock::time_point{}) start = vm.phase_mark;
+  if (start == std::chrono::steady_clock::time_point{} || !vm.phases_seen.insert(phase).second) {
+    return;  // resumed after a restart (no start known), or already recorded
+  }
+  vm.phase_mark = now;
+  if (metrics_) {
+    metrics_->observe("armhive_boot_phase_seconds", {{"pool", vm.record.pool}, {"phase", phase}},
+                      std::chrono::duration<double>(now - start).count());
+  }
+}
+
+void LeaseEngine::boot_failed(const std::string& vm_name, std::string why, bool host_down) {
+  spdlog::warn("vm {}: {}", vm_name, why);
+  {
+    std::lock_guard lock(mu_);
+    auto it = vms_.find(vm_name);
+    // Shutting down: leave the VM for the next start() to adopt or clean up.
+    if (it == vms_.end() || !running_) return;
+    Vm& vm = it->second;
+    bool was_cancel = vm.cancelled;
+    if (was_cancel && !vm.failure.empty()) why = vm.failure;
+    if (!was_cancel) {
+      if (metrics_) metrics_->inc("armhive_vm_failures_total", {{"pool", vm.record.pool}});
+      PoolRuntime& pool = pools_.at(vm.record.pool);
+      pool.failures = std::min(pool.failures + 1, 16);
+      pool.last_failure = why;
+      pool.retry_after = clock_.now() + backoff(pool.failures);
+    }
+    emit_vm_locked(was_cancel ? "vm.cancelled" : "vm.failed", vm, why);
+    if (!vm.record.lease_id.empty()) {
+      auto lit = leases_.find(vm.record.lease_id);
+      if (lit != leases_.end()) {
+        ActiveLease& al = lit->second;
+        if (al.lease.state == LeaseState::kReleasing) {
+          // Cancelled by its owner: destroy() below ends it.
+        } else if (host_down) {
+          // Not the lease's fault: it waits for the host to come back.
+          al.lease.vm_name.clear();
+          al.lease.reason = "host down: " + why;
+          vm.record.lease_id.clear();
+          pools_.at(al.lease.pool).queue.push_front(al.lease.id);
+        } else {
+          vm.record.lease_id.clear();
+          transition_locked(al, LeaseState::kFailed, "VM " + vm_name + " failed: " + why);
+          finish_lease_locked(al);
+        }
+      }
+    }
+    vm.record.state = VmState::kDestroying;
+    persist_vm_locked(vm);
+  }
+  destroy(vm_name);
+}
+
+void LeaseEngine::begin_handout_locked(Vm& vm, ActiveLease& al) {
+  vm.record.lease_id = al.lease.id;
+  vm.record.state = VmState::kLeased;
+  persist_vm_locked(vm);
+  al.lease.vm_name = vm.record.name;
+  if (al.lease.state == LeaseState::kPending) {
+    transition_locked(al, LeaseState::kProvisioning, "handing out warm VM " + vm.record.name);
+  }
+  al.lease.warm_handout = true;
+  ++ops_in_flight_;
+  std::string name = vm.record.name, id = al.lease.id;
+  boost::asio::post(*vm.strand, [this, name, id] {
+    handout(name, id);
+    track_op(-1);
+  });
+}
+
+// Installs the lease's keys and records the lease in the domain, then marks it ready.
+void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_id) {
+  std::vector<std::string> keys;
+  std::string user;
+  {
+    std::lock_guard lock(mu_);
+    auto vit = vms_.find(vm_name);
+    auto lit = leases_.find(lease_id);
+    if (vit == vms_.end()) return;
+    if (lit == leases_.end() || lit->second.lease.state == LeaseState::kReleasing ||
+        vit->second.cancelled) {
+      vit->second.record.state = VmState::kDestroying;
+      persist_vm_locked(vit->second);
+    } else {
+      keys = lit->second.lease.ssh_keys;
+      user = vit->second.image.login_user.empty() ? "root" : vit->second.image.login_user;
+      vit->second.record.state = VmState::kLeased;
+      vit->second.record.lease_id = lease_id;
+      persist_vm_locked(vit->second);
+    }
+  }
+  if (user.empty()) {  // released meanwhile
+    destroy(vm_name);
+    return;
+  }
+  Status s = Status::ok();
+  if (!keys.empty()) {
+    s = hypervisor_.set_authorized_keys(vm_name, user, keys);
+    health_.failed("hypervisor.set_authorized_keys", s);
+  }
+  if (s.is_ok()) {
+    s = hypervisor_.set_lease(vm_name, lease_id);
+    health_.failed("hypervisor.set_lease", s);
+  }
+  bool destroy_vm = false;
+  {
+    std::lock_guard lock(mu_);
+    auto vit = vms_.find(vm_name);
+    auto lit = leases_.find(lease_id);
+    if (vit == vms_.end()) return;
+    Vm& vm = vit->second;
+    if (lit == leases_.end() || lit->second.lease.state == LeaseState::kReleasing) {
+      destroy_vm = true;
+      vm.record.state = VmState::kDestroying;
+    } else if (!s.is_ok()) {
+      ActiveLease& al = lit->second;
+      destroy_vm = true;
+      vm.record.state = VmState::kDestroying;
+      vm.record.lease_id.clear();
+      emit_vm_locked("vm.failed", vm, "hand-out failed: " + s.to_string());
+      al.lease.vm_name.clear();
+      if (++al.handout_attempts < kMaxHandoutAttempts) {
+        al.lease.reason = "hand-out failed, retrying: " + s.to_string();
+        persist_.lease(al.lease);
+        pools_.at(al.lease.pool).queue.push_front(al.lease.id);
+      } else {
+        transition_locked(al, LeaseState::kFailed, "hand-out failed: " + s.to_string());
+        finish_lease_locked(al);
+      }
+    } else {
+      ActiveLease& al = lit->second;
+      al.lease.address = vm.record.address;
+      al.lease.cpus = vm.record.cpus;
+      al.lease.login_user = user;  // the user whose keys were just installed
+      transition_locked(al, LeaseState::kReady,
+                        (al.lease.warm_handout ? "warm VM " : "VM ") + vm_name + " at " +
+                            vm.record.address + " on cores " + join_cpus(vm.record.cpus));
+      if (metrics_) {
+        metrics_->observe(
+            "armhive_handout_seconds",
+            {{"pool", al.lease.pool}, {"path", al.lease.warm_handout ? "warm" : "cold"}},
+            seconds_between(al.requested, std::chrono::steady_clock::now()));
+      }
+    }
+    persist_vm_locked(vm);
+    if (!destroy_vm) {
+      schedule_locked(pools_.at(vm.record.pool));
+      return;
+    }
+  }
+  destroy(vm_name);
+}
+
+// Destroys the VM (domain, overlay, per-VM files), frees its cores, ends a releasing lease and
+// refills the pool. Runs on the VM's strand.
+void LeaseEngine::destroy(const std::string& vm_name) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = vms_.find(vm_name);
+    if (it == vms_.end()) return;
+    it->second.record.state = VmState::kDestroying;
+    persist_vm_locked(it->second);
+  }
+  Status s = hypervisor_.destroy_vm(vm_name);
+  std::lock_guard lock(mu_);
+  auto it = vms_.find(vm_name);
+  if (it == vms_.end()) return;
+  it->second.destroy_queued = false;
+  if (!s.is_ok()) {
+    // Keep the record (and its cores): reconcile passes retry it with backoff.
+    health_.failed("hypervisor.destroy_vm", s);
+    Vm& vm = it->second;
+    ++vm.destroy_failures;
+    vm.destroy_retry_at = clock_.now() + backoff(vm.destroy_failures);
+    emit_vm_locked("vm.destroy_failed", vm,
+                   s.to_string() + "; retry " + std::to_string(vm.destroy_failures) + " at " +
+                       to_rfc3339(vm.destroy_retry_at));
+    return;
+  }
+  Vm vm = std::move(it->second);
+  vms_.erase(it);
+  (void)allocator_.release(vm_name);
+  persist_.forget_vm(vm_name);
+  emit_vm_locked("vm.destroyed", vm);
+  if (!vm.record.lease_id.empty()) {
+    auto lit = leases_.find(vm.record.lease_id);
+    if (lit != leases_.end() && lit->second.lease.state == LeaseState::kReleasing) {
+      ActiveLease& al = lit->second;
+      transition_locked(al, al.end_state, al.lease.reason);
+      finish_lease_locked(al);
+    }
+  }
+  if (running_) schedule_all_locked();  // freed cores may serve any pool
+}
+
+void LeaseEngine::destroy_vm_locked(Vm& vm, std::string reason) {
+  vm.cancelled = true;
+  if (vm.failure.empty()) vm.failure = std::move(reason);
+  if (vm.record.state == VmState::kStarting) return;  // its boot task notices and destroys
+  vm.record.state = VmState::kDestroying;
+  persist_vm_locked(vm);
+  post_destroy_locked(vm);
+}
+
+// Posts destroy() on the VM's strand unless one is already queued.
+void LeaseEngine::post_destroy_locked(Vm& vm) {
+  if (vm.destroy_queued) return;
+  vm.destroy_queued = true;
+  ++ops_in_flight_;
+  std::string name = vm.record.name;
+  boost::asio::post(*vm.strand, [this, name] {
+    destroy(name);
+    track_op(-1);
+  });
+}
+
+void LeaseEngine::finish_lease_locked(ActiveLease& al) {
+  std::string id = al.lease.id;
+  for (auto& [name, pool] : pools_) {
+    pool.queue.erase(std::remove(pool.queue.begin(), pool.queue.end(), id), pool.queue.end());
+  }
+  leases_.erase(id);
+}
+
+void LeaseEngine::begin_release_locked(ActiveLease& al, LeaseState end_state, std::string reason) {
+  Lease& l = al.lease;
+  al.end_state = end_state;
+  if (l.vm_name.empty() || !vms_.count(l.vm_name)) {
+    // No VM yet (pending, or waiting for a retry): end it at once.
+    transition_locked(al, LeaseState::kReleasing, reason);
+    transition_locked(al, end_state, reason);
+    finish_lease_locked(al);
+    return;
+  }
+  transition_locked(al, LeaseState::kReleasing, reason);
+  destroy_vm_locked(vms_.at(l.vm_name), reason);
+}
+
+// ---- events and recovery -----------------------------------------------------------------
+
+void LeaseEngine::on_event(const VmEvent& event) {
+  if (event.kind != VmEventKind::kStopped && event.kind != VmEventKind::kCrashed) return;
+  std::lock_guard lock(mu_);
+  auto it = vms_.find(event.name);
+  if (it == vms_.end() || !running_) return;
+  vm_gone_locked(it->second,
+                 std::string(event.kind == VmEventKind::kCrashed ? "crashed" : "stopped") +
+                     (event.detail.empty() ? "" : " (" + event.detail + ")"));
+}
+
+// A VM died or vanished without us destroying it: fail its lease, clean up, refill.
+void LeaseEngine::vm_gone_locked(Vm& vm, const std::string& why) {
+  if (vm.record.state == VmState::kDestroying || vm.cancelled) return;  // our own destroy
+  spdlog::warn("vm {}: {}", vm.record.name, why);
+  if (metrics_) metrics_->inc("armhive_vm_failures_total", {{"pool", vm.record.pool}});
+  emit_vm_locked("vm.crashed", vm, why);
+  if (!vm.record.lease_id.empty()) {
+    auto lit = leases_.find(vm.record.lease_id);
+    if (lit != leases_.end() && lit->second.lease.state != LeaseState::kReleasing) {
+      transition_locked(lit->second, LeaseState::kFailed, "VM " + vm.record.name + " " + why);
+      finish_lease_locked(lit->second);
+    }
+  }
+  destroy_vm_locked(vm, "VM " + why);
+}
+
+}  // namespace armhive

@@ -1,0 +1,297 @@
+#include "daemon/store/sqlite_lease_store.h"
+
+#include <nlohmann/json.hpp>
+
+namespace armhive {
+namespace {
+
+const std::vector<std::string> kSchema = {
+    R"sql(
+CREATE TABLE leases (
+  n INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  pool TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  purpose TEXT NOT NULL,
+  ssh_keys TEXT NOT NULL,
+  labels TEXT NOT NULL,
+  idempotency_key TEXT NOT NULL,
+  state TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  ttl_s INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  ready_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  ended_at INTEGER NOT NULL,
+  vm_name TEXT NOT NULL,
+  address TEXT NOT NULL,
+  login_user TEXT NOT NULL,
+  cpus TEXT NOT NULL,
+  warm INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX leases_idem ON leases(owner, idempotency_key) WHERE idempotency_key != '';
+CREATE INDEX leases_state ON leases(state);
+CREATE TABLE lease_history (
+  lease_id TEXT NOT NULL REFERENCES leases(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  from_state TEXT NOT NULL,
+  to_state TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  reason TEXT NOT NULL,
+  PRIMARY KEY (lease_id, seq)
+);
+CREATE TABLE vms (
+  name TEXT PRIMARY KEY,
+  vm_id TEXT NOT NULL,
+  pool TEXT NOT NULL,
+  state TEXT NOT NULL,
+  lease_id TEXT NOT NULL,
+  address TEXT NOT NULL,
+  cpus TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+)sql"};
+
+constexpr const char* kColumns =
+    "id, pool, owner, purpose, ssh_keys, labels, idempotency_key, state, reason, ttl_s, "
+    "created_at, ready_at, expires_at, ended_at, vm_name, address, login_user, cpus, warm";
+
+std::string json_text(const nlohmann::json& j) { return j.dump(); }
+
+nlohmann::json parse_json(const std::string& s) {
+  return nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+}
+
+std::vector<SqlValue> lease_values(const Lease& l) {
+  return {l.id,
+          l.pool,
+          l.owner,
+          std::string(to_string(l.purpose)),
+          json_text(l.ssh_keys),
+          json_text(l.labels),
+          l.idempotency_key,
+          std::string(to_string(l.state)),
+          l.reason,
+          static_cast<int64_t>(l.ttl.count()),
+          to_unix_ms(l.created_at),
+          to_unix_ms(l.ready_at),
+          to_unix_ms(l.expires_at),
+          to_unix_ms(l.ended_at),
+          l.vm_name,
+          l.address,
+          l.login_user,
+          json_text(l.cpus),
+          static_cast<int64_t>(l.warm_handout ? 1 : 0)};
+}
+
+// A stored row that does not say what the schema promises: an error naming the row, never a
+// default (a lease silently turned into "failed" or a VM into "starting" is destroyed work).
+Status bad_row(const std::string& table, const std::string& key, const std::string& what) {
+  return internal_error("database row cannot be read: " + what, table + " " + key);
+}
+
+template <typename T>
+Status json_column(const std::string& table, const std::string& key, const char* column,
+                   const std::string& text, T& out) {
+  auto j = parse_json(text);
+  try {
+    out = j.template get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    return bad_row(table, key, std::string(column) + " is not valid (" + e.what() + ")");
+  }
+  return Status::ok();
+}
+
+Result<LeaseState> lease_state_column(const std::string& key, const char* column,
+                                      const std::string& text) {
+  auto state = lease_state_from_string(text);
+  if (!state) return bad_row("lease", key, std::string(column) + " '" + text + "' is unknown");
+  return *state;
+}
+
+Result<Lease> lease_from_row(const SqlRow& r) {
+  Lease l;
+  l.id = sql_text(r[0]);
+  l.pool = sql_text(r[1]);
+  l.owner = sql_text(r[2]);
+  auto purpose = purpose_from_string(sql_text(r[3]));
+  if (!purpose) return bad_row("lease", l.id, "purpose '" + sql_text(r[3]) + "' is unknown");
+  l.purpose = *purpose;
+  ARMHIVE_RETURN_IF_ERROR(json_column("lease", l.id, "ssh_keys", sql_text(r[4]), l.ssh_keys));
+  ARMHIVE_RETURN_IF_ERROR(json_column("lease", l.id, "labels", sql_text(r[5]), l.labels));
+  l.idempotency_key = sql_text(r[6]);
+  ARMHIVE_ASSIGN_OR_RETURN(l.state, lease_state_column(l.id, "state", sql_text(r[7])));
+  l.reason = sql_text(r[8]);
+  l.ttl = Seconds(sql_int(r[9]));
+  l.created_at = from_unix_ms(sql_int(r[10]));
+  l.ready_at = from_unix_ms(sql_int(r[11]));
+  l.expires_at = from_unix_ms(sql_int(r[12]));
+  l.ended_at = from_unix_ms(sql_int(r[13]));
+  l.vm_name = sql_text(r[14]);
+  l.address = sql_text(r[15]);
+  l.login_user = sql_text(r[16]);
+  ARMHIVE_RETURN_IF_ERROR(json_column("lease", l.id, "cpus", sql_text(r[17]), l.cpus));
+  l.warm_handout = sql_int(r[18]) != 0;
+  return l;
+}
+
+Status insert_history(Database::Tx& tx, const Lease& lease, size_t from) {
+  for (size_t i = from; i < lease.history.size(); ++i) {
+    const LeaseTransition& t = lease.history[i];
+    ARMHIVE_RETURN_IF_ERROR(
+        tx.execute("INSERT INTO lease_history (lease_id, seq, from_state, to_state, at, reason) "
+                   "VALUES (?, ?, ?, ?, ?, ?)",
+                   {lease.id, static_cast<int64_t>(i), std::string(to_string(t.from)),
+                    std::string(to_string(t.to)), to_unix_ms(t.at), t.reason}));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteLeaseStore>> SqliteLeaseStore::open(Database& db) {
+  ARMHIVE_RETURN_IF_ERROR(db.migrate("leases", kSchema));
+  return std::unique_ptr<SqliteLeaseStore>(new SqliteLeaseStore(db));
+}
+
+Status SqliteLeaseStore::insert(const Lease& lease) {
+  return db_.transaction([&](Database::Tx& tx) -> Status {
+    std::string sql = std::string("INSERT INTO leases (") + kColumns +
+                      ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    ARMHIVE_RETURN_IF_ERROR(tx.execute(sql, lease_values(lease)));
+    return insert_history(tx, lease, 0);
+  });
+}
+
+Status SqliteLeaseStore::update(const Lease& lease) {
+  return db_.transaction([&](Database::Tx& tx) -> Status {
+    std::vector<SqlValue> values = lease_values(lease);
+    values.push_back(lease.id);
+    ARMHIVE_RETURN_IF_ERROR(tx.execute(
+        "UPDATE leases SET id=?, pool=?, owner=?, purpose=?, ssh_keys=?, labels=?, "
+        "idempotency_key=?, state=?, reason=?, ttl_s=?, created_at=?, ready_at=?, expires_at=?, "
+        "ended_at=?, vm_name=?, address=?, login_user=?, cpus=?, warm=? WHERE id=?",
+        values));
+    if (tx.changes() != 1) return not_found("no such lease in the database", lease.id);
+    auto stored = tx.query("SELECT COUNT(*) FROM lease_history WHERE lease_id = ?", {lease.id});
+    if (!stored.is_ok()) return stored.status();
+    return insert_history(tx, lease, static_cast<size_t>(sql_int((*stored)[0][0])));
+  });
+}
+
+Result<std::vector<Lease>> SqliteLeaseStore::load(const std::string& where,
+                                                  const std::vector<SqlValue>& params,
+                                                  const std::string& tail) {
+  std::string sql = std::string("SELECT ") + kColumns + " FROM leases";
+  if (!where.empty()) sql += " WHERE " + where;
+  sql += " ORDER BY n" + tail;
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<SqlRow> rows, db_.query(sql, params));
+  std::vector<Lease> leases;
+  leases.reserve(rows.size());
+  for (const SqlRow& r : rows) {
+    ARMHIVE_ASSIGN_OR_RETURN(Lease l, lease_from_row(r));
+    ARMHIVE_ASSIGN_OR_RETURN(
+        std::vector<SqlRow> hist,
+        db_.query("SELECT from_state, to_state, at, reason FROM lease_history WHERE lease_id = ? "
+                  "ORDER BY seq",
+                  {l.id}));
+    for (const SqlRow& h : hist) {
+      LeaseTransition t;
+      ARMHIVE_ASSIGN_OR_RETURN(t.from,
+                               lease_state_column(l.id, "history from_state", sql_text(h[0])));
+      ARMHIVE_ASSIGN_OR_RETURN(t.to, lease_state_column(l.id, "history to_state", sql_text(h[1])));
+      t.at = from_unix_ms(sql_int(h[2]));
+      t.reason = sql_text(h[3]);
+      l.history.push_back(std::move(t));
+    }
+    leases.push_back(std::move(l));
+  }
+  return leases;
+}
+
+Result<std::optional<Lease>> SqliteLeaseStore::find(const std::string& id) {
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<Lease> found, load("id = ?", {id}));
+  if (found.empty()) return std::optional<Lease>();
+  return std::optional<Lease>(std::move(found.front()));
+}
+
+Result<std::optional<Lease>> SqliteLeaseStore::find_by_idempotency_key(const std::string& owner,
+                                                                       const std::string& key) {
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<Lease> found,
+                           load("owner = ? AND idempotency_key = ?", {owner, key}));
+  if (found.empty()) return std::optional<Lease>();
+  return std::optional<Lease>(std::move(found.front()));
+}
+
+Result<std::vector<Lease>> SqliteLeaseStore::list(const LeaseFilter& filter) {
+  std::string where = "1=1";
+  std::vector<SqlValue> params;
+  if (filter.owner) {
+    where += " AND owner = ?";
+    params.emplace_back(*filter.owner);
+  }
+  if (filter.pool) {
+    where += " AND pool = ?";
+    params.emplace_back(*filter.pool);
+  }
+  if (filter.state) {
+    where += " AND state = ?";
+    params.emplace_back(std::string(to_string(*filter.state)));
+  }
+  if (!filter.include_ended) {
+    where += " AND state NOT IN ('released', 'expired', 'failed')";
+  }
+  if (!filter.after_id.empty()) {
+    where += " AND n > (SELECT n FROM leases WHERE id = ?)";
+    params.emplace_back(filter.after_id);
+  }
+  for (const auto& [k, v] : filter.labels) {
+    where += " AND json_extract(labels, ?) = ?";
+    params.emplace_back("$.\"" + k + "\"");
+    params.emplace_back(v);
+  }
+  return load(where, params, " LIMIT " + std::to_string(effective_limit(filter)));
+}
+
+Result<std::vector<Lease>> SqliteLeaseStore::active() {
+  return load("state NOT IN ('released', 'expired', 'failed')", {});
+}
+
+Status SqliteLeaseStore::put_vm(const VmRecord& vm) {
+  return db_.execute(
+      "INSERT INTO vms (name, vm_id, pool, state, lease_id, address, cpus, created_at) "
+      "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET vm_id=excluded.vm_id, "
+      "pool=excluded.pool, state=excluded.state, lease_id=excluded.lease_id, "
+      "address=excluded.address, cpus=excluded.cpus",
+      {vm.name, vm.vm_id, vm.pool, std::string(to_string(vm.state)), vm.lease_id, vm.address,
+       json_text(vm.cpus), to_unix_ms(vm.created_at)});
+}
+
+Status SqliteLeaseStore::delete_vm(const std::string& name) {
+  return db_.execute("DELETE FROM vms WHERE name = ?", {name});
+}
+
+Result<std::vector<VmRecord>> SqliteLeaseStore::vms() {
+  ARMHIVE_ASSIGN_OR_RETURN(
+      std::vector<SqlRow> rows,
+      db_.query("SELECT name, vm_id, pool, state, lease_id, address, cpus, created_at FROM vms "
+                "ORDER BY created_at"));
+  std::vector<VmRecord> out;
+  for (const SqlRow& r : rows) {
+    VmRecord vm;
+    vm.name = sql_text(r[0]);
+    vm.vm_id = sql_text(r[1]);
+    vm.pool = sql_text(r[2]);
+    auto state = vm_state_from_string(sql_text(r[3]));
+    if (!state) return bad_row("vm", vm.name, "state '" + sql_text(r[3]) + "' is unknown");
+    vm.state = *state;
+    vm.lease_id = sql_text(r[4]);
+    vm.address = sql_text(r[5]);
+    ARMHIVE_RETURN_IF_ERROR(json_column("vm", vm.name, "cpus", sql_text(r[6]), vm.cpus));
+    vm.created_at = from_unix_ms(sql_int(r[7]));
+    out.push_back(std::move(vm));
+  }
+  return out;
+}
+
+}  // namespace armhive
