@@ -86,7 +86,7 @@ Status parse_ssh(const json& j, const std::string& prefix, SshDto& ssh) {
 }
 
 Status parse_forward(const json& j, const std::string& prefix, PortForwardDto& f) {
-  Reader r(j, prefix);
+  JsonReader r(j, prefix);
   AH_TRY(r.require_object());
   AH_TRY(r.integer("guest_port", f.guest_port));
   AH_TRY(r.str("host", f.host));

@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "api/validation.h"
+#include "base/utf8.h"
 #include "daemon/virt/xml.h"
 
 namespace armhive {
