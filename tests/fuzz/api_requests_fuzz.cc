@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "api/json.h"
+#include "base/base64.h"
 #include "base/validation.h"
 #include "daemon/bench/benchmark_service.h"
 #include "tests/fuzz/fuzz_check.h"
