@@ -24,7 +24,8 @@ class BenchCommands final : public CommandGroup {
   void add_to(CLI::App& app) override {
     bench_ = app.add_subcommand("bench", "benchmark a leased VM: bench LEASE --suite ...");
     bench_->add_option("lease", id_, "lease id to benchmark");
-    bench_->add_option("--suite", suites_, "network,compression (default both)");
+    bench_->add_option("--suite", suites_,
+                       "network,compression,memory,crypto,storage (default network,compression)");
     bench_->add_flag("--wait", wait_, "wait for the run to finish");
     bench_->add_option("--wait-timeout", wait_timeout_, "give up waiting after this (default 15m)");
     show_ = bench_->add_subcommand("show", "show a benchmark run");
@@ -38,6 +39,8 @@ class BenchCommands final : public CommandGroup {
     compare_ = bench_->add_subcommand("compare", "compare runs: ratios against the first");
     compare_->add_option("runs", ids_, "run ids (at least two)")->required()->expected(2, 16);
     compare_->add_option("-o,--output", output_, "also write the HTML comparison to this file");
+    compare_->add_flag("--allow-different", allow_different_,
+                       "compare runs whose corpora or tool versions differ");
   }
 
   bool parsed() const override { return bench_->parsed(); }
@@ -126,6 +129,12 @@ class BenchCommands final : public CommandGroup {
   int compare(Client& client, bool json_out) {
     auto r = client.compare_benchmarks(ids_, "json");
     if (!r.is_ok()) return report(r.status());
+    // Runs of different corpora or tool versions measured different work.
+    if (std::string why = incomparable_message(nlohmann::json::parse(*r, nullptr, false));
+        !why.empty() && !allow_different_) {
+      std::cerr << why;
+      return kExitUsage;
+    }
     if (!output_.empty()) {
       auto html = client.compare_benchmarks(ids_, "html");
       if (!html.is_ok()) return report(html.status());
@@ -138,6 +147,7 @@ class BenchCommands final : public CommandGroup {
       std::cout << (j.is_discarded() ? *r : dump_json(j, 2)) << "\n";
       return kExitOk;
     }
+    print_compare_settings(j, std::cout);
     // daemon/bench/README.md "Comparison JSON": one row per metric, a value and a ratio
     // (against the first run) column per run.
     std::vector<std::string> header{"METRIC", "UNIT"};
@@ -232,6 +242,7 @@ class BenchCommands final : public CommandGroup {
   std::vector<std::string> ids_;
   bool wait_ = false;
   bool csv_ = false;
+  bool allow_different_ = false;
 };
 
 }  // namespace

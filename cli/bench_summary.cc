@@ -1,6 +1,7 @@
 #include "cli/bench_summary.h"
 
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "cli/table.h"
@@ -42,7 +43,71 @@ std::string busiest_core(const nlohmann::json& host_cpu) {
   return best;
 }
 
+// The memory, crypto and storage suites share one figure form (daemon/bench/suite_figures.h).
+void print_figures(const char* title, const nlohmann::json& suite, const char* version_key,
+                   std::ostream& out) {
+  if (!suite.is_object() || !suite.contains("figures") || !suite["figures"].is_array()) return;
+  out << "\n" << title << " (" << suite.value(version_key, std::string("?")) << ")\n";
+  std::map<std::string, double> ratios;
+  const nlohmann::json& ratio =
+      suite.contains("guest_host_ratio") ? suite["guest_host_ratio"] : nlohmann::json();
+  if (ratio.is_object() && ratio.value("available", false) && ratio.contains("ratios")) {
+    for (const auto& r : ratio["ratios"]) {
+      if (r.is_object() && r.contains("ratio") && r["ratio"].is_number())
+        ratios[r.value("key", "")] = r["ratio"].get<double>();
+    }
+  }
+  Table t({"FIGURE", "UNIT", "GUEST MEDIAN", "GUEST/HOST"});
+  for (const auto& f : suite["figures"]) {
+    if (!f.is_object()) continue;
+    auto r = ratios.find(f.value("key", ""));
+    t.add({f.value("label", f.value("key", std::string("?"))), f.value("unit", std::string()),
+           median_cv(f.contains("spread") ? f["spread"] : nlohmann::json()),
+           r != ratios.end() ? fixed(100 * r->second, 1) + "%" : "-"});
+  }
+  t.print(out);
+  if (suite.contains("host") && suite["host"].is_object() &&
+      !suite["host"].value("available", false)) {
+    out << "host: " << suite["host"].value("reason", std::string("not run")) << "\n";
+  }
+}
+
 }  // namespace
+
+void print_compare_settings(const nlohmann::json& cmp, std::ostream& out) {
+  if (!cmp.is_object() || !cmp.contains("settings") || !cmp["settings"].is_array()) return;
+  std::vector<std::string> header{"SETTING"};
+  if (cmp.contains("runs") && cmp["runs"].is_array()) {
+    for (const auto& r : cmp["runs"]) header.push_back(r.is_object() ? r.value("id", "?") : "?");
+  }
+  Table t(header);
+  for (const auto& line : cmp["settings"]) {
+    if (!line.is_object()) continue;
+    std::string mark = line.value("blocking", false)  ? " !"
+                       : line.value("differs", false) ? " *"
+                                                      : "";
+    std::vector<std::string> row{line.value("name", std::string("?")) + mark};
+    for (const auto& v : line.value("values", nlohmann::json::array()))
+      row.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+    t.add(row);
+  }
+  t.print(out);
+  out << "(* differs, ! differs and makes the figures incomparable)\n\n";
+}
+
+std::string incomparable_message(const nlohmann::json& cmp) {
+  if (!cmp.is_object() || !cmp.contains("incomparable") || !cmp["incomparable"].is_array() ||
+      cmp["incomparable"].empty()) {
+    return "";
+  }
+  std::string s = "armhive: these runs measured different work, so their figures do not compare:\n";
+  for (const auto& d : cmp["incomparable"]) {
+    if (d.is_string()) s += "  " + d.get<std::string>() + "\n";
+  }
+  s += "Re-run them with the same image (corpus and tool versions), or pass --allow-different "
+       "to compare anyway.\n";
+  return s;
+}
 
 void print_bench_summary(const nlohmann::json& report, std::ostream& out) {
   if (!report.is_object() || report.empty()) return;
@@ -103,6 +168,10 @@ void print_bench_summary(const nlohmann::json& report, std::ostream& out) {
       out << "host: " << comp["host"].value("reason", std::string("not run")) << "\n";
     }
   }
+  auto suite = [&](const char* k) { return report.contains(k) ? report[k] : nlohmann::json(); };
+  print_figures("Memory bandwidth", suite("memory"), "tool", out);
+  print_figures("Crypto", suite("crypto"), "openssl_version", out);
+  print_figures("Storage", suite("storage"), "fio_version", out);
 }
 
 }  // namespace armhive

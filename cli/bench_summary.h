@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <string>
 
 namespace armhive {
 
@@ -10,5 +11,13 @@ namespace armhive {
 // medians with their spread), the versions and corpus that make figures comparable, and the
 // EMULATED warning. Missing parts are skipped, never printed as zero. `--json` has the rest.
 void print_bench_summary(const nlohmann::json& report, std::ostream& out);
+
+// `armhive bench compare`: the runs' settings side by side ("Comparison JSON" "settings"), a
+// "*" after those that differ and "!" after those that make the runs incomparable.
+void print_compare_settings(const nlohmann::json& comparison, std::ostream& out);
+
+// Why the compared runs must not be compared (their corpora or tool versions differ) and how
+// to override it; empty when they may be compared.
+std::string incomparable_message(const nlohmann::json& comparison);
 
 }  // namespace armhive

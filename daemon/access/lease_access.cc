@@ -138,7 +138,11 @@ Result<std::optional<SshEndpoint>> LeaseAccess::ssh_endpoint(const Lease& lease)
     }
   }
   if (ep.port == 0) return std::optional<SshEndpoint>();
-  ep.host_keys = host_keys(lease);
+  {
+    // Read by the watcher thread: an HTTP worker never waits for a guest command.
+    std::lock_guard lock(mu_);
+    if (auto it = keys_.find(lease.id); it != keys_.end()) ep.host_keys = it->second;
+  }
   return std::optional<SshEndpoint>(std::move(ep));
 }
 
@@ -217,11 +221,30 @@ void LeaseAccess::watch() {
       ports_.erase(id);
     }
   }
+  std::map<std::string, std::chrono::steady_clock::time_point> next_try;
   while (!stop_) {
     for (const Event& e : leases_.events_since(seq, std::chrono::milliseconds(500))) {
       seq = std::max(seq, e.seq);
       on_event(e);
     }
+    // Host keys of leases with a forward but no keys yet (their sshd may still be starting).
+    const auto now = std::chrono::steady_clock::now();
+    std::map<std::string, std::chrono::steady_clock::time_point> still;
+    for (const std::string& id : forwards_.leases()) {
+      {
+        std::lock_guard lock(mu_);
+        if (keys_.count(id)) continue;
+      }
+      auto it = next_try.find(id);
+      if (it != next_try.end() && it->second > now) {
+        still.insert(*it);
+        continue;
+      }
+      still[id] = now + std::chrono::seconds(2);
+      auto l = leases_.get_lease(id);
+      if (l.is_ok() && l->state == LeaseState::kReady) (void)host_keys(*l);
+    }
+    next_try.swap(still);
   }
 }
 

@@ -55,8 +55,9 @@ class LeaseAccess {
   void stop();
 
   // The SSH endpoint of `lease` through the host: nullopt unless it is ready (and then opens
-  // the forward and reads the host keys if the watcher has not yet; reading them runs a guest
-  // agent command, bounded by a timeout). kUnavailable when no port is free.
+  // the forwards if the watcher has not yet). Host keys are those the watcher has read through
+  // the guest agent so far (empty until the guest's sshd has made them); never waits for the
+  // guest. kUnavailable when no port is free.
   Result<std::optional<SshEndpoint>> ssh_endpoint(const Lease& lease);
 
   // Checks the extra guest ports a lease of `pool` asks for: each allowed by the pool's

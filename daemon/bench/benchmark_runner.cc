@@ -6,7 +6,9 @@
 #include <random>
 #include <sstream>
 
+#include "daemon/bench/cache_topology.h"
 #include "daemon/bench/host_sampler.h"
+#include "daemon/bench/machine_suites.h"
 #include "daemon/bench/report.h"
 #include "daemon/bench/suites.h"
 
@@ -140,6 +142,13 @@ Result<BenchmarkRun> BenchmarkRunner::start(const BenchmarkRequest& request) {
   if (target->vm_name.empty()) return conflict("the lease has no VM yet", request.lease_id);
   if (has_suite(request, kSuiteNetwork) && target->address.empty()) {
     return conflict("the lease's VM has no address yet", request.lease_id);
+  }
+  if (has_suite(request, kSuiteMemory)) {
+    uint64_t llc = target->last_level_cache_bytes;
+    if (llc == 0) {
+      if (auto c = read_last_level_cache(options_.sys_root)) llc = c->bytes;
+    }
+    ARMHIVE_RETURN_IF_ERROR(validate_memory_array(request.memory, llc));
   }
   BenchmarkRun run;
   run.lease_id = request.lease_id;
@@ -281,6 +290,17 @@ void BenchmarkRunner::execute(const Job& job) {
     rep["compression"] = comp;
     if (!s.is_ok()) failure = s.annotate("compression");
   }
+  auto machine_suite = [&](std::string_view name, auto run_suite, const auto& opts) {
+    if (!failure.is_ok() || !has_suite(run.request, name)) return;
+    update(run);
+    json part;
+    Status s = run_suite(ctx, opts, part);
+    rep[std::string(name)] = part;
+    if (!s.is_ok()) failure = s.annotate(std::string(name));
+  };
+  machine_suite(kSuiteMemory, run_memory_suite, run.request.memory);
+  machine_suite(kSuiteCrypto, run_crypto_suite, run.request.crypto);
+  machine_suite(kSuiteStorage, run_storage_suite, run.request.storage);
   rep["sensors"] = sensors_block(options_.sys_root, "after", rep["sensors"]);
   rep["finished_at"] = to_rfc3339(clock_.now());
   run.finished_at = clock_.now();

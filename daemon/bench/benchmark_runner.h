@@ -27,6 +27,8 @@ struct BenchmarkRunnerOptions {
   int zstd_seconds = 1;                  // zstd -i<s>: minimum seconds per measurement
   std::chrono::milliseconds guest_command_timeout{std::chrono::seconds(30)};
   std::chrono::milliseconds zstd_timeout{std::chrono::minutes(5)};  // per zstd run
+  // Per armhive-stream run (memory suite); crypto and storage derive theirs from their settings.
+  std::chrono::milliseconds stream_timeout{std::chrono::minutes(10)};
   size_t max_queued_per_vm = 8;     // start() answers kResourceExhausted beyond this
   int client_connect_attempts = 3;  // the daemonised server may not listen yet
   std::chrono::milliseconds client_retry_delay{std::chrono::milliseconds(500)};

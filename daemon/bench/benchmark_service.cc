@@ -68,8 +68,10 @@ Status validate_benchmark_request(const BenchmarkRequest& r) {
   if (r.lease_id.empty()) return invalid_argument("lease_id", "must be set");
   std::set<std::string> seen;
   for (const auto& s : r.suites) {
-    if (s != kSuiteNetwork && s != kSuiteCompression) {
-      return invalid_argument("suites", "unknown suite \"" + s + "\" (network, compression)");
+    if (s != kSuiteNetwork && s != kSuiteCompression && s != kSuiteMemory && s != kSuiteCrypto &&
+        s != kSuiteStorage) {
+      return invalid_argument("suites", "unknown suite \"" + s.substr(0, 40) +
+                                            "\" (network, compression, memory, crypto, storage)");
     }
     if (!seen.insert(s).second)
       return invalid_argument("suites", "suite \"" + s + "\" given twice");
@@ -91,6 +93,35 @@ Status validate_benchmark_request(const BenchmarkRequest& r) {
   const auto& c = r.compression;
   ARMHIVE_RETURN_IF_ERROR(in_range("compression.level", c.level, 1, 19));
   ARMHIVE_RETURN_IF_ERROR(in_range("compression.repeats", c.repeats, 1, 50));
+  const auto& m = r.memory;
+  ARMHIVE_RETURN_IF_ERROR(in_range("memory.array_mib", m.array_mib, 8, 4096));
+  ARMHIVE_RETURN_IF_ERROR(in_range("memory.iterations", m.iterations, 1, 100));
+  ARMHIVE_RETURN_IF_ERROR(in_range("memory.repeats", m.repeats, 1, 50));
+  const auto& k = r.crypto;
+  ARMHIVE_RETURN_IF_ERROR(in_range("crypto.seconds", k.seconds, 1, 30));
+  ARMHIVE_RETURN_IF_ERROR(in_range("crypto.repeats", k.repeats, 1, 50));
+  const auto& st = r.storage;
+  ARMHIVE_RETURN_IF_ERROR(in_range("storage.file_mib", st.file_mib, 16, 1024));
+  ARMHIVE_RETURN_IF_ERROR(in_range("storage.block_kib", st.block_kib, 4, 16384));
+  if (static_cast<int64_t>(st.block_kib) > int64_t{st.file_mib} * 1024) {
+    return invalid_argument("storage.block_kib", "must not exceed storage.file_mib");
+  }
+  ARMHIVE_RETURN_IF_ERROR(in_range("storage.queue_depth", st.queue_depth, 1, 256));
+  ARMHIVE_RETURN_IF_ERROR(in_range("storage.random_seconds", st.random_seconds, 1, 120));
+  ARMHIVE_RETURN_IF_ERROR(in_range("storage.repeats", st.repeats, 1, 50));
+  return Status::ok();
+}
+
+Status validate_memory_array(const MemoryOptions& options, uint64_t llc_bytes) {
+  const uint64_t array = static_cast<uint64_t>(options.array_mib) << 20;
+  if (llc_bytes != 0 && array < 4 * llc_bytes) {
+    uint64_t need_mib = (4 * llc_bytes + (1 << 20) - 1) >> 20;
+    return invalid_argument("memory.array_mib",
+                            std::to_string(options.array_mib) +
+                                " MiB per array is not well above the host's last-level cache (" +
+                                std::to_string(llc_bytes >> 10) + " KiB): give at least " +
+                                std::to_string(need_mib) + " (4x the cache)");
+  }
   return Status::ok();
 }
 
@@ -99,7 +130,8 @@ Result<BenchmarkRequest> benchmark_request_from_json(const json& body) {
   if (body.is_null()) return r;
   if (!body.is_object()) return invalid_argument("body", "must be a JSON object");
   const JsonReader top(body, "");
-  ARMHIVE_RETURN_IF_ERROR(top.only({"suites", "network", "compression"}));
+  ARMHIVE_RETURN_IF_ERROR(
+      top.only({"suites", "network", "compression", "memory", "crypto", "storage"}));
   ARMHIVE_RETURN_IF_ERROR(top.str_list("suites", r.suites));
   if (const json* net = top.find("network")) {
     const JsonReader n(*net, "network");
@@ -123,6 +155,37 @@ Result<BenchmarkRequest> benchmark_request_from_json(const json& body) {
     ARMHIVE_RETURN_IF_ERROR(c.integer("repeats", o.repeats));
     ARMHIVE_RETURN_IF_ERROR(c.boolean("multi_thread", o.multi_thread));
   }
+  if (const json* mem = top.find("memory")) {
+    const JsonReader m(*mem, "memory");
+    ARMHIVE_RETURN_IF_ERROR(m.require_object());
+    ARMHIVE_RETURN_IF_ERROR(m.only({"array_mib", "iterations", "repeats", "multi_thread"}));
+    auto& o = r.memory;
+    ARMHIVE_RETURN_IF_ERROR(m.integer("array_mib", o.array_mib));
+    ARMHIVE_RETURN_IF_ERROR(m.integer("iterations", o.iterations));
+    ARMHIVE_RETURN_IF_ERROR(m.integer("repeats", o.repeats));
+    ARMHIVE_RETURN_IF_ERROR(m.boolean("multi_thread", o.multi_thread));
+  }
+  if (const json* cr = top.find("crypto")) {
+    const JsonReader k(*cr, "crypto");
+    ARMHIVE_RETURN_IF_ERROR(k.require_object());
+    ARMHIVE_RETURN_IF_ERROR(k.only({"seconds", "repeats", "multi_thread"}));
+    auto& o = r.crypto;
+    ARMHIVE_RETURN_IF_ERROR(k.integer("seconds", o.seconds));
+    ARMHIVE_RETURN_IF_ERROR(k.integer("repeats", o.repeats));
+    ARMHIVE_RETURN_IF_ERROR(k.boolean("multi_thread", o.multi_thread));
+  }
+  if (const json* sto = top.find("storage")) {
+    const JsonReader st(*sto, "storage");
+    ARMHIVE_RETURN_IF_ERROR(st.require_object());
+    ARMHIVE_RETURN_IF_ERROR(
+        st.only({"file_mib", "block_kib", "queue_depth", "random_seconds", "repeats"}));
+    auto& o = r.storage;
+    ARMHIVE_RETURN_IF_ERROR(st.integer("file_mib", o.file_mib));
+    ARMHIVE_RETURN_IF_ERROR(st.integer("block_kib", o.block_kib));
+    ARMHIVE_RETURN_IF_ERROR(st.integer("queue_depth", o.queue_depth));
+    ARMHIVE_RETURN_IF_ERROR(st.integer("random_seconds", o.random_seconds));
+    ARMHIVE_RETURN_IF_ERROR(st.integer("repeats", o.repeats));
+  }
   // lease_id is the caller's; validate everything else now.
   BenchmarkRequest probe = r;
   probe.lease_id = "x";
@@ -144,6 +207,21 @@ json to_json(const BenchmarkRequest& r) {
        {{"level", r.compression.level},
         {"repeats", r.compression.repeats},
         {"multi_thread", r.compression.multi_thread}}},
+      {"memory",
+       {{"array_mib", r.memory.array_mib},
+        {"iterations", r.memory.iterations},
+        {"repeats", r.memory.repeats},
+        {"multi_thread", r.memory.multi_thread}}},
+      {"crypto",
+       {{"seconds", r.crypto.seconds},
+        {"repeats", r.crypto.repeats},
+        {"multi_thread", r.crypto.multi_thread}}},
+      {"storage",
+       {{"file_mib", r.storage.file_mib},
+        {"block_kib", r.storage.block_kib},
+        {"queue_depth", r.storage.queue_depth},
+        {"random_seconds", r.storage.random_seconds},
+        {"repeats", r.storage.repeats}}},
   };
 }
 

@@ -24,6 +24,9 @@ namespace armhive {
 
 inline constexpr std::string_view kSuiteNetwork = "network";
 inline constexpr std::string_view kSuiteCompression = "compression";
+inline constexpr std::string_view kSuiteMemory = "memory";    // armhive-stream (STREAM-style)
+inline constexpr std::string_view kSuiteCrypto = "crypto";    // openssl speed rsa2048 rsa4096
+inline constexpr std::string_view kSuiteStorage = "storage";  // fio, direct I/O
 
 struct NetworkOptions {
   int streams = 4;              // iperf3 -P, 1..128
@@ -40,12 +43,37 @@ struct CompressionOptions {
   bool multi_thread = true;  // also run with -T<vcpus>
 };
 
+struct MemoryOptions {
+  int array_mib = 128;       // MiB per array (three arrays), 8..4096; >= 4x the last-level cache
+  int iterations = 5;        // armhive-stream -i: timed passes, the best counts; 1..100
+  int repeats = 3;           // independent runs per thread count, 1..50
+  bool multi_thread = true;  // also on all vCPUs
+};
+
+struct CryptoOptions {
+  int seconds = 1;           // openssl speed -seconds per operation and key size, 1..30
+  int repeats = 3;           // 1..50
+  bool multi_thread = true;  // also `-multi <vcpus>`
+};
+
+struct StorageOptions {
+  int file_mib = 64;       // the test file, 16..1024 (fits the tiny image's disk)
+  int block_kib = 1024;    // sequential block size, 4..16384
+  int queue_depth = 8;     // fio --iodepth (libaio), 1..256
+  int random_seconds = 5;  // 4 KiB random read runs this long (time based), 1..120
+  int repeats = 3;         // 1..50
+};
+
 struct BenchmarkRequest {
   std::string lease_id;             // from the URL path
   std::string owner;                // the authenticated caller
-  std::vector<std::string> suites;  // "network", "compression"; empty = both
+  std::vector<std::string> suites;  // "network", "compression", "memory", "crypto", "storage";
+                                    // empty = network and compression
   NetworkOptions network;
   CompressionOptions compression;
+  MemoryOptions memory;
+  CryptoOptions crypto;
+  StorageOptions storage;
 };
 
 enum class BenchmarkState { kQueued, kRunning, kSucceeded, kFailed };
@@ -101,12 +129,16 @@ class BenchmarkService {
 };
 
 // JSON forms (README.md). The request body of POST /v1/leases/{id}/benchmarks is
-// {"suites": [...], "network": {...}, "compression": {...}}; every member is optional, unknown
+// {"suites": [...], "network": {...}, "compression": {...}, "memory": {...}, "crypto": {...},
+// "storage": {...}}; every member is optional, unknown
 // members are rejected. lease_id and owner are not read from the body: the caller sets them.
 // Errors are kInvalidArgument with field set, e.g. "network.streams".
 Result<BenchmarkRequest> benchmark_request_from_json(const nlohmann::json& body);
 nlohmann::json to_json(const BenchmarkRequest& request);             // without lease_id/owner
 Status validate_benchmark_request(const BenchmarkRequest& request);  // also checks lease_id is set
+// The memory suite's arrays must be well above the last-level cache or it measures the cache:
+// kInvalidArgument naming memory.array_mib when array_mib MiB < 4 x llc_bytes (0: unknown).
+Status validate_memory_array(const MemoryOptions& options, uint64_t llc_bytes);
 
 nlohmann::json to_json(const BenchmarkRun& run);
 Result<BenchmarkRun> benchmark_run_from_json(const nlohmann::json& j);

@@ -32,6 +32,15 @@ struct LeaseTarget {
   std::string corpus_description;  // e.g. "armhive-corpus v1: mixed text/random/zeros"
   // Where the same corpus lives on the host for the guest/host ratio (empty: none).
   std::string host_corpus_path;
+  // Host baselines of the other suites (host_baseline.h decides whether they run):
+  std::string host_stream_path;  // armhive-stream built for the host (empty: none)
+  std::string host_scratch_dir;  // a directory on the filesystem holding the VM's disk, for fio
+  // The VM's disk as the storage suite reports it: the overlay file on the host and its
+  // format ("qcow2"); empty when the resolver does not know.
+  std::string disk_path;
+  std::string disk_format = "qcow2";
+  std::string guest_disk_dir = "/var/tmp";  // where the storage suite's test file goes
+  uint64_t last_level_cache_bytes = 0;      // the host's, for the memory suite (0: read sysfs)
 };
 
 // Resolves a lease id to its VM. kNotFound for an unknown lease, kConflict when the lease has

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "daemon/bench/compare_settings.h"
+#include "daemon/bench/suite_figures.h"
 #include "daemon/bench/svg.h"
 
 namespace armhive {
@@ -251,6 +253,10 @@ Status check_benchmark_report(const json& report) {
         }
       }
     }
+    for (const char* suite : {"memory", "crypto", "storage"}) {
+      if (auto it = report.find(suite); it != report.end() && !it->is_null())
+        ARMHIVE_RETURN_IF_ERROR(check_figures(*it, suite));
+    }
   } catch (const json::exception& e) {
     return fail(std::string("malformed: ") + e.what());
   }
@@ -325,6 +331,10 @@ std::vector<BenchMetric> extract_benchmark_metrics(const json& report) {
         for (const auto& s : h->value("results", json::array())) add_series(s, "host");
       }
     }
+    for (const char* suite : {"memory", "crypto", "storage"}) {
+      if (auto it = report.find(suite); it != report.end() && it->is_object())
+        append_figure_metrics(*it, suite, rows);
+    }
   } catch (const json::exception&) {
     // A malformed (e.g. partial) report yields the metrics found so far.
   }
@@ -380,6 +390,9 @@ json compare_benchmark_runs(const std::vector<BenchmarkRun>& runs) {
                               {"values", vals},
                               {"ratios", ratios}});
   }
+  auto lines = line_up_settings(runs);
+  out["settings"] = settings_json(lines);
+  out["incomparable"] = incomparable_json(lines);
   return out;
 }
 

@@ -7,7 +7,9 @@
 #include <map>
 
 #include "base/xml_writer.h"
+#include "daemon/bench/compare_settings.h"
 #include "daemon/bench/report.h"
+#include "daemon/bench/suite_figures.h"
 #include "daemon/bench/svg.h"
 
 namespace armhive {
@@ -27,7 +29,8 @@ constexpr const char* kStyle =
     ".failed{background:#b00020;color:#fff}.ok{background:#2e7d32;color:#fff}"
     ".pending{background:#f9a825;color:#000}"
     ".note{background:#fff3cd;border:1px solid #e0c060;padding:6px 10px;font-size:13px}"
-    ".charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{border:1px solid #ddd}";
+    ".charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{border:1px solid #ddd}"
+    "tr.differs td{background:#fff3cd}tr.blocking td{background:#f8d7da}";
 
 std::string str(const json& j, const char* key) {
   auto it = j.find(key);
@@ -396,6 +399,10 @@ std::string single_report(const BenchmarkRun& r) {
   }
   if (auto c = rep.find("compression"); c != rep.end() && c->is_object())
     compression_section(w, *c, emulated);
+  for (const char* suite : {"memory", "crypto", "storage"}) {
+    if (auto it = rep.find(suite); it != rep.end() && it->is_object())
+      write_figures_section(w, *it, suite, emulated);
+  }
   if (auto se = rep.find("sensors"); se != rep.end() && se->is_object()) sensors_section(w, *se);
   return close_page(w);
 }
@@ -424,52 +431,28 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
   if (any_emulated) {
     note(w, "Runs marked EMULATED ran under QEMU TCG: compare them only with each other.");
   }
-  // The settings that make figures (in)comparable, side by side.
+  // The settings that make figures (in)comparable, side by side (compare_settings.h).
   w.element("h2", "Key settings");
-  w.start("table").start("tr").element("th", "setting");
+  w.start("table").attr("class", "lineup").start("tr").element("th", "setting");
   for (size_t i = 0; i < runs.size(); ++i) w.element("th", std::to_string(i + 1));
+  w.element("th", "").end();
+  bool blocking = false;
+  for (const auto& l : line_up_settings(runs)) {
+    blocking |= l.blocking;
+    w.start("tr");
+    if (l.blocking || l.differs) w.attr("class", l.blocking ? "blocking" : "differs");
+    w.element("th", l.name);
+    for (const auto& v : l.values) w.element("td", v);
+    w.element("td", l.blocking ? "differs: not comparable" : l.differs ? "differs" : "").end();
+  }
   w.end();
-  auto setting_row = [&](const std::string& name, auto value_of) {
-    w.start("tr").element("th", name);
-    for (const auto& r : runs) w.element("td", value_of(r));
-    w.end();
-  };
-  auto settings = [](const BenchmarkRun& r) { return r.report.value("settings", json::object()); };
-  auto has = [](const BenchmarkRun& r, std::string_view suite) {
-    return std::find(r.request.suites.begin(), r.request.suites.end(), std::string(suite)) !=
-           r.request.suites.end();
-  };
-  setting_row("host", [&](const BenchmarkRun& r) {
-    return r.host + " (" + str(settings(r), "host_arch") + ")";
-  });
-  setting_row("vCPUs / pinned cores", [&](const BenchmarkRun& r) {
-    return str(settings(r), "vcpus") + " / " +
-           cpus_text(settings(r).value("pinned_cpus", json::array()));
-  });
-  setting_row("emulated", [](const BenchmarkRun& r) {
-    return std::string(r.report.value("emulated", false) ? "EMULATED" : "no");
-  });
-  setting_row("suites", [](const BenchmarkRun& r) {
-    std::string s;
-    for (const auto& x : r.request.suites) s += (s.empty() ? "" : ", ") + x;
-    return s;
-  });
-  setting_row("iperf3 streams / duration", [&](const BenchmarkRun& r) {
-    return has(r, kSuiteNetwork) ? std::to_string(r.request.network.streams) + " / " +
-                                       std::to_string(r.request.network.duration_s) + " s"
-                                 : std::string(kDash);
-  });
-  setting_row("MTU", [&](const BenchmarkRun& r) {
-    if (!has(r, kSuiteNetwork)) return std::string(kDash);
-    return r.request.network.mtus.empty() ? str(settings(r), "mtu")
-                                          : cpus_text(json(r.request.network.mtus));
-  });
-  setting_row("zstd version / level", [&](const BenchmarkRun& r) {
-    if (!has(r, kSuiteCompression)) return std::string(kDash);
-    json c = r.report.value("compression", json::object());
-    return str(c, "zstd_version") + " / " + std::to_string(r.request.compression.level);
-  });
-  w.end();
+  if (blocking) {
+    w.start("p").attr("class", "note").attr("id", "incomparable");
+    w.text(
+         "The runs used different corpora or tool versions (marked red): their figures do not "
+         "measure the same work.")
+        .end();
+  }
 
   w.element("h2", "Metrics (ratio vs run 1)");
   w.start("table").start("tr").element("th", "metric");

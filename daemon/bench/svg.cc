@@ -209,7 +209,9 @@ std::string svg_line_chart(std::string_view title, std::string_view x_label,
 void write_svg_bar_chart(XmlWriter& w, std::string_view title, std::string_view unit,
                          const std::vector<SvgBar>& bars) {
   const double slot = 90;
-  const int width = std::max(360, static_cast<int>(80 + slot * static_cast<double>(bars.size())));
+  // Wide enough for the bars and for the title (bold 13 px: about 8 px per character).
+  const int width = std::max({360, static_cast<int>(80 + slot * static_cast<double>(bars.size())),
+                              static_cast<int>(30 + 8 * title.size())});
   const int h = 300;
   const double left = 60, right = width - 20, top = 40, bottom = h - 60;
   double ymax = 0;

@@ -335,6 +335,22 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
       case RecipeFile::Type::kFile:
         ARMHIVE_RETURN_IF_ERROR(write_file(p, f.content, f.mode));
         break;
+      case RecipeFile::Type::kCompiled: {
+        // Static, so the program needs nothing from the guest's libc (and runs unchanged on
+        // an aarch64 host for the benchmarks' host baselines).
+        fs::path src = work / fs::path(f.source).filename();
+        ARMHIVE_RETURN_IF_ERROR(write_file(src, f.content, 0644));
+        say("compiling " + f.source + " for the guest");
+        ARMHIVE_RETURN_IF_ERROR(
+            run_checked(runner_,
+                        {.argv = {std::string(kGuestCompiler), "-O2", "-static", "-pthread", "-o",
+                                  p.string(), src.string(), "-lm"},
+                         .timeout = std::chrono::minutes(5)},
+                        std::string(kGuestCompiler) + " " + f.source +
+                            " (install gcc-aarch64-linux-gnu: scripts/install-deps)"));
+        ::chmod(p.c_str(), f.mode);
+        break;
+      }
     }
   }
   std::string corpus_sha;

@@ -13,6 +13,10 @@
 
 namespace armhive {
 
+// Compiles a recipe's `[[files]] compile = "x.c"` entries: `-O2 -static -pthread ... -lm` for
+// the guest (arm64 is the only recipe architecture). From Debian's gcc-aarch64-linux-gnu.
+inline constexpr std::string_view kGuestCompiler = "aarch64-linux-gnu-gcc";
+
 struct BuildOptions {
   std::string catalog_dir;                         // created if missing
   std::string cache_dir;                           // .deb cache; empty: DebCache::kDefaultDir

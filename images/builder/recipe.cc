@@ -196,24 +196,29 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
       if (t == nullptr) return invalid_argument("files", "must be an array of tables ([[files]])");
       TomlReader sub(*t, "files.");
       ARMHIVE_RETURN_IF_ERROR(
-          sub.only({"path", "source", "content", "symlink", "directory", "mode"}));
+          sub.only({"path", "source", "compile", "content", "symlink", "directory", "mode"}));
       RecipeFile f;
       ARMHIVE_RETURN_IF_ERROR(sub.str("path", f.path));
       if (!valid_guest_path(f.path))
         return invalid_argument("files.path", "\"" + f.path + "\" is not an absolute guest path");
-      std::string content, link;
+      std::string content, link, compile;
       bool has_content = t->contains("content");
       ARMHIVE_RETURN_IF_ERROR(sub.str("source", f.source));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("compile", compile));
       ARMHIVE_RETURN_IF_ERROR(sub.str("content", content));
       ARMHIVE_RETURN_IF_ERROR(sub.str("symlink", link));
       bool is_dir = false;
       ARMHIVE_RETURN_IF_ERROR(sub.boolean("directory", is_dir));
       int kinds = (f.source.empty() ? 0 : 1) + (has_content ? 1 : 0) + (link.empty() ? 0 : 1) +
-                  (is_dir ? 1 : 0);
+                  (is_dir ? 1 : 0) + (compile.empty() ? 0 : 1);
       if (kinds != 1)
         return invalid_argument("files", f.path +
-                                             ": give exactly one of source, content, "
+                                             ": give exactly one of source, compile, content, "
                                              "symlink or directory = true");
+      if (!compile.empty()) {
+        f.type = RecipeFile::Type::kCompiled;
+        f.source = compile;
+      }
       if (is_dir) {
         f.type = RecipeFile::Type::kDirectory;
         ARMHIVE_ASSIGN_OR_RETURN(f.mode, parse_mode(t->get("mode"), "files.mode", 0755));
@@ -222,20 +227,23 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
         f.content = link;
         f.mode = 0777;
       } else {
-        ARMHIVE_ASSIGN_OR_RETURN(f.mode, parse_mode(t->get("mode"), "files.mode", 0644));
+        uint32_t default_mode = f.type == RecipeFile::Type::kCompiled ? 0755 : 0644;
+        ARMHIVE_ASSIGN_OR_RETURN(f.mode, parse_mode(t->get("mode"), "files.mode", default_mode));
         if (!f.source.empty()) {
           if (base_dir.empty() || fs::path(f.source).is_absolute() ||
               f.source.find("..") != std::string::npos)
             return invalid_argument("files.source",
                                     f.path + ": source must be relative to the recipe");
           auto data = read_text((fs::path(base_dir) / f.source).string());
-          if (!data.is_ok()) return data.status().with_field("files.source");
+          if (!data.is_ok())
+            return data.status().with_field(compile.empty() ? "files.source" : "files.compile");
           f.content = std::move(*data);
         } else {
           f.content = content;
         }
       }
       hash.update(f.path);
+      if (f.type == RecipeFile::Type::kCompiled) hash.update(std::string_view("\0compile", 8));
       hash.update(std::string_view("\0", 1));
       hash.update(f.content);
       hash.update(std::to_string(f.mode));

@@ -20,11 +20,13 @@ enum class RecipeKind {
 
 // One file, directory or symlink the builder puts into the root filesystem.
 struct RecipeFile {
-  enum class Type { kFile, kDirectory, kSymlink };
+  // kCompiled: `content` is C source the builder compiles for the guest (static, see
+  // builder.h) and installs at `path`.
+  enum class Type { kFile, kDirectory, kSymlink, kCompiled };
   Type type = Type::kFile;
   std::string path;     // absolute path in the guest
   std::string content;  // file contents (from `content` or read from `source`), or link target
-  std::string source;   // recipe-relative source path, empty for inline content
+  std::string source;   // recipe-relative source path (`source` or `compile`), empty for inline
   uint32_t mode = 0644;
 };
 

@@ -34,12 +34,14 @@ std::string e2e_state() {
 // One API port per test case: the daemon names its storage pool after it.
 constexpr int kNatApiPort = 18490;
 constexpr int kIsolatedApiPort = 18491;
+constexpr int kExamplesApiPort = 18492;
 constexpr int kPortMin = 22100;
 constexpr int kPortMax = 22104;
 
 // The daemon's config after DaemonProcess's own (which defines the isolated "armhive"
 // network): forwards on the host's outside address, and (for nat) a NAT network of its own.
-std::string config(const std::string& network) {
+// `egress`: [[networks.egress]] tables for the nat network.
+std::string config(const std::string& network, const std::string& egress = {}) {
   std::string t = R"(
 [access]
 listen = "10.78.0.1"
@@ -57,7 +59,7 @@ bridge = "ahbr1"
 cidr = "10.79.0.1/24"
 dhcp_start = "10.79.0.10"
 dhcp_end = "10.79.0.50"
-
+)" + egress + R"(
 [[pools]]
 name = "ci"
 image = "tiny"
@@ -231,8 +233,8 @@ TEST_CASE(
     "[access-e2e][nat]") {
   const std::string state = e2e_state() + "/access-nat";
   OutsideNamespace out("armhive-e2e-out", "10.79.0.0/24");
-  const int kApiPort = kNatApiPort;
-  DaemonProcess daemon(state, e2e_state() + "/images", kApiPort, config("ahnat"));
+  const int api_port = kNatApiPort;
+  DaemonProcess daemon(state, e2e_state() + "/images", api_port, config("ahnat"));
   daemon.set_bind("0.0.0.0");
   Status started = daemon.start();
   INFO(daemon.log());
@@ -268,13 +270,13 @@ TEST_CASE(
   // The guest's own address is not reachable from outside (routed via the host, not forwarded).
   CHECK_FALSE(out.run(ssh_argv(key_a, kh_a, 22, a.vm->address, "true")).ok());
   // The API is reachable from outside (it listens on every address)...
-  const std::string api_url = "http://10.78.0.1:" + std::to_string(kApiPort) + "/healthz";
+  const std::string api_url = "http://10.78.0.1:" + std::to_string(api_port) + "/healthz";
   CHECK(out.run({"curl", "-sf", "--max-time", "5", api_url}).ok());
 
   // ...but not from the guest, at any host address (dropped, not refused); nor libvirtd's, the
   // forwards' or sshd's ports.
-  CHECK(guest_connect(*api, a.id, "10.78.0.1", kApiPort) == "timed out");
-  CHECK(guest_connect(*api, a.id, "10.79.0.1", kApiPort) == "timed out");
+  CHECK(guest_connect(*api, a.id, "10.78.0.1", api_port) == "timed out");
+  CHECK(guest_connect(*api, a.id, "10.79.0.1", api_port) == "timed out");
   CHECK(guest_connect(*api, a.id, "10.79.0.1", 16509) == "timed out");
   CHECK(guest_connect(*api, a.id, "10.78.0.1", a.ssh->port) == "timed out");
   CHECK(guest_connect(*api, a.id, "10.79.0.1", 22) == "timed out");
@@ -341,8 +343,8 @@ TEST_CASE("isolated: the forward works, but the guest reaches neither outside no
           "[access-e2e][isolated]") {
   const std::string state = e2e_state() + "/access-isolated";
   OutsideNamespace out("armhive-e2e-out", "10.77.0.0/24");
-  const int kApiPort = kIsolatedApiPort;
-  DaemonProcess daemon(state, e2e_state() + "/images", kApiPort, config("armhive"));
+  const int api_port = kIsolatedApiPort;
+  DaemonProcess daemon(state, e2e_state() + "/images", api_port, config("armhive"));
   daemon.set_bind("0.0.0.0");
   Status started = daemon.start();
   INFO(daemon.log());
@@ -370,11 +372,11 @@ TEST_CASE("isolated: the forward works, but the guest reaches neither outside no
   CHECK(guest_http_get(*api, l.id, "10.78.0.2", 8000, "/hello.txt").empty());
   CHECK(guest_connect(*api, l.id, "10.78.0.2", 8000) != "connected");
   out.kill(www);
-  const std::string port = std::to_string(kApiPort);
+  const std::string port = std::to_string(api_port);
   CHECK(out.run({"curl", "-sf", "--max-time", "5", "http://10.78.0.1:" + port + "/healthz"}).ok());
-  CHECK(guest_connect(*api, l.id, "10.77.0.1", kApiPort) == "timed out");
+  CHECK(guest_connect(*api, l.id, "10.77.0.1", api_port) == "timed out");
   // An isolated guest has no route beyond its bridge: the host's other addresses are unreachable.
-  CHECK(guest_connect(*api, l.id, "10.78.0.1", kApiPort).find("unreachable") != std::string::npos);
+  CHECK(guest_connect(*api, l.id, "10.78.0.1", api_port).find("unreachable") != std::string::npos);
   CHECK(guest_connect(*api, l.id, "10.77.0.1", 16509) == "timed out");
   CHECK(guest_connect(*api, l.id, "10.77.0.1", 22) == "timed out");
   REQUIRE(api->release_lease(l.id).is_ok());
@@ -382,6 +384,84 @@ TEST_CASE("isolated: the forward works, but the guest reaches neither outside no
   // The "armhive" network stays for the other e2e tests; its guard goes with the daemon's rules.
   SubprocessRunner run;
   CHECK(remove_network_guard(run, "armhive").is_ok());
+}
+
+// The shipped CI examples, their shell steps extracted from the YAML and run from outside as the
+// CI service would (tests/daemon/access/run_ci_example.py), against a real lease.
+TEST_CASE("examples: the GitHub Actions and GitLab CI jobs run from outside through the forward",
+          "[access-e2e][examples]") {
+  const std::string state = e2e_state() + "/access-examples";
+  OutsideNamespace out("armhive-e2e-out");
+  const int api_port = kExamplesApiPort;
+  // The nat network with an egress allow-list: only 10.78.0.2, TCP/UDP 8000.
+  DaemonProcess daemon(
+      state, e2e_state() + "/images", api_port,
+      config("ahnat", "[[networks.egress]]\ncidr = \"10.78.0.2\"\nports = [8000]\n"));
+  daemon.set_bind("0.0.0.0");
+  Status started = daemon.start();
+  INFO(daemon.log());
+  REQUIRE(started.is_ok());
+  auto api = daemon.client();
+  REQUIRE(api);
+  {
+    // Allowed: the listed destination and port. Dropped: any other port there (a closed port
+    // would be refused if the packets got through).
+    fs::create_directories(state + "/www");
+    write(state + "/www/hello.txt", "allowed\n");
+    pid_t www = out.spawn({"python3", "-m", "http.server", "8000", "--bind",
+                           OutsideNamespace::kOutsideAddress, "--directory", state + "/www"},
+                          state + "/www.log");
+    REQUIRE(eventually(
+        [&] {
+          return out.run({"curl", "-sf", "http://10.78.0.2:8000/hello.txt"}).ok();
+        },
+        30s));
+    LeaseDto l = ready_lease(*api, make_key(state + "/id_egress"));
+    CHECK(guest_http_get(*api, l.id, "10.78.0.2", 8000, "/hello.txt").find("allowed") !=
+          std::string::npos);
+    CHECK(guest_connect(*api, l.id, "10.78.0.2", 8001) == "timed out");
+    out.kill(www);
+    REQUIRE(api->release_lease(l.id).is_ok());
+  }
+  std::string token;
+  {
+    std::ifstream in(state + "/admin.token");
+    std::getline(in, token);
+  }
+  // A checkout for `git archive HEAD`.
+  const std::string repo = state + "/repo";
+  fs::create_directories(repo);
+  write(repo + "/Makefile", "all:\n\ttrue\ncheck:\n\ttrue\n");
+  SubprocessRunner run;
+  for (std::vector<std::string> argv : {std::vector<std::string>{"git", "init", "-q", repo},
+                                        {"git", "-C", repo, "add", "Makefile"},
+                                        {"git", "-C", repo, "-c", "user.name=e2e", "-c",
+                                         "user.email=e2e@armhive", "commit", "-q", "-m", "e2e"}}) {
+    auto r = run.run({.argv = argv});
+    REQUIRE(r.is_ok());
+    REQUIRE(r->ok());
+  }
+  const std::string runner =
+      std::string(ARMHIVE_SOURCE_DIR) + "/tests/daemon/access/run_ci_example.py";
+  const std::string server = "http://10.78.0.1:" + std::to_string(api_port);
+  for (const char* kind : {"github", "gitlab"}) {
+    const std::string yaml =
+        std::string(ARMHIVE_SOURCE_DIR) + "/examples/" +
+        (std::string(kind) == "github" ? "github-actions.yml" : "gitlab-ci.yml");
+    auto job = out.run({"sh", "-c",
+                        "cd \"$0\" && exec env ARMHIVE_SERVER=\"$1\" ARMHIVE_TOKEN=\"$2\" "
+                        "python3 \"$3\" \"$4\" \"$5\"",
+                        repo, server, token, runner, kind, yaml},
+                       std::chrono::minutes(10));
+    INFO(kind << " job:\n" << job.out << job.err);
+    CHECK(job.ok());
+    CHECK(job.out.find("aarch64") != std::string::npos);        // uname -m in the guest
+    CHECK(job.out.find("make check in") != std::string::npos);  // the job's build step ran there
+    CHECK(job.out.find("Makefile") != std::string::npos);       // with the archived sources
+    CHECK(job.out.find("released l-") != std::string::npos);    // and gave the VM back
+  }
+  daemon.kill(SIGTERM);
+  remove_network_and_guard("ahnat");
 }
 
 }  // namespace

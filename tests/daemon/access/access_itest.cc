@@ -341,7 +341,13 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   REQUIRE(ep->has_value());
   CHECK((*ep)->host == "armhive.example");
   CHECK((*ep)->port == (*table)->find("l-new")[0].port);
-  CHECK((*ep)->host_keys == std::vector<std::string>{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb"});
+  // The watcher reads the host keys through the guest agent soon after.
+  CHECK(eventually([&] {
+    auto again = access.ssh_endpoint(lease("l-new", LeaseState::kReady));
+    return again.is_ok() && again->has_value() &&
+           (*again)->host_keys ==
+               std::vector<std::string>{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb"};
+  }));
 
   Client session((*ep)->port);
   REQUIRE(session.connected);

@@ -121,6 +121,31 @@ TEST_CASE("bad recipes are refused naming the culprit", "[images]") {
   }
 }
 
+TEST_CASE("the tiny recipe compiles the memory benchmark kernel and has the bench tools",
+          "[images]") {
+  auto r = load_recipe(std::string(ARMHIVE_SOURCE_DIR) + "/images/recipes/tiny.toml");
+  REQUIRE(r.is_ok());
+  for (const char* p : {"openssl", "fio"})
+    CHECK(std::find(r->packages.begin(), r->packages.end(), p) != r->packages.end());
+  const RecipeFile* stream = nullptr;
+  for (const auto& f : r->files)
+    if (f.path == "/usr/local/bin/armhive-stream") stream = &f;
+  REQUIRE(stream != nullptr);
+  CHECK(stream->type == RecipeFile::Type::kCompiled);
+  CHECK(stream->source == "tiny/armhive-stream.c");
+  CHECK(stream->mode == 0755);
+  CHECK(stream->content.find("validation ok") != std::string::npos);  // the source is read
+  // compile without a base directory, or beside another kind, is refused.
+  auto field = [](const std::string& text) {
+    auto p = parse_recipe(text, "");
+    return p.is_ok() ? std::string("ok") : p.status().field();
+  };
+  CHECK(field(std::string(kMinimal) + "[[files]]\npath = \"/x\"\ncompile = \"x.c\"\n") ==
+        "files.source");
+  CHECK(field(std::string(kMinimal) +
+              "[[files]]\npath = \"/x\"\ncompile = \"x.c\"\ncontent = \"y\"\n") == "files");
+}
+
 TEST_CASE("a recipe file that does not exist is not found", "[images]") {
   auto r = load_recipe("/nonexistent/armhive/recipe.toml");
   REQUIRE_FALSE(r.is_ok());
