@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "api/json.h"
+#include "base/base64.h"
 #include "base/validation.h"
 #include "daemon/bench/benchmark_service.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -26,6 +27,7 @@ void round_trip(const nlohmann::json& j, F parse) {
 }  // namespace
 }  // namespace armhive
 
+// NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace armhive;
   if (size == 0) return 0;

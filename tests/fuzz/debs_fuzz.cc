@@ -6,6 +6,7 @@
 
 #include "images/builder/package_index.h"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   for (const auto& p : armhive::parse_control_stanzas(text)) {

@@ -69,6 +69,7 @@ bool shape(const std::string& xml, std::string& out) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string kBaseline = [] {
     std::string s;

@@ -8,6 +8,7 @@
 #include "daemon/bench/iperf3_parser.h"
 #include "tests/fuzz/fuzz_check.h"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto r = armhive::parse_iperf3_json(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!r.is_ok()) return 0;

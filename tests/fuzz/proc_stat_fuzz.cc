@@ -8,6 +8,7 @@
 #include "daemon/bench/host_sampler.h"
 #include "tests/fuzz/fuzz_check.h"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   size_t cut = text.find("\n\n");

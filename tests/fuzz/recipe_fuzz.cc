@@ -5,6 +5,7 @@
 
 #include "images/builder/recipe.h"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)armhive::parse_recipe(std::string_view(reinterpret_cast<const char*>(data), size), "");
   return 0;

@@ -8,6 +8,7 @@
 #include "daemon/bench/zstd_parser.h"
 #include "tests/fuzz/fuzz_check.h"
 
+// NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   (void)armhive::parse_zstd_version(text);

@@ -81,10 +81,14 @@ void DaemonProcess::kill(int signal) {
   pid_ = -1;
 }
 
-std::unique_ptr<Client> DaemonProcess::client() const {
+std::unique_ptr<Client> DaemonProcess::client() const { return client_with(token_); }
+
+std::string DaemonProcess::full_log() const { return read_file(state_dir_ + "/armhived.log"); }
+
+std::unique_ptr<Client> DaemonProcess::client_with(const std::string& token) const {
   ClientOptions o;
   o.server = "http://127.0.0.1:" + std::to_string(port_);
-  o.token = token_;
+  o.token = token;
   o.timeout = std::chrono::seconds(60);
   auto c = Client::create(o);
   if (!c.is_ok()) return nullptr;

@@ -26,6 +26,9 @@ class DaemonProcess {
   bool running() const { return pid_ > 0; }
 
   std::unique_ptr<Client> client() const;
+  std::unique_ptr<Client> client_with(const std::string& token) const;  // another bearer token
+  const std::string& token() const { return token_; }                   // the admin secret
+  std::string full_log() const;                                         // all of armhived.log
   const std::string& state_dir() const { return state_dir_; }
   std::string log() const;
 

@@ -18,4 +18,19 @@ std::string read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
+std::vector<std::string> files_containing(const std::filesystem::path& dir,
+                                          const std::string& needle,
+                                          const std::filesystem::path& except) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code fec;
+    if (!it->is_regular_file(fec) || it->path() == except) continue;
+    if (it->file_size(fec) > (uint64_t{64} << 20)) continue;
+    if (read_file(it->path()).find(needle) != std::string::npos) out.push_back(it->path().string());
+  }
+  return out;
+}
+
 }  // namespace armhive

@@ -10,8 +10,10 @@
 #include <set>
 #include <thread>
 
+#include "api/json.h"
 #include "base/process_runner.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/files.h"
 
 namespace armhive {
 namespace {
@@ -197,6 +199,36 @@ TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill an
       },
       240s));
   CHECK(vm_files(state).size() == 1);  // only the fresh warm VM has files
+
+  // No secret in a log line, an event, the audit log (in the database), a response or a
+  // problem body: neither the admin secret nor a near-miss guess of it.
+  const std::string secret = daemon.token();
+  REQUIRE(secret.size() > 10);
+  std::string guess = secret;
+  guess.back() = guess.back() == 'A' ? 'B' : 'A';
+  auto refused = daemon.client_with(guess)->pools();
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().code() == ErrorCode::kUnauthenticated);
+  std::string answers = refused.status().to_string();
+  REQUIRE(api->stream_events(0, false,
+                             [&](const EventDto& e) {
+                               answers += to_json(e).dump();
+                               return true;
+                             })
+              .is_ok());
+  auto page = api->list_leases({});
+  auto one = api->get_lease(second->id);
+  auto pools = api->pools();
+  auto hosts = api->hosts();
+  REQUIRE((page.is_ok() && one.is_ok() && pools.is_ok() && hosts.is_ok()));
+  answers += to_json(*page).dump() + to_json(*one).dump();
+  for (const auto& p : *pools) answers += to_json(p).dump();
+  for (const auto& h : *hosts) answers += to_json(h).dump();
+  for (const std::string& s : {secret, guess, secret.substr(3)}) {
+    CHECK(answers.find(s) == std::string::npos);
+    CHECK(daemon.full_log().find(s) == std::string::npos);
+    CHECK(files_containing(state, s, state + "/admin.token").empty());
+  }
 
   daemon.kill(SIGTERM);
 }
