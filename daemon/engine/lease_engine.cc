@@ -85,7 +85,7 @@ Status LeaseEngine::start() {
       std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
           io_.get_executor());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     running_ = true;
     schedule_all_locked();
   }
@@ -104,7 +104,7 @@ Status LeaseEngine::start() {
 
 void LeaseEngine::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!running_ && threads_.empty()) return;
     running_ = false;
   }
@@ -130,7 +130,7 @@ void LeaseEngine::arm_timer(boost::asio::steady_timer& timer, std::chrono::milli
   timer.async_wait([this, &timer, period, fn](const boost::system::error_code& ec) {
     if (ec) return;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (!running_) return;
     }
     fn();
@@ -142,7 +142,7 @@ void LeaseEngine::arm_timer(boost::asio::steady_timer& timer, std::chrono::milli
 void LeaseEngine::track_op(int delta) {
   if (delta < 0) flush();  // a strand task ended: write what it queued, outside the lock
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ops_in_flight_ += delta;
   }
   changed_.notify_all();
@@ -154,8 +154,8 @@ void LeaseEngine::flush() {
 }
 
 bool LeaseEngine::wait_idle(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return changed_.wait_for(lock, timeout, [this] { return ops_in_flight_ == 0; });
+  MutexLock lock(mu_);
+  return changed_.wait_for(lock, timeout, [this]() REQUIRES(mu_) { return ops_in_flight_ == 0; });
 }
 
 std::string LeaseEngine::new_id_locked(const char* prefix, int hex_digits) {
@@ -280,7 +280,7 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
   }
   ActiveLease al;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!running_) return unavailable("the lease engine is not running");
     auto pit = pools_.find(request.pool);
     if (pit == pools_.end()) {
@@ -318,7 +318,7 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
   }
   std::string id = al.lease.id;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!running_) {
       // Stopped meanwhile: the row stays pending and the next start() queues it.
       return al.lease;
@@ -332,8 +332,8 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
   flush();
   // A warm hand-out completes in milliseconds: wait for it so the caller gets a ready lease.
   {
-    std::unique_lock lock(mu_);
-    changed_.wait_for(lock, options_.handout_wait, [&] {
+    MutexLock lock(mu_);
+    changed_.wait_for(lock, options_.handout_wait, [&]() REQUIRES(mu_) {
       auto it = leases_.find(id);
       return it == leases_.end() || it->second.lease.state != LeaseState::kProvisioning ||
              !it->second.lease.warm_handout;
@@ -346,7 +346,7 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
 
 Result<std::optional<Lease>> LeaseEngine::find_lease(const std::string& id) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = leases_.find(id);
     if (it != leases_.end()) return std::optional<Lease>(it->second.lease);
   }
@@ -373,7 +373,7 @@ Result<std::vector<Lease>> LeaseEngine::list_leases(const LeaseFilter& filter) {
   // for live leases and the queued version for ended ones.
   std::vector<std::string> ended;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (Lease& l : *listed) {
       auto it = leases_.find(l.id);
       if (it != leases_.end()) {
@@ -392,8 +392,8 @@ Result<std::vector<Lease>> LeaseEngine::list_leases(const LeaseFilter& filter) {
 
 Result<Lease> LeaseEngine::wait_lease(const std::string& id, std::chrono::milliseconds timeout) {
   {
-    std::unique_lock lock(mu_);
-    changed_.wait_for(lock, timeout, [&] {
+    MutexLock lock(mu_);
+    changed_.wait_for(lock, timeout, [&]() REQUIRES(mu_) {
       auto it = leases_.find(id);
       return it == leases_.end() || it->second.lease.state == LeaseState::kReady || !running_;
     });
@@ -406,7 +406,7 @@ Result<Lease> LeaseEngine::wait_lease(const std::string& id, std::chrono::millis
 Result<Lease> LeaseEngine::renew_lease(const std::string& id, Seconds ttl) {
   Lease renewed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = leases_.find(id);
     if (it != leases_.end()) {
       ActiveLease& al = it->second;
@@ -449,7 +449,7 @@ Result<Lease> LeaseEngine::renew_lease(const std::string& id, Seconds ttl) {
 
 Result<Lease> LeaseEngine::release_lease(const std::string& id) {
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     auto it = leases_.find(id);
     if (it != leases_.end()) {
       ActiveLease& al = it->second;
@@ -473,7 +473,7 @@ Result<Lease> LeaseEngine::release_lease(const std::string& id) {
 
 void LeaseEngine::expire_due_leases() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     expire_due_locked();
   }
   flush();
@@ -495,7 +495,7 @@ void LeaseEngine::expire_due_locked() {
 
 Result<LeaseEngine::LeaseVm> LeaseEngine::lease_vm(const std::string& lease_id) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = leases_.find(lease_id);
     if (it != leases_.end()) {
       if (it->second.lease.state != LeaseState::kReady) {
@@ -525,7 +525,7 @@ Result<std::string> LeaseEngine::console(const std::string& lease_id, size_t max
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, get_lease(lease_id));
   if (lease.vm_name.empty()) return conflict("lease " + lease_id + " has no VM yet", lease_id);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!vms_.count(lease.vm_name)) {
       return conflict("the VM of lease " + lease_id + " no longer exists", lease_id);
     }
@@ -534,7 +534,7 @@ Result<std::string> LeaseEngine::console(const std::string& lease_id, size_t max
 }
 
 std::vector<PoolStatus> LeaseEngine::pools() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<PoolStatus> out;
   for (const auto& [name, pool] : pools_) {
     PoolStatus st;
@@ -565,7 +565,7 @@ std::vector<PoolStatus> LeaseEngine::pools() {
 
 std::vector<HostView> LeaseEngine::hosts() {
   EngineHealth::View health = health_.view();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   HostView view;
   view.state = health.state;
   view.last_error = health.last_error;
@@ -591,9 +591,10 @@ std::vector<HostView> LeaseEngine::hosts() {
 }
 
 std::vector<Event> LeaseEngine::events_since(uint64_t after, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  changed_.wait_for(lock, timeout,
-                    [&] { return !running_ || (!events_.empty() && events_.back().seq > after); });
+  MutexLock lock(mu_);
+  changed_.wait_for(lock, timeout, [&]() REQUIRES(mu_) {
+    return !running_ || (!events_.empty() && events_.back().seq > after);
+  });
   std::vector<Event> out;
   for (const Event& e : events_) {
     if (e.seq > after) out.push_back(e);
