@@ -73,10 +73,13 @@ LeaseEngine::~LeaseEngine() {
 }
 
 Status LeaseEngine::start() {
-  for (const auto& [name, pool] : pools_) {
-    Status fit =
-        allocator_.can_ever_fit(pool.config.vcpus, pool.config.cpu_policy, pool.config.overcommit);
-    if (!fit.is_ok()) return fit.annotate("pool " + name);
+  {
+    MutexLock lock(mu_);
+    for (const auto& [name, pool] : pools_) {
+      Status fit = allocator_.can_ever_fit(pool.config.vcpus, pool.config.cpu_policy,
+                                           pool.config.overcommit);
+      if (!fit.is_ok()) return fit.annotate("pool " + name);
+    }
   }
   refresh_images();
   ARMHIVE_RETURN_IF_ERROR(recover());
