@@ -3,176 +3,15 @@
 #include <initializer_list>
 #include <limits>
 
-#include "api/validation.h"
+#include "base/base64.h"
+#include "base/json_reader.h"
+#include "base/utf8.h"
+#include "base/validation.h"
 
 namespace armhive {
 namespace {
 
 using nlohmann::json;
-
-std::string join_field(std::string_view prefix, std::string_view key) {
-  if (prefix.empty()) return std::string(key);
-  return std::string(prefix) + "." + std::string(key);
-}
-
-// Typed member access with field paths in errors. Null members count as absent.
-class Reader {
- public:
-  Reader(const json& j, std::string prefix) : j_(j), prefix_(std::move(prefix)) {}
-
-  Status require_object() const {
-    if (!j_.is_object()) {
-      return invalid_argument(prefix_.empty() ? "body" : prefix_, "must be a JSON object");
-    }
-    return Status::ok();
-  }
-
-  Status only(std::initializer_list<std::string_view> allowed) const {
-    for (auto it = j_.begin(); it != j_.end(); ++it) {
-      bool known = false;
-      for (auto a : allowed) known = known || a == it.key();
-      if (!known) {
-        std::string allowed_list;
-        for (auto a : allowed) allowed_list += (allowed_list.empty() ? "" : ", ") + std::string(a);
-        return invalid_argument(field(it.key()), "unknown field (allowed: " + allowed_list + ")");
-      }
-    }
-    return Status::ok();
-  }
-
-  std::string field(std::string_view key) const { return join_field(prefix_, key); }
-
-  const json* find(std::string_view key) const {
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-
-  Status missing(std::string_view key) const { return invalid_argument(field(key), "is required"); }
-
-  Status str(std::string_view key, std::string& out, bool required = false) const {
-    const json* v = find(key);
-    if (v == nullptr) return required ? missing(key) : Status::ok();
-    if (!v->is_string()) return invalid_argument(field(key), "must be a string");
-    out = v->get<std::string>();
-    return Status::ok();
-  }
-
-  Status opt_str(std::string_view key, std::optional<std::string>& out) const {
-    const json* v = find(key);
-    if (v == nullptr) {
-      out.reset();
-      return Status::ok();
-    }
-    if (!v->is_string()) return invalid_argument(field(key), "must be a string");
-    out = v->get<std::string>();
-    return Status::ok();
-  }
-
-  template <typename T>
-  Status integer(std::string_view key, T& out, bool required = false) const {
-    const json* v = find(key);
-    if (v == nullptr) return required ? missing(key) : Status::ok();
-    if (!v->is_number_integer()) return invalid_argument(field(key), "must be an integer");
-    if (v->is_number_unsigned()) {
-      auto u = v->get<uint64_t>();
-      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-        return invalid_argument(field(key), "is too large");
-      }
-      out = static_cast<T>(u);
-      return Status::ok();
-    }
-    auto i = v->get<int64_t>();
-    if (i < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
-        (i > 0 &&
-         static_cast<uint64_t>(i) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
-      return invalid_argument(field(key), "is out of range");
-    }
-    out = static_cast<T>(i);
-    return Status::ok();
-  }
-
-  Status number(std::string_view key, double& out) const {
-    const json* v = find(key);
-    if (v == nullptr) return Status::ok();
-    if (!v->is_number()) return invalid_argument(field(key), "must be a number");
-    out = v->get<double>();
-    return Status::ok();
-  }
-
-  Status boolean(std::string_view key, bool& out) const {
-    const json* v = find(key);
-    if (v == nullptr) return Status::ok();
-    if (!v->is_boolean()) return invalid_argument(field(key), "must be true or false");
-    out = v->get<bool>();
-    return Status::ok();
-  }
-
-  Status str_list(std::string_view key, std::vector<std::string>& out) const {
-    const json* v = find(key);
-    if (v == nullptr) return Status::ok();
-    if (!v->is_array()) return invalid_argument(field(key), "must be an array of strings");
-    out.clear();
-    for (size_t i = 0; i < v->size(); ++i) {
-      const json& e = (*v)[i];
-      if (!e.is_string()) {
-        return invalid_argument(field(key) + "[" + std::to_string(i) + "]", "must be a string");
-      }
-      out.push_back(e.get<std::string>());
-    }
-    return Status::ok();
-  }
-
-  Status int_list(std::string_view key, std::vector<int>& out) const {
-    const json* v = find(key);
-    if (v == nullptr) return Status::ok();
-    if (!v->is_array()) return invalid_argument(field(key), "must be an array of integers");
-    out.clear();
-    for (size_t i = 0; i < v->size(); ++i) {
-      const json& e = (*v)[i];
-      if (!e.is_number_integer()) {
-        return invalid_argument(field(key) + "[" + std::to_string(i) + "]", "must be an integer");
-      }
-      out.push_back(e.get<int>());
-    }
-    return Status::ok();
-  }
-
-  Status str_map(std::string_view key, std::map<std::string, std::string>& out) const {
-    const json* v = find(key);
-    if (v == nullptr) return Status::ok();
-    if (!v->is_object()) {
-      return invalid_argument(field(key), "must be an object of string values");
-    }
-    out.clear();
-    for (auto it = v->begin(); it != v->end(); ++it) {
-      if (!it.value().is_string()) {
-        return invalid_argument(field(key) + "." + it.key(), "must be a string");
-      }
-      out[it.key()] = it.value().get<std::string>();
-    }
-    return Status::ok();
-  }
-
-  // Iterates an array member of objects, calling parse(element, "key[i]").
-  template <typename T, typename F>
-  Status objects(std::string_view key, std::vector<T>& out, F parse) const {
-    const json* v = find(key);
-    if (v == nullptr) return Status::ok();
-    if (!v->is_array()) return invalid_argument(field(key), "must be an array");
-    out.clear();
-    for (size_t i = 0; i < v->size(); ++i) {
-      T item;
-      ARMHIVE_RETURN_IF_ERROR(parse((*v)[i], field(key) + "[" + std::to_string(i) + "]", item));
-      out.push_back(std::move(item));
-    }
-    return Status::ok();
-  }
-
- private:
-  const json& j_;
-  std::string prefix_;
-};
 
 #define AH_TRY(expr) ARMHIVE_RETURN_IF_ERROR(expr)
 
@@ -204,7 +43,7 @@ void put_bytes(json& j, const std::string& key, const std::string& bytes) {
   }
 }
 
-Status get_bytes(const Reader& r, const std::string& key, std::string& out) {
+Status get_bytes(const JsonReader& r, const std::string& key, std::string& out) {
   std::string text, b64;
   AH_TRY(r.str(key, text));
   AH_TRY(r.str(key + "_base64", b64));
@@ -225,7 +64,7 @@ json optional_string(const std::optional<T>& v) {
 }
 
 Status parse_vm(const json& j, const std::string& prefix, VmDto& vm) {
-  Reader r(j, prefix);
+  JsonReader r(j, prefix);
   AH_TRY(r.require_object());
   AH_TRY(r.str("name", vm.name));
   AH_TRY(r.str("address", vm.address));
@@ -235,17 +74,28 @@ Status parse_vm(const json& j, const std::string& prefix, VmDto& vm) {
 }
 
 Status parse_ssh(const json& j, const std::string& prefix, SshDto& ssh) {
-  Reader r(j, prefix);
+  JsonReader r(j, prefix);
   AH_TRY(r.require_object());
   AH_TRY(r.str("user", ssh.user));
   AH_TRY(r.str("host", ssh.host));
   AH_TRY(r.integer("port", ssh.port));
   AH_TRY(r.str("command", ssh.command));
+  AH_TRY(r.str_list("host_keys", ssh.host_keys));
+  AH_TRY(r.str("known_hosts", ssh.known_hosts));
+  return Status::ok();
+}
+
+Status parse_forward(const json& j, const std::string& prefix, PortForwardDto& f) {
+  JsonReader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.integer("guest_port", f.guest_port));
+  AH_TRY(r.str("host", f.host));
+  AH_TRY(r.integer("port", f.port));
   return Status::ok();
 }
 
 Status parse_transition(const json& j, const std::string& prefix, TransitionDto& t) {
-  Reader r(j, prefix);
+  JsonReader r(j, prefix);
   AH_TRY(r.require_object());
   AH_TRY(r.str("from", t.from));
   AH_TRY(r.str("to", t.to));
@@ -255,7 +105,7 @@ Status parse_transition(const json& j, const std::string& prefix, TransitionDto&
 }
 
 Status parse_lease(const json& j, const std::string& prefix, LeaseDto& l) {
-  Reader r(j, prefix);
+  JsonReader r(j, prefix);
   AH_TRY(r.require_object());
   AH_TRY(r.str("id", l.id, true));
   AH_TRY(r.str("pool", l.pool));
@@ -280,12 +130,13 @@ Status parse_lease(const json& j, const std::string& prefix, LeaseDto& l) {
     AH_TRY(parse_ssh(*ssh, r.field("ssh"), s));
     l.ssh = std::move(s);
   }
+  AH_TRY(r.objects("forwards", l.forwards, parse_forward));
   AH_TRY(r.objects("history", l.history, parse_transition));
   return Status::ok();
 }
 
 Status parse_pool(const json& j, const std::string& prefix, PoolDto& p) {
-  Reader r(j, prefix);
+  JsonReader r(j, prefix);
   AH_TRY(r.require_object());
   AH_TRY(r.str("name", p.name, true));
   AH_TRY(r.str("image", p.image));
@@ -307,7 +158,7 @@ Status parse_pool(const json& j, const std::string& prefix, PoolDto& p) {
 }
 
 Status parse_core(const json& j, const std::string& prefix, CoreDto& c) {
-  Reader r(j, prefix);
+  JsonReader r(j, prefix);
   AH_TRY(r.require_object());
   AH_TRY(r.integer("cpu", c.cpu, true));
   AH_TRY(r.integer("cluster", c.cluster));
@@ -320,7 +171,7 @@ Status parse_core(const json& j, const std::string& prefix, CoreDto& c) {
 }
 
 Status parse_numa(const json& j, const std::string& prefix, NumaNodeDto& n) {
-  Reader r(j, prefix);
+  JsonReader r(j, prefix);
   AH_TRY(r.require_object());
   AH_TRY(r.integer("id", n.id));
   AH_TRY(r.integer("memory_kib", n.memory_kib));
@@ -329,7 +180,7 @@ Status parse_numa(const json& j, const std::string& prefix, NumaNodeDto& n) {
 }
 
 Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
-  Reader r(j, prefix);
+  JsonReader r(j, prefix);
   AH_TRY(r.require_object());
   AH_TRY(r.str("hostname", h.hostname));
   AH_TRY(r.str("uri", h.uri));
@@ -346,8 +197,8 @@ Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
     h.clusters.clear();
     for (size_t i = 0; i < c->size(); ++i) {
       std::vector<int> cpus;
-      const json wrapped = {{"c", (*c)[i]}};  // Reader keeps a reference: must outlive it
-      Reader inner(wrapped, r.field("clusters") + "[" + std::to_string(i) + "]");
+      const json wrapped = {{"c", (*c)[i]}};  // JsonReader keeps a reference: must outlive it
+      JsonReader inner(wrapped, r.field("clusters") + "[" + std::to_string(i) + "]");
       AH_TRY(inner.int_list("c", cpus));
       h.clusters.push_back(std::move(cpus));
     }
@@ -358,7 +209,7 @@ Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
 }
 
 Status parse_benchmark_run(const json& j, const std::string& prefix, BenchmarkRunDto& b) {
-  Reader r(j, prefix);
+  JsonReader r(j, prefix);
   AH_TRY(r.require_object());
   AH_TRY(r.str("id", b.id, true));
   AH_TRY(r.str("lease_id", b.lease_id));
@@ -377,7 +228,7 @@ Status parse_benchmark_run(const json& j, const std::string& prefix, BenchmarkRu
 
 template <typename T, typename F>
 Result<std::vector<T>> items_from_json(const json& j, F parse) {
-  Reader r(j, "");
+  JsonReader r(j, "");
   AH_TRY(r.require_object());
   if (r.find("items") == nullptr) return r.missing("items");
   std::vector<T> out;
@@ -413,13 +264,14 @@ json to_json(const LeaseCreateRequest& r) {
   json j = {
       {"pool", r.pool}, {"ssh_keys", r.ssh_keys}, {"labels", r.labels}, {"purpose", r.purpose}};
   if (r.ttl_seconds) j["ttl"] = *r.ttl_seconds;
+  if (!r.ports.empty()) j["ports"] = r.ports;
   return j;
 }
 
 Result<LeaseCreateRequest> lease_create_from_json(const json& j) {
-  Reader r(j, "");
+  JsonReader r(j, "");
   AH_TRY(r.require_object());
-  AH_TRY(r.only({"pool", "ttl", "ssh_keys", "labels", "purpose"}));
+  AH_TRY(r.only({"pool", "ttl", "ssh_keys", "labels", "purpose", "ports"}));
   LeaseCreateRequest out;
   AH_TRY(r.str("pool", out.pool, true));
   AH_TRY(check_name("pool", out.pool));
@@ -440,13 +292,19 @@ Result<LeaseCreateRequest> lease_create_from_json(const json& j) {
   if (out.purpose != "ci" && out.purpose != "dev") {
     return invalid_argument("purpose", "must be \"ci\" or \"dev\"");
   }
+  AH_TRY(r.int_list("ports", out.ports));
+  for (size_t i = 0; i < out.ports.size(); ++i) {
+    if (out.ports[i] < 1 || out.ports[i] > 65535) {
+      return invalid_argument("ports[" + std::to_string(i) + "]", "must be a TCP port, 1-65535");
+    }
+  }
   return out;
 }
 
 json to_json(const LeaseRenewRequest& r) { return {{"ttl", r.ttl_seconds}}; }
 
 Result<LeaseRenewRequest> lease_renew_from_json(const json& j) {
-  Reader r(j, "");
+  JsonReader r(j, "");
   AH_TRY(r.require_object());
   AH_TRY(r.only({"ttl"}));
   const json* ttl = r.find("ttl");
@@ -463,7 +321,7 @@ json to_json(const ExecRequestDto& r) {
 }
 
 Result<ExecRequestDto> exec_request_from_json(const json& j) {
-  Reader r(j, "");
+  JsonReader r(j, "");
   AH_TRY(r.require_object());
   AH_TRY(r.only({"argv", "stdin", "stdin_base64", "timeout_s"}));
   ExecRequestDto out;
@@ -514,6 +372,16 @@ json to_json(const LeaseDto& l) {
                 {"host", l.ssh->host},
                 {"port", l.ssh->port},
                 {"command", l.ssh->command}};
+    if (!l.ssh->host_keys.empty()) {
+      j["ssh"]["host_keys"] = l.ssh->host_keys;
+      j["ssh"]["known_hosts"] = l.ssh->known_hosts;
+    }
+  }
+  if (!l.forwards.empty()) {
+    j["forwards"] = json::array();
+    for (const auto& f : l.forwards) {
+      j["forwards"].push_back({{"guest_port", f.guest_port}, {"host", f.host}, {"port", f.port}});
+    }
   }
   for (const auto& t : l.history) {
     j["history"].push_back({{"from", t.from}, {"to", t.to}, {"at", t.at}, {"reason", t.reason}});
@@ -535,7 +403,7 @@ json to_json(const LeasePage& p) {
 }
 
 Result<LeasePage> lease_page_from_json(const json& j) {
-  Reader r(j, "");
+  JsonReader r(j, "");
   AH_TRY(r.require_object());
   LeasePage p;
   if (r.find("items") == nullptr) return r.missing("items");
@@ -606,7 +474,7 @@ json to_json(const EventDto& e) {
 }
 
 Result<EventDto> event_from_json(const json& j) {
-  Reader r(j, "");
+  JsonReader r(j, "");
   AH_TRY(r.require_object());
   EventDto e;
   AH_TRY(r.integer("seq", e.seq, true));
@@ -628,7 +496,7 @@ json to_json(const Problem& p) {
 }
 
 Result<Problem> problem_from_json(const json& j) {
-  Reader r(j, "");
+  JsonReader r(j, "");
   AH_TRY(r.require_object());
   Problem p;
   AH_TRY(r.str("type", p.type));
@@ -650,7 +518,7 @@ json to_json(const ExecResultDto& r) {
 }
 
 Result<ExecResultDto> exec_result_from_json(const json& j) {
-  Reader r(j, "");
+  JsonReader r(j, "");
   AH_TRY(r.require_object());
   ExecResultDto out;
   AH_TRY(r.integer("exit_code", out.exit_code, true));

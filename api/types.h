@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/validation.h"  // kMaxTtlSeconds
+
 namespace armhive {
 
 // The wire types of the REST API (api/openapi.yaml), shared by the daemon and the CLI. They
@@ -16,8 +18,7 @@ namespace armhive {
 //
 // Plain data; no thread affinity.
 
-inline constexpr size_t kMaxBodyBytes = 64 * 1024;           // larger bodies: 413
-inline constexpr int64_t kMaxTtlSeconds = 30LL * 24 * 3600;  // 30 days: above is absurd
+inline constexpr size_t kMaxBodyBytes = 64 * 1024;  // larger bodies: 413
 inline constexpr int64_t kMaxExecTimeoutSeconds = 3600;
 inline constexpr size_t kMaxSshKeys = 32;
 inline constexpr std::string_view kProblemTypeBase = "https://armhive.dev/problems/";
@@ -29,6 +30,8 @@ struct LeaseCreateRequest {
   std::vector<std::string> ssh_keys;
   std::map<std::string, std::string> labels;
   std::string purpose = "ci";  // "ci" | "dev"
+  // Guest TCP ports besides SSH to forward through the host (each 1-65535, allowed by the pool).
+  std::vector<int> ports;
 };
 
 // POST /v1/leases/{id}/renew
@@ -48,6 +51,17 @@ struct SshDto {
   std::string host;
   int port = 22;
   std::string command;  // a ready-to-paste command line, for people
+  // The VM's SSH host public keys ("ssh-ed25519 AAAA…"), read through the guest agent; empty
+  // until known. known_hosts: the same as known_hosts lines for host:port.
+  std::vector<std::string> host_keys;
+  std::string known_hosts;
+};
+
+// A guest port the lease asked for, as the host forwards it.
+struct PortForwardDto {
+  int guest_port = 0;
+  std::string host;
+  int port = 0;
 };
 
 struct TransitionDto {
@@ -73,6 +87,7 @@ struct LeaseDto {
   bool warm_handout = false;
   std::optional<VmDto> vm;
   std::optional<SshDto> ssh;
+  std::vector<PortForwardDto> forwards;  // the extra ports' forwards while ready
   std::vector<TransitionDto> history;
 };
 

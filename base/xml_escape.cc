@@ -1,29 +1,18 @@
 #include "base/xml_escape.h"
 
+#include "base/utf8.h"
+
 namespace armhive {
 namespace {
 
 constexpr const char* kReplacement = "\xEF\xBF\xBD";
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if invalid.
-size_t utf8_len(std::string_view s, size_t i) {
-  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = b(i);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
-    if ((b(i + k) & 0xC0) != 0x80) return 0;
-  }
-  if (n == 2 && c < 0xC2) return 0;                       // overlong
-  if (n == 3 && c == 0xE0 && b(i + 1) < 0xA0) return 0;   // overlong
-  if (n == 3 && c == 0xED && b(i + 1) >= 0xA0) return 0;  // surrogates
-  if (n == 4 && (c > 0xF4 || (c == 0xF0 && b(i + 1) < 0x90) || (c == 0xF4 && b(i + 1) >= 0x90))) {
-    return 0;
-  }
-  if (n == 3 && c == 0xEF && b(i + 1) == 0xBF && (b(i + 2) == 0xBE || b(i + 2) == 0xBF)) {
-    return 0;  // U+FFFE / U+FFFF are not XML characters
-  }
-  return n;
+// Length of the UTF-8 sequence at s[i] if it is an XML 1.0 character's, else 0 (control
+// characters are handled by the caller).
+size_t xml_char_len(std::string_view s, size_t i) {
+  const Utf8Char c = decode_utf8(s, i);
+  if (c.code_point == 0xFFFE || c.code_point == 0xFFFF) return 0;  // not XML characters
+  return c.length;
 }
 
 }  // namespace
@@ -32,7 +21,7 @@ std::string xml_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 16);
   for (size_t i = 0; i < text.size();) {
-    size_t n = utf8_len(text, i);
+    size_t n = xml_char_len(text, i);
     if (n == 0) {
       out += kReplacement;
       ++i;
@@ -74,6 +63,25 @@ std::string xml_escape(std::string_view text) {
           out += c;
         }
     }
+  }
+  return out;
+}
+
+std::string xml_text_safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const Utf8Char c = decode_utf8(text, i);
+    const char32_t cp = c.code_point;
+    const bool allowed = cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
+                         (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
+    if (c.length == 0 || !allowed) {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    out.append(text.substr(i, c.length));
+    i += c.length;
   }
   return out;
 }

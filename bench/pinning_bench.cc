@@ -1,4 +1,4 @@
-// Pinned vs unpinned run-to-run spread of the in-guest zstd benchmark (issue 5).
+// Pinned vs unpinned run-to-run spread of the in-guest zstd benchmark.
 //
 //   armhive-bench-pinning --catalog DIR [--samples N] [--out FILE.json] [--uri URI]
 //                         [--state-dir DIR] [--no-noise] [--noise-seed S]
@@ -27,6 +27,10 @@
 // says so. Both VMs, their overlays and per-VM files, the storage pool, the network and the state
 // directory are removed on every exit path (errors, SIGINT/SIGTERM between samples included).
 // Results: bench/results/pinning-<date>.json, summarised in BENCHMARKS.md.
+//
+// One file of ~750 lines, on purpose: it is one experiment read top to bottom, and its /proc
+// probes, noise generator and sampler serve no other program (daemon/bench owns the reusable
+// parsers and statistics it calls).
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -52,6 +56,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/utc_time.h"
 #include "daemon/bench/stats.h"
 #include "daemon/bench/zstd_parser.h"
 #include "daemon/images/catalog.h"
@@ -93,15 +98,6 @@ std::string read_text(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // tid 0: the calling thread.

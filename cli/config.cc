@@ -1,7 +1,9 @@
 #include "cli/config.h"
 
 #include <toml++/toml.h>
+#include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -100,6 +102,30 @@ Result<ClientOptions> resolve_client_options(const CliSettings& flags) {
   o.ca_file = expand_home(pick(flags.ca_file, env("ARMHIVE_CA_FILE"), file.ca_file));
   o.insecure = flags.insecure || file.insecure;
   return o;
+}
+
+Result<std::string> write_known_hosts(const std::string& lease_id, const std::string& lines) {
+  for (char c : lease_id) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-')) {
+      return invalid_argument("lease", "not a lease id: " + lease_id);
+    }
+  }
+  std::string base;
+  if (std::string x = env("XDG_CACHE_HOME"); !x.empty()) {
+    base = x + "/armhive/known_hosts";
+  } else if (std::string h = env("HOME"); !h.empty()) {
+    base = h + "/.cache/armhive/known_hosts";
+  } else {
+    base = "/tmp/armhive-" + std::to_string(::getuid()) + "/known_hosts";
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(base, ec);
+  if (ec) return unavailable("cannot create " + base + ": " + ec.message());
+  const std::string path = base + "/" + lease_id;
+  std::ofstream out(path, std::ios::trunc);
+  out << lines;
+  if (!out) return unavailable("cannot write " + path);
+  return path;
 }
 
 }  // namespace armhive

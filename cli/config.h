@@ -29,6 +29,10 @@ struct CliSettings {
 // a wrong type is kInvalidArgument naming the file and key.
 Result<ClientOptions> resolve_client_options(const CliSettings& flags);
 
+// Writes a lease's known_hosts lines to $XDG_CACHE_HOME/armhive/known_hosts/LEASE (else
+// ~/.cache/…, else /tmp/armhive-UID/…) and returns the path, for `ssh -o UserKnownHostsFile=`.
+Result<std::string> write_known_hosts(const std::string& lease_id, const std::string& lines);
+
 // "~/x" -> "$HOME/x".
 std::string expand_home(const std::string& path);
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "api/validation.h"
+#include "base/validation.h"
 
 namespace armhive {
 

@@ -12,12 +12,18 @@
 
 #include "base/metrics.h"
 #include "base/process_runner.h"
+#include "base/version.h"
+#include "daemon/access/forward_table.h"
+#include "daemon/access/lease_access.h"
+#include "base/secret_file.h"
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/bench/lease_target_resolver.h"
 #include "daemon/config/daemon_config.h"
+#include "daemon/config/secret_files.h"
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/catalog_image_source.h"
 #include "daemon/engine/lease_engine.h"
+#include "daemon/http/convert.h"
 #include "daemon/http/server.h"
 #include "daemon/http/token_commands.h"
 #include "daemon/store/sqlite_lease_store.h"
@@ -26,6 +32,7 @@
 #include "daemon/virt/host_discovery.h"
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "daemon/virt/network.h"
+#include "daemon/virt/network_guard.h"
 
 namespace armhive {
 namespace {
@@ -56,22 +63,22 @@ Status bootstrap_admin(TokenStore& tokens, const std::string& path) {
                     " is missing: put its secret there, or revoke it with `armhived token revoke "
                     "admin` to create a new one");
   }
-  auto secret = tokens.create({.name = "admin", .role = TokenRole::kAdmin});
-  if (!secret.is_ok()) return secret.status();
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  {
-    std::ofstream out(path, std::ios::trunc);
-    out << *secret << "\n";
-    if (!out) return unavailable("cannot write the bootstrap token", path);
+  auto secret = tokens.create({.name = "admin", .role = TokenRole::kAdmin});
+  if (!secret.is_ok()) return secret.status();
+  // 0600 from the first byte: never a moment where another user could read it.
+  if (Status written = write_secret_file(path, *secret + "\n"); !written.is_ok()) {
+    (void)tokens.revoke("admin");
+    return written.annotate("writing the bootstrap token");
   }
-  std::filesystem::permissions(
-      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
   spdlog::info("created admin token; its secret is in {}", path);
   return Status::ok();
 }
 
 int serve(const DaemonConfig& config) {
+  // Before anything else: a secret others can read is a configuration error.
+  if (Status s = check_secret_files(config); !s.is_ok()) return fail(s, "secret files");
   std::error_code ec;
   std::filesystem::create_directories(config.state_dir, ec);
   auto db = Database::open(config.database_path());
@@ -95,8 +102,14 @@ int serve(const DaemonConfig& config) {
   auto topology = discover_host(*probe, {});
   if (!topology.is_ok()) return fail(topology.status(), "host discovery");
   topology->hostname = config.host_name.empty() ? machine_hostname() : config.host_name;
+  SubprocessRunner guard_runner;
   for (const NetworkConfig& n : config.networks) {
-    Status s = ensure_network(*probe, {n.name, n.bridge, n.cidr, n.dhcp_start, n.dhcp_end, n.mtu});
+    NetworkSpec spec{n.name, n.bridge, n.cidr, n.dhcp_start, n.dhcp_end, n.mtu};
+    spec.mode = network_mode_from_string(n.mode).value_or(NetworkMode::kIsolated);
+    for (const EgressConfig& e : n.egress) spec.egress.push_back({e.cidr, e.ports});
+    Status s = ensure_network(*probe, spec);
+    // The guard is armhive's own nftables table: guests never reach host services.
+    if (s.is_ok()) s = apply_network_guard(guard_runner, spec);
     if (!s.is_ok()) return fail(s, "network " + n.name);
   }
   spdlog::info("host {}: {} {} CPUs, {} NUMA node(s), {} MiB, {}", topology->hostname,
@@ -165,14 +178,60 @@ int serve(const DaemonConfig& config) {
     spdlog::warn("benchmarks: earlier runs not loaded: {}", s.to_string());
   }
 
+  // [access]: per-lease forwards from the host to the guests' SSH.
+  std::unique_ptr<ForwardTable> forwards;
+  std::unique_ptr<LeaseAccess> access;
+  if (config.access.enabled) {
+    AccessOptions access_options;
+    access_options.listen_address = config.access.listen;
+    access_options.advertise_host = config.access.advertise;
+    access_options.port_min = config.access.port_min;
+    access_options.port_max = config.access.port_max;
+    auto table = ForwardTable::start(access_options, [&audit = **audit](const AccessEvent& e) {
+      spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
+      (void)audit.record("armhived", e.type, e.lease_id, e.detail);
+    });
+    if (!table.is_ok()) {
+      engine.stop();
+      return fail(table.status(), "access forwards");
+    }
+    forwards = std::move(table).value();
+    access = std::make_unique<LeaseAccess>(engine, *forwards, config.access.max_extra_ports);
+    access->start();
+    spdlog::info("access forwards on {} ports {}-{}", access_options.listen_address,
+                 access_options.port_min, access_options.port_max);
+  }
+
   HttpOptions http_options;
   http_options.bind_address = config.bind;
   http_options.port = config.port;
   http_options.tls_cert_file = config.tls_cert;
   http_options.tls_key_file = config.tls_key;
   http_options.log = [](std::string_view line) { spdlog::info("{}", line); };
+  if (access) {
+    http_options.lease_view = [&access](const Lease& lease, LeaseDto& dto) -> Status {
+      if (!dto.ssh) return Status::ok();
+      ARMHIVE_ASSIGN_OR_RETURN(std::optional<SshEndpoint> ep, access->ssh_endpoint(lease));
+      if (!ep) return Status::ok();
+      dto.ssh->host = ep->host;
+      dto.ssh->port = ep->port;
+      dto.ssh->host_keys = ep->host_keys;
+      dto.ssh->known_hosts = known_hosts_lines(ep->host, ep->port, ep->host_keys);
+      dto.ssh->command = ssh_command(dto.ssh->user, ep->host, ep->port,
+                                     ep->host_keys.empty() ? "" : lease.id + ".known_hosts");
+      for (const ForwardInfo& f : ep->extra) dto.forwards.push_back({f.guest_port, f.host, f.port});
+      return Status::ok();
+    };
+    http_options.check_ports = [&access](const std::string& pool, const std::vector<int>& ports) {
+      return access->check_ports(pool, ports);
+    };
+    http_options.lease_ports = [&access](const std::string& id, const std::vector<int>& ports) {
+      access->set_ports(id, ports);
+    };
+  }
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);
   if (Status s = server.start(); !s.is_ok()) {
+    if (access) access->stop();
     engine.stop();
     return fail(s, "HTTP server");
   }
@@ -186,6 +245,8 @@ int serve(const DaemonConfig& config) {
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping (VMs keep running and are re-adopted on restart)", sig);
   server.stop();
+  if (access) access->stop();
+  if (forwards) forwards->stop();
   engine.stop();
   return 0;
 }
@@ -204,7 +265,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   CLI::App app{"armhived: a pool of ephemeral aarch64 VMs for CI, leased over a REST API"};
-  app.set_version_flag("--version", "armhived 0.1.0");
+  app.set_version_flag("--version", "armhived " + std::string(kVersion));
   std::string config_path = "/etc/armhive/armhived.toml";
   app.add_option("-c,--config", config_path, "Configuration file")->capture_default_str();
   bool verbose = false;

@@ -13,11 +13,11 @@
 #include <string>
 
 #include "base/process_runner.h"
-#include "daemon/images/builder.h"
 #include "daemon/images/catalog.h"
-#include "daemon/images/deb_cache.h"
-#include "daemon/images/package_index.h"
-#include "daemon/images/recipe.h"
+#include "images/builder/builder.h"
+#include "images/builder/deb_cache.h"
+#include "images/builder/package_index.h"
+#include "images/builder/recipe.h"
 
 namespace {
 

@@ -79,7 +79,8 @@ Status BenchmarkRunner::save(const BenchmarkRun& run) const {
   tmp += ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << to_json(run).dump(1) << "\n";
+    // Guest text in the report may be invalid UTF-8: stored with U+FFFD, never a throw.
+    out << to_json(run).dump(1, ' ', false, json::error_handler_t::replace) << "\n";
     if (!out) return unavailable("cannot write " + tmp.string(), tmp.string());
   }
   fs::rename(tmp, final_path, ec);
@@ -207,7 +208,31 @@ void BenchmarkRunner::worker(std::string vm_name) {
       }
       continue;
     }
-    execute(job);
+    // Nothing a guest prints may take the daemon down: whatever escapes a run (it should be
+    // none: parsers return Status) fails that run and the worker goes on.
+    std::string escaped;
+    try {
+      execute(job);
+    } catch (const std::exception& e) {
+      escaped = e.what();
+    } catch (...) {
+      escaped = "unknown exception";
+    }
+    if (!escaped.empty()) fail_escaped(job.id, escaped);
+  }
+}
+
+void BenchmarkRunner::fail_escaped(const std::string& id, const std::string& what) noexcept {
+  try {
+    auto run = get(id);
+    if (!run.is_ok()) return;
+    run->state = BenchmarkState::kFailed;
+    run->error = "internal error during the run (" + what.substr(0, 200) + ")";
+    run->report["error_code"] = std::string(code_name(ErrorCode::kInternal));
+    run->finished_at = clock_.now();
+    update(*run);
+  } catch (...) {
+    // Out of memory or a broken disk: the run stays as it was; the worker goes on.
   }
 }
 

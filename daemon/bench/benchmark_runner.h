@@ -76,6 +76,7 @@ class BenchmarkRunner final : public BenchmarkService {
 
   void worker(std::string vm_name);
   void execute(const Job& job);
+  void fail_escaped(const std::string& id, const std::string& what) noexcept;
   bool stopping() const;
   void update(const BenchmarkRun& run);  // stores in memory + on disk, notifies waiters
   Status save(const BenchmarkRun& run) const;

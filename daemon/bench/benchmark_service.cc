@@ -5,41 +5,12 @@
 #include <ctime>
 #include <set>
 
+#include "base/json_reader.h"
+
 namespace armhive {
 namespace {
 
 using nlohmann::json;
-
-Status check_members(const json& obj, std::string_view prefix,
-                     std::initializer_list<std::string_view> allowed) {
-  for (const auto& [key, value] : obj.items()) {
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      std::string field = prefix.empty() ? key : std::string(prefix) + "." + key;
-      return invalid_argument(field, "unknown member");
-    }
-  }
-  return Status::ok();
-}
-
-Status read_int(const json& obj, std::string_view prefix, const char* key, int& out) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return Status::ok();
-  std::string field = std::string(prefix) + "." + key;
-  if (!it->is_number_integer()) return invalid_argument(field, "must be an integer");
-  int64_t v = it->get<int64_t>();
-  if (v < -1'000'000 || v > 1'000'000) return invalid_argument(field, "out of range");
-  out = static_cast<int>(v);
-  return Status::ok();
-}
-
-Status read_bool(const json& obj, std::string_view prefix, const char* key, bool& out) {
-  auto it = obj.find(key);
-  if (it == obj.end()) return Status::ok();
-  if (!it->is_boolean())
-    return invalid_argument(std::string(prefix) + "." + key, "must be a boolean");
-  out = it->get<bool>();
-  return Status::ok();
-}
 
 Status in_range(std::string field, int v, int lo, int hi) {
   if (v < lo || v > hi) {
@@ -127,43 +98,30 @@ Result<BenchmarkRequest> benchmark_request_from_json(const json& body) {
   BenchmarkRequest r;
   if (body.is_null()) return r;
   if (!body.is_object()) return invalid_argument("body", "must be a JSON object");
-  ARMHIVE_RETURN_IF_ERROR(check_members(body, "", {"suites", "network", "compression"}));
-  if (auto it = body.find("suites"); it != body.end()) {
-    if (!it->is_array()) return invalid_argument("suites", "must be an array of strings");
-    for (const auto& s : *it) {
-      if (!s.is_string()) return invalid_argument("suites", "must be an array of strings");
-      r.suites.push_back(s.get<std::string>());
-    }
-  }
-  if (auto it = body.find("network"); it != body.end()) {
-    if (!it->is_object()) return invalid_argument("network", "must be an object");
+  const JsonReader top(body, "");
+  ARMHIVE_RETURN_IF_ERROR(top.only({"suites", "network", "compression"}));
+  ARMHIVE_RETURN_IF_ERROR(top.str_list("suites", r.suites));
+  if (const json* net = top.find("network")) {
+    const JsonReader n(*net, "network");
+    ARMHIVE_RETURN_IF_ERROR(n.require_object());
     ARMHIVE_RETURN_IF_ERROR(
-        check_members(*it, "network",
-                      {"streams", "duration_s", "interval_s", "cport", "both_directions", "mtus"}));
-    auto& n = r.network;
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "network", "streams", n.streams));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "network", "duration_s", n.duration_s));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "network", "interval_s", n.interval_s));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "network", "cport", n.cport));
-    ARMHIVE_RETURN_IF_ERROR(read_bool(*it, "network", "both_directions", n.both_directions));
-    if (auto m = it->find("mtus"); m != it->end()) {
-      if (!m->is_array()) return invalid_argument("network.mtus", "must be an array of integers");
-      for (const auto& v : *m) {
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 100000) {
-          return invalid_argument("network.mtus", "must be an array of integers");
-        }
-        n.mtus.push_back(static_cast<int>(v.get<int64_t>()));
-      }
-    }
+        n.only({"streams", "duration_s", "interval_s", "cport", "both_directions", "mtus"}));
+    auto& o = r.network;
+    ARMHIVE_RETURN_IF_ERROR(n.integer("streams", o.streams));
+    ARMHIVE_RETURN_IF_ERROR(n.integer("duration_s", o.duration_s));
+    ARMHIVE_RETURN_IF_ERROR(n.integer("interval_s", o.interval_s));
+    ARMHIVE_RETURN_IF_ERROR(n.integer("cport", o.cport));
+    ARMHIVE_RETURN_IF_ERROR(n.boolean("both_directions", o.both_directions));
+    ARMHIVE_RETURN_IF_ERROR(n.int_list("mtus", o.mtus));
   }
-  if (auto it = body.find("compression"); it != body.end()) {
-    if (!it->is_object()) return invalid_argument("compression", "must be an object");
-    ARMHIVE_RETURN_IF_ERROR(
-        check_members(*it, "compression", {"level", "repeats", "multi_thread"}));
-    auto& c = r.compression;
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "compression", "level", c.level));
-    ARMHIVE_RETURN_IF_ERROR(read_int(*it, "compression", "repeats", c.repeats));
-    ARMHIVE_RETURN_IF_ERROR(read_bool(*it, "compression", "multi_thread", c.multi_thread));
+  if (const json* comp = top.find("compression")) {
+    const JsonReader c(*comp, "compression");
+    ARMHIVE_RETURN_IF_ERROR(c.require_object());
+    ARMHIVE_RETURN_IF_ERROR(c.only({"level", "repeats", "multi_thread"}));
+    auto& o = r.compression;
+    ARMHIVE_RETURN_IF_ERROR(c.integer("level", o.level));
+    ARMHIVE_RETURN_IF_ERROR(c.integer("repeats", o.repeats));
+    ARMHIVE_RETURN_IF_ERROR(c.boolean("multi_thread", o.multi_thread));
   }
   // lease_id is the caller's; validate everything else now.
   BenchmarkRequest probe = r;

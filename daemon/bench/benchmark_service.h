@@ -13,7 +13,7 @@
 
 namespace armhive {
 
-// Per-VM benchmarks (issue #7) as the HTTP API and the engine see them.
+// Per-VM benchmarks as the HTTP API and the engine see them.
 //
 // A run measures one leased VM: "network" (iperf3 server in the guest, client on the host,
 // both directions) and/or "compression" (zstd -b in the guest, single- and multi-threaded).

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "base/bounded_number.h"
+
 namespace armhive {
 namespace {
 
@@ -63,26 +65,48 @@ std::vector<fs::path> sorted_entries(const fs::path& dir) {
 
 }  // namespace
 
-Result<std::map<int, ProcCpuTimes>> read_proc_stat(const std::string& proc_root) {
-  std::string path = proc_root + "/stat";
-  std::ifstream in(path);
-  if (!in) return unavailable("cannot open " + path, path);
+Result<std::map<int, ProcCpuTimes>> parse_proc_stat(std::string_view text,
+                                                    const std::string& path) {
   std::map<int, ProcCpuTimes> out;
+  std::istringstream in{std::string(text)};
   std::string line;
   while (std::getline(in, line)) {
     if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || line[3] < '0' || line[3] > '9') {
       continue;
     }
-    std::istringstream fields(line.substr(3));
-    int cpu = -1;
+    // Fields are decimal jiffies; a sign, garbage or a value past 2^56 (millions of years at
+    // 100 Hz) is a corrupt line: the sums below could otherwise wrap.
+    std::istringstream words(line.substr(3));
+    std::vector<std::string> f;
+    for (std::string w; words >> w && f.size() < 9;) f.push_back(w);
+    auto bad = [&] {
+      return unavailable("malformed line in " + path + ": " + line.substr(0, 200), path);
+    };
+    if (f.size() < 8) return bad();
+    auto id = parse_bounded_uint(f[0], 0, 65535, "cpu");
+    if (!id.is_ok()) return bad();
+    int cpu = static_cast<int>(*id);
     ProcCpuTimes t;
-    fields >> cpu >> t.user >> t.nice >> t.system >> t.idle >> t.iowait >> t.irq >> t.softirq;
-    if (!fields || cpu < 0) return unavailable("malformed line in " + path + ": " + line, path);
-    if (!(fields >> t.steal)) t.steal = 0;
+    uint64_t* slots[] = {&t.user,   &t.nice, &t.system,  &t.idle,
+                         &t.iowait, &t.irq,  &t.softirq, &t.steal};
+    for (size_t i = 1; i < f.size(); ++i) {
+      auto v = parse_bounded_uint(f[i], 0, uint64_t{1} << 56, "jiffies");
+      if (!v.is_ok()) return bad();
+      *slots[i - 1] = *v;
+    }
     out[cpu] = t;
   }
   if (out.empty()) return unavailable("no per-CPU lines in " + path, path);
   return out;
+}
+
+Result<std::map<int, ProcCpuTimes>> read_proc_stat(const std::string& proc_root) {
+  std::string path = proc_root + "/stat";
+  std::ifstream in(path);
+  if (!in) return unavailable("cannot open " + path, path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_proc_stat(text.str(), path);
 }
 
 std::vector<CoreCpuSplit> cpu_split(const std::map<int, ProcCpuTimes>& before,

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct ProcCpuTimes {
 
 // Per-core lines ("cpuN") of PROC_ROOT/stat, keyed by N.
 Result<std::map<int, ProcCpuTimes>> read_proc_stat(const std::string& proc_root);
+// The same from the file's text; `path` names it in errors. Pure.
+Result<std::map<int, ProcCpuTimes>> parse_proc_stat(std::string_view text, const std::string& path);
 
 // Percentages of one core between two snapshots; they sum to 100 (user includes nice,
 // idle includes iowait, other is steal). All zero with `ticks` 0 when no time passed.

@@ -1,9 +1,12 @@
-// HTML rendering of report.h: render_benchmark_html(). Everything user-controlled goes through
-// xml_escape; the page is well-formed XML so it can be checked with an XML parser.
+// HTML rendering of report.h: render_benchmark_html(), written through XmlWriter (HTML syntax):
+// everything user-controlled is escaped by it, and the page is well-formed XML so it can be
+// checked with an XML parser.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <map>
 
+#include "base/xml_writer.h"
 #include "daemon/bench/report.h"
 #include "daemon/bench/svg.h"
 
@@ -26,8 +29,6 @@ constexpr const char* kStyle =
     ".note{background:#fff3cd;border:1px solid #e0c060;padding:6px 10px;font-size:13px}"
     ".charts{display:flex;flex-wrap:wrap;gap:12px}svg.chart{border:1px solid #ddd}";
 
-std::string esc(const std::string& s) { return xml_escape(s); }
-
 std::string str(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return "";
@@ -45,45 +46,65 @@ std::string cpus_text(const json& j) {
   return s;
 }
 
-std::string row(const std::string& k, const std::string& v) {
-  return "<tr><th>" + esc(k) + "</th><td>" + esc(v) + "</td></tr>";
+constexpr const char* kDash = "\xE2\x80\x93";
+
+// <tr><th>k</th><td>v</td></tr>
+void row(XmlWriter& w, const std::string& k, const std::string& v) {
+  w.start("tr").element("th", k).element("td", v).end();
 }
 
-std::string state_badge(const BenchmarkRun& r) {
+// <td class="num">v</td>
+void num_cell(XmlWriter& w, const std::string& v) {
+  w.start("td").attr("class", "num").text(v).end();
+}
+
+void header_row(XmlWriter& w, std::initializer_list<const char*> names) {
+  w.start("tr");
+  for (const char* n : names) w.element("th", n);
+  w.end();
+}
+
+void note(XmlWriter& w, const std::string& text) {
+  w.start("p").attr("class", "note").text(text).end();
+}
+
+void state_badge(XmlWriter& w, const BenchmarkRun& r) {
   const char* cls = r.state == BenchmarkState::kSucceeded ? "ok"
                     : r.state == BenchmarkState::kFailed  ? "failed"
                                                           : "pending";
-  return "<span class=\"badge " + std::string(cls) + "\">" + esc(std::string(to_string(r.state))) +
-         "</span>";
+  w.start("span")
+      .attr("class", std::string("badge ") + cls)
+      .text(std::string(to_string(r.state)))
+      .end();
 }
 
-std::string emulated_badge(const json& report) {
+void emulated_badge(XmlWriter& w, const json& report) {
   if (report.value("emulated", false)) {
-    return "<span class=\"badge emulated\" id=\"emulated-badge\">EMULATED</span>";
+    w.start("span").attr("class", "badge emulated").attr("id", "emulated-badge");
+    w.text("EMULATED").end();
+  } else if (report.contains("emulated")) {
+    w.start("span").attr("class", "badge native").text("native (KVM)").end();
   }
-  if (report.contains("emulated")) return "<span class=\"badge native\">native (KVM)</span>";
-  return "";
 }
 
 std::string run_title(const BenchmarkRun& r) {
   return r.vm_name + " (" + r.pool + " @ " + r.host + ")";
 }
 
-std::string settings_table(const BenchmarkRun& r) {
+void settings_table(XmlWriter& w, const BenchmarkRun& r) {
   const json& rep = r.report;
   json st = rep.value("settings", json::object());
-  std::string s = "<table class=\"settings\">";
-  s += row("run", r.id);
-  s += row("lease", r.lease_id);
-  s += row("owner", r.owner);
-  s += row("VM", r.vm_name);
-  s += row("pool", r.pool);
-  s +=
-      row("host", r.host + (str(st, "host_arch").empty() ? "" : " (" + str(st, "host_arch") + ")"));
-  s += row("guest", str(st, "guest_arch") + ", " + str(st, "vcpus") + " vCPU");
-  s += row("pinned host cores", cpus_text(st.value("pinned_cpus", json::array())));
-  s += row("housekeeping cores", cpus_text(st.value("housekeeping_cpus", json::array())));
-  s += row("configured MTU", str(st, "mtu"));
+  w.start("table").attr("class", "settings");
+  row(w, "run", r.id);
+  row(w, "lease", r.lease_id);
+  row(w, "owner", r.owner);
+  row(w, "VM", r.vm_name);
+  row(w, "pool", r.pool);
+  row(w, "host", r.host + (str(st, "host_arch").empty() ? "" : " (" + str(st, "host_arch") + ")"));
+  row(w, "guest", str(st, "guest_arch") + ", " + str(st, "vcpus") + " vCPU");
+  row(w, "pinned host cores", cpus_text(st.value("pinned_cpus", json::array())));
+  row(w, "housekeeping cores", cpus_text(st.value("housekeeping_cpus", json::array())));
+  row(w, "configured MTU", str(st, "mtu"));
   json net =
       r.request.suites.empty() || std::count(r.request.suites.begin(), r.request.suites.end(),
                                              std::string(kSuiteNetwork))
@@ -91,32 +112,30 @@ std::string settings_table(const BenchmarkRun& r) {
           : json(nullptr);
   if (!net.is_null()) {
     std::string mtus = net["mtus"].empty() ? "as configured" : cpus_text(net["mtus"]);
-    s += row("tested MTUs", mtus);
-    s += row("iperf3 streams (-P)", str(net, "streams"));
-    s += row("duration / interval",
-             str(net, "duration_s") + " s / " + str(net, "interval_s") + " s");
-    s += row("client ports (--cport)", str(net, "cport") + " ...");
-    s += row("both directions (-R)", net.value("both_directions", true) ? "yes" : "no");
+    row(w, "tested MTUs", mtus);
+    row(w, "iperf3 streams (-P)", str(net, "streams"));
+    row(w, "duration / interval", str(net, "duration_s") + " s / " + str(net, "interval_s") + " s");
+    row(w, "client ports (--cport)", str(net, "cport") + " ...");
+    row(w, "both directions (-R)", net.value("both_directions", true) ? "yes" : "no");
     if (auto n = rep.find("network"); n != rep.end() && n->is_object()) {
-      s += row("iperf3 (host client / guest server)",
-               str(*n, "iperf3_version") + " / " + str(*n, "guest_iperf3_version"));
+      row(w, "iperf3 (host client / guest server)",
+          str(*n, "iperf3_version") + " / " + str(*n, "guest_iperf3_version"));
     }
   }
   if (auto c = rep.find("compression"); c != rep.end() && c->is_object()) {
-    s += row("zstd version (guest)", str(*c, "zstd_version"));
-    s += row("zstd level / repeats", str(*c, "level") + " / " + str(*c, "repeats"));
+    row(w, "zstd version (guest)", str(*c, "zstd_version"));
+    row(w, "zstd level / repeats", str(*c, "level") + " / " + str(*c, "repeats"));
     json corpus = c->value("corpus", json::object());
     std::string cs = str(corpus, "path") + ", " + str(corpus, "bytes") + " bytes";
     if (!str(corpus, "seed").empty()) cs += ", seed " + str(corpus, "seed");
     if (!str(corpus, "sha256").empty()) cs += ", sha256 " + str(corpus, "sha256");
     if (!str(corpus, "description").empty()) cs += " (" + str(corpus, "description") + ")";
-    s += row("corpus", cs);
+    row(w, "corpus", cs);
   }
-  s += row("emulated", rep.value("emulated", false) ? "yes: " + str(rep, "emulation_note") : "no");
-  s += row("created", to_rfc3339(r.created_at));
-  if (to_unix_ms(r.finished_at) != 0) s += row("finished", to_rfc3339(r.finished_at));
-  s += "</table>";
-  return s;
+  row(w, "emulated", rep.value("emulated", false) ? "yes: " + str(rep, "emulation_note") : "no");
+  row(w, "created", to_rfc3339(r.created_at));
+  if (to_unix_ms(r.finished_at) != 0) row(w, "finished", to_rfc3339(r.finished_at));
+  w.end();
 }
 
 // "vm" for host CPUs pinned to the VM, "hk" for housekeeping ones (IRQs, emulator threads).
@@ -130,13 +149,22 @@ std::string core_role(const json& settings, int cpu) {
   return has("pinned_cpus") ? "vm" : has("housekeeping_cpus") ? "hk" : "";
 }
 
-std::string network_section(const json& net, const json& settings) {
-  std::string s = "<h2>Network (iperf3)</h2>";
+// One run of the network suite: its chart(s) inside <div>s, written into the charts writer.
+struct NetworkRunCharts {
+  std::vector<SvgLineSeries> series;
+  std::string name;
+  std::vector<SvgStackedBar> cpu_bars;
+  bool cpu_available = false;
+  std::string cpu_reason;
+};
+
+void network_section(XmlWriter& w, const json& net, const json& settings) {
+  w.element("h2", "Network (iperf3)");
   std::vector<SvgBar> totals;
-  std::string table =
-      "<table><tr><th>direction</th><th>MTU</th><th>path MTU</th><th>streams</th>"
-      "<th>Gbit/s (received)</th><th>retransmits</th><th>iperf3 CPU client/server %</th></tr>";
-  std::string charts;
+  std::vector<NetworkRunCharts> runs;
+  w.start("table");
+  header_row(w, {"direction", "MTU", "path MTU", "streams", "Gbit/s (received)", "retransmits",
+                 "iperf3 CPU client/server %"});
   for (const auto& run : net.value("runs", json::array())) {
     std::string dir = str(run, "direction");
     std::string mtu = str(run, "mtu");
@@ -145,16 +173,19 @@ std::string network_section(const json& net, const json& settings) {
     double gbps = total.value("received_bits_per_second", 0.0) / 1e9;
     totals.push_back({name, gbps, std::nullopt, std::nullopt, ""});
     json cpu = run.value("iperf3_cpu_percent", json());
-    table += "<tr><td>" + esc(dir) + "</td><td class=\"num\">" + esc(mtu) +
-             "</td><td class=\"num\">" + esc(str(run, "path_mtu")) + "</td><td class=\"num\">" +
-             esc(str(run, "streams")) + "</td><td class=\"num\">" + svg_num(gbps, 3) +
-             "</td><td class=\"num\">" + esc(str(total, "retransmits")) +
-             "</td><td class=\"num\">" +
-             (cpu.is_object() ? svg_num(cpu.value("client_total", 0.0), 1) + " / " +
-                                    svg_num(cpu.value("server_total", 0.0), 1)
-                              : std::string("\xE2\x80\x93")) +
-             "</td></tr>";
+    w.start("tr").element("td", dir);
+    num_cell(w, mtu);
+    num_cell(w, str(run, "path_mtu"));
+    num_cell(w, str(run, "streams"));
+    num_cell(w, svg_num(gbps, 3));
+    num_cell(w, str(total, "retransmits"));
+    num_cell(w, cpu.is_object() ? svg_num(cpu.value("client_total", 0.0), 1) + " / " +
+                                      svg_num(cpu.value("server_total", 0.0), 1)
+                                : std::string(kDash));
+    w.end();
 
+    NetworkRunCharts charts;
+    charts.name = name;
     // Throughput per interval per stream, plus the sum.
     std::map<int, SvgLineSeries> per_port;
     SvgLineSeries sum{"sum", {}, true};
@@ -168,93 +199,100 @@ std::string network_section(const json& net, const json& settings) {
       }
       sum.points.emplace_back(t, iv.at("sum").value("bits_per_second", 0.0) / 1e9);
     }
-    std::vector<SvgLineSeries> series;
-    for (auto& [port, ls] : per_port) series.push_back(std::move(ls));
-    series.push_back(std::move(sum));
-    charts += "<div>" +
-              svg_line_chart("Throughput per interval: " + name, "seconds", "Gbit/s", series) +
-              "</div>";
+    for (auto& [port, ls] : per_port) charts.series.push_back(std::move(ls));
+    charts.series.push_back(std::move(sum));
 
     // Host CPU split during the run, one stacked bar per core.
     const json& hc = run.value("host_cpu", json::object());
-    if (hc.value("available", false)) {
-      std::vector<SvgStackedBar> bars;
+    charts.cpu_available = hc.value("available", false);
+    charts.cpu_reason = str(hc, "reason");
+    if (charts.cpu_available) {
       for (const auto& c : hc.value("cores", json::array())) {
-        bars.push_back({"cpu" + str(c, "cpu"),
-                        core_role(settings, c.value("cpu", -1)),
-                        {c.value("user", 0.0), c.value("system", 0.0), c.value("irq", 0.0),
-                         c.value("softirq", 0.0), c.value("other", 0.0), c.value("idle", 0.0)}});
+        charts.cpu_bars.push_back(
+            {"cpu" + str(c, "cpu"),
+             core_role(settings, c.value("cpu", -1)),
+             {c.value("user", 0.0), c.value("system", 0.0), c.value("irq", 0.0),
+              c.value("softirq", 0.0), c.value("other", 0.0), c.value("idle", 0.0)}});
       }
-      charts += "<div>" +
-                svg_stacked_bars("Host CPU split: " + name,
-                                 {"user", "system", "irq", "softirq", "steal", "idle"}, bars) +
-                "</div>";
+    }
+    runs.push_back(std::move(charts));
+  }
+  w.end();  // table
+  if (totals.size() > 1) {
+    w.start("div").attr("class", "charts");
+    write_svg_bar_chart(w, "Received throughput by direction and MTU", "Gbit/s", totals);
+    w.end();
+  }
+  w.start("div").attr("class", "charts");
+  for (const NetworkRunCharts& c : runs) {
+    w.start("div");
+    write_svg_line_chart(w, "Throughput per interval: " + c.name, "seconds", "Gbit/s", c.series);
+    w.end();
+    if (c.cpu_available) {
+      w.start("div");
+      write_svg_stacked_bars(w, "Host CPU split: " + c.name,
+                             {"user", "system", "irq", "softirq", "steal", "idle"}, c.cpu_bars);
+      w.end();
     } else {
-      charts += "<p class=\"note\">Host CPU split for " + esc(name) +
-                " not available: " + esc(str(hc, "reason")) + "</p>";
+      note(w, "Host CPU split for " + c.name + " not available: " + c.cpu_reason);
     }
   }
-  table += "</table>";
-  s += table;
-  if (totals.size() > 1) {
-    s += "<div class=\"charts\">" +
-         svg_bar_chart("Received throughput by direction and MTU", "Gbit/s", totals) + "</div>";
-  }
-  s += "<div class=\"charts\">" + charts + "</div>";
-  s += "<p>Host CPU split: user includes nice, idle includes iowait; under each core, "
-       "<b>vm</b> marks a core pinned to this VM, <b>hk</b> a housekeeping core.</p>";
-  return s;
+  w.end();
+  w.start("p").text("Host CPU split: user includes nice, idle includes iowait; under each core, ");
+  w.element("b", "vm").text(" marks a core pinned to this VM, ");
+  w.element("b", "hk").text(" a housekeeping core.").end();
 }
 
-std::string compression_series_rows(const json& list, const std::string& where) {
-  std::string s;
+void compression_series_rows(XmlWriter& w, const json& list, const std::string& where) {
   for (const auto& r : list) {
     auto spread = [&](const char* k) {
       const json& sp = r.at(k);
-      return svg_num(sp.value("median", 0.0), 1) + " (" + svg_num(sp.value("min", 0.0), 1) +
-             "\xE2\x80\x93" + svg_num(sp.value("max", 0.0), 1) + ", CV " +
-             svg_num(100 * sp.value("cv", 0.0), 1) + " %)";
+      return svg_num(sp.value("median", 0.0), 1) + " (" + svg_num(sp.value("min", 0.0), 1) + kDash +
+             svg_num(sp.value("max", 0.0), 1) + ", CV " + svg_num(100 * sp.value("cv", 0.0), 1) +
+             " %)";
     };
-    s += "<tr><td>" + esc(where) + "</td><td class=\"num\">" + esc(str(r, "threads")) +
-         "</td><td class=\"num\">" + esc(str(r, "input_bytes")) + "</td><td class=\"num\">" +
-         esc(str(r, "compressed_bytes")) + "</td><td class=\"num\">" +
-         svg_num(r.value("ratio", 0.0), 3) + "</td><td class=\"num\">" + spread("compress_mb_s") +
-         "</td><td class=\"num\">" + spread("decompress_mb_s") + "</td></tr>";
+    w.start("tr").element("td", where);
+    num_cell(w, str(r, "threads"));
+    num_cell(w, str(r, "input_bytes"));
+    num_cell(w, str(r, "compressed_bytes"));
+    num_cell(w, svg_num(r.value("ratio", 0.0), 3));
+    num_cell(w, spread("compress_mb_s"));
+    num_cell(w, spread("decompress_mb_s"));
+    w.end();
   }
-  return s;
 }
 
-std::string compression_section(const json& c, bool emulated) {
-  std::string s = "<h2>Compression (zstd -b" + esc(str(c, "level")) + ")</h2>";
+void compression_section(XmlWriter& w, const json& c, bool emulated) {
+  w.element("h2", "Compression (zstd -b" + str(c, "level") + ")");
   if (emulated) {
-    s += "<p class=\"note\">Guest figures are EMULATED (QEMU TCG): they measure the emulator, "
-         "not Arm hardware.</p>";
+    note(w, "Guest figures are EMULATED (QEMU TCG): they measure the emulator, not Arm hardware.");
   }
-  s += "<table><tr><th>where</th><th>threads</th><th>input bytes</th><th>compressed bytes</th>"
-       "<th>ratio</th><th>compress MB/s median (min\xE2\x80\x93max, CV)</th>"
-       "<th>decompress MB/s median (min\xE2\x80\x93max, CV)</th></tr>";
-  s += compression_series_rows(c.value("guest", json::array()), "guest");
+  w.start("table");
+  header_row(w, {"where", "threads", "input bytes", "compressed bytes", "ratio",
+                 "compress MB/s median (min\xE2\x80\x93max, CV)",
+                 "decompress MB/s median (min\xE2\x80\x93max, CV)"});
+  compression_series_rows(w, c.value("guest", json::array()), "guest");
   json host = c.value("host", json::object());
   if (host.value("available", false))
-    s += compression_series_rows(host.value("results", json::array()), "host");
-  s += "</table>";
-  if (!host.value("available", false)) {
-    s += "<p class=\"note\">No host run: " + esc(str(host, "reason")) + "</p>";
-  }
+    compression_series_rows(w, host.value("results", json::array()), "host");
+  w.end();
+  if (!host.value("available", false)) note(w, "No host run: " + str(host, "reason"));
   json ratio = c.value("guest_host_ratio", json::object());
   if (ratio.value("available", false)) {
-    s += "<table><tr><th>guest/host "
-         "ratio</th><th>threads</th><th>compress</th><th>decompress</th></tr>";
+    w.start("table");
+    header_row(w, {"guest/host ratio", "threads", "compress", "decompress"});
     for (const auto& r : ratio.value("by_threads", json::array())) {
-      s += "<tr><td></td><td class=\"num\">" + esc(str(r, "threads")) + "</td><td class=\"num\">" +
-           svg_num(r.value("compress", 0.0), 3) + "</td><td class=\"num\">" +
-           svg_num(r.value("decompress", 0.0), 3) + "</td></tr>";
+      w.start("tr").element("td", "");
+      num_cell(w, str(r, "threads"));
+      num_cell(w, svg_num(r.value("compress", 0.0), 3));
+      num_cell(w, svg_num(r.value("decompress", 0.0), 3));
+      w.end();
     }
-    s += "</table>";
+    w.end();
   } else if (ratio.contains("reason") && str(ratio, "reason") != str(host, "reason")) {
-    s += "<p class=\"note\">No guest/host ratio: " + esc(str(ratio, "reason")) + "</p>";
+    note(w, "No guest/host ratio: " + str(ratio, "reason"));
   }
-  std::string charts;
+  w.start("div").attr("class", "charts");
   for (const auto& metric :
        {std::pair{"compress_mb_s", "zstd compress MB/s (median, min\xE2\x80\x93max)"},
         std::pair{"decompress_mb_s", "zstd decompress MB/s (median, min\xE2\x80\x93max)"}}) {
@@ -272,19 +310,21 @@ std::string compression_section(const json& c, bool emulated) {
     };
     add(c.value("guest", json::array()), "guest");
     if (host.value("available", false)) add(host.value("results", json::array()), "host");
-    charts += "<div>" + svg_bar_chart(title, "MB/s", bars) + "</div>";
+    w.start("div");
+    write_svg_bar_chart(w, title, "MB/s", bars);
+    w.end();
   }
-  s += "<div class=\"charts\">" + charts + "</div>";
-  return s;
+  w.end();
 }
 
-std::string sensors_section(const json& sensors) {
-  std::string s = "<h2>Host temperature sensors</h2>";
+void sensors_section(XmlWriter& w, const json& sensors) {
+  w.element("h2", "Host temperature sensors");
   const json& before = sensors.value("before", json::array());
   const json& after = sensors.value("after", json::array());
   if (before.empty() && after.empty()) {
-    return s + "<p class=\"note\">No temperature sensors: " +
-           esc(sensors.value("note", std::string("the host exposes none"))) + "</p>";
+    note(w,
+         "No temperature sensors: " + sensors.value("note", std::string("the host exposes none")));
+    return;
   }
   std::map<std::string, std::pair<json, json>> by_id;
   std::vector<std::string> order;
@@ -305,72 +345,94 @@ std::string sensors_section(const json& sensors) {
     return "unreadable" +
            (r.contains("error") ? ": " + r["error"].get<std::string>() : std::string());
   };
-  s += "<table><tr><th>sensor</th><th>label</th><th>before</th><th>after</th></tr>";
+  w.start("table");
+  header_row(w, {"sensor", "label", "before", "after"});
   for (const auto& id : order) {
     const auto& [b, a] = by_id[id];
     std::string label = b.is_object() ? str(b, "label") : str(a, "label");
-    s += "<tr><td>" + esc(id) + "</td><td>" + esc(label) + "</td><td class=\"num\">" +
-         esc(cell(b)) + "</td><td class=\"num\">" + esc(cell(a)) + "</td></tr>";
+    w.start("tr").element("td", id).element("td", label);
+    num_cell(w, cell(b));
+    num_cell(w, cell(a));
+    w.end();
   }
-  return s + "</table>";
+  w.end();
 }
 
-std::string page(const std::string& title, const std::string& body) {
-  return "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\"><head>"
-         "<meta charset=\"utf-8\"/><title>" +
-         esc(title) + "</title><style>" + kStyle + "</style></head><body>" + body +
-         "</body></html>\n";
+// Opens the page: doctype, <html>, the head with title and style, <body> (finish() closes them).
+void open_page(XmlWriter& w, const std::string& title) {
+  w.doctype_html();
+  w.start("html").attr("xmlns", "http://www.w3.org/1999/xhtml").attr("lang", "en");
+  w.start("head");
+  w.start("meta").attr("charset", "utf-8").end();
+  w.element("title", title);
+  w.start("style").raw(kStyle).end();
+  w.end();
+  w.start("body");
+}
+
+std::string close_page(XmlWriter& w) {
+  std::optional<std::string> html = w.finish();
+  return html ? *html + "\n" : std::string();
 }
 
 std::string single_report(const BenchmarkRun& r) {
   const json& rep = r.report;
   bool emulated = rep.value("emulated", false);
-  std::string body = "<h1>Benchmark " + esc(r.id) + ": " + esc(run_title(r)) + state_badge(r) +
-                     emulated_badge(rep) + "</h1>";
+  XmlWriter w(XmlWriter::Syntax::kHtml);
+  open_page(w, "armhive benchmark " + r.id + " " + run_title(r));
+  w.start("h1").text("Benchmark " + r.id + ": " + run_title(r));
+  state_badge(w, r);
+  emulated_badge(w, rep);
+  w.end();
   if (emulated) {
-    body += "<p class=\"note\" id=\"emulation-note\">EMULATED: " + esc(str(rep, "emulation_note")) +
-            "</p>";
+    w.start("p").attr("class", "note").attr("id", "emulation-note");
+    w.text("EMULATED: " + str(rep, "emulation_note")).end();
   }
-  if (!r.error.empty()) body += "<p class=\"note\">Failed: " + esc(r.error) + "</p>";
-  body += "<h2>Settings</h2>" + settings_table(r);
+  if (!r.error.empty()) note(w, "Failed: " + r.error);
+  w.element("h2", "Settings");
+  settings_table(w, r);
   if (auto n = rep.find("network"); n != rep.end() && n->is_object()) {
-    body += network_section(*n, rep.value("settings", json::object()));
+    network_section(w, *n, rep.value("settings", json::object()));
   }
   if (auto c = rep.find("compression"); c != rep.end() && c->is_object())
-    body += compression_section(*c, emulated);
-  if (auto se = rep.find("sensors"); se != rep.end() && se->is_object())
-    body += sensors_section(*se);
-  return page("armhive benchmark " + r.id + " " + run_title(r), body);
+    compression_section(w, *c, emulated);
+  if (auto se = rep.find("sensors"); se != rep.end() && se->is_object()) sensors_section(w, *se);
+  return close_page(w);
 }
 
 std::string comparison(const std::vector<BenchmarkRun>& runs) {
   json cmp = compare_benchmark_runs(runs);
-  std::string body = "<h1>Benchmark comparison (" + std::to_string(runs.size()) + " runs)</h1>";
+  XmlWriter w(XmlWriter::Syntax::kHtml);
+  open_page(w, "armhive benchmark comparison");
+  w.element("h1", "Benchmark comparison (" + std::to_string(runs.size()) + " runs)");
   bool any_emulated = false;
-  body +=
-      "<table><tr><th>#</th><th>run</th><th>VM</th><th>pool</th><th>host</th><th>state</"
-      "th><th>mode</th></tr>";
+  w.start("table");
+  header_row(w, {"#", "run", "VM", "pool", "host", "state", "mode"});
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
     any_emulated |= r.report.value("emulated", false);
-    body += "<tr><td class=\"num\">" + std::to_string(i + 1) + "</td><td>" + esc(r.id) +
-            "</td><td>" + esc(r.vm_name) + "</td><td>" + esc(r.pool) + "</td><td>" + esc(r.host) +
-            "</td><td>" + state_badge(r) + "</td><td>" + emulated_badge(r.report) + "</td></tr>";
+    w.start("tr");
+    num_cell(w, std::to_string(i + 1));
+    w.element("td", r.id).element("td", r.vm_name).element("td", r.pool).element("td", r.host);
+    w.start("td");
+    state_badge(w, r);
+    w.end().start("td");
+    emulated_badge(w, r.report);
+    w.end().end();
   }
-  body += "</table>";
+  w.end();
   if (any_emulated) {
-    body +=
-        "<p class=\"note\">Runs marked EMULATED ran under QEMU TCG: compare them only with each "
-        "other.</p>";
+    note(w, "Runs marked EMULATED ran under QEMU TCG: compare them only with each other.");
   }
   // The settings that make figures (in)comparable, side by side.
-  body += "<h2>Key settings</h2><table><tr><th>setting</th>";
-  for (size_t i = 0; i < runs.size(); ++i) body += "<th>" + std::to_string(i + 1) + "</th>";
-  body += "</tr>";
+  w.element("h2", "Key settings");
+  w.start("table").start("tr").element("th", "setting");
+  for (size_t i = 0; i < runs.size(); ++i) w.element("th", std::to_string(i + 1));
+  w.end();
   auto setting_row = [&](const std::string& name, auto value_of) {
-    body += "<tr><th>" + esc(name) + "</th>";
-    for (const auto& r : runs) body += "<td>" + esc(value_of(r)) + "</td>";
-    body += "</tr>";
+    w.start("tr").element("th", name);
+    for (const auto& r : runs) w.element("td", value_of(r));
+    w.end();
   };
   auto settings = [](const BenchmarkRun& r) { return r.report.value("settings", json::object()); };
   auto has = [](const BenchmarkRun& r, std::string_view suite) {
@@ -385,7 +447,7 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
            cpus_text(settings(r).value("pinned_cpus", json::array()));
   });
   setting_row("emulated", [](const BenchmarkRun& r) {
-    return r.report.value("emulated", false) ? "EMULATED" : "no";
+    return std::string(r.report.value("emulated", false) ? "EMULATED" : "no");
   });
   setting_row("suites", [](const BenchmarkRun& r) {
     std::string s;
@@ -395,36 +457,41 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
   setting_row("iperf3 streams / duration", [&](const BenchmarkRun& r) {
     return has(r, kSuiteNetwork) ? std::to_string(r.request.network.streams) + " / " +
                                        std::to_string(r.request.network.duration_s) + " s"
-                                 : std::string("\xE2\x80\x93");
+                                 : std::string(kDash);
   });
   setting_row("MTU", [&](const BenchmarkRun& r) {
-    if (!has(r, kSuiteNetwork)) return std::string("\xE2\x80\x93");
+    if (!has(r, kSuiteNetwork)) return std::string(kDash);
     return r.request.network.mtus.empty() ? str(settings(r), "mtu")
                                           : cpus_text(json(r.request.network.mtus));
   });
   setting_row("zstd version / level", [&](const BenchmarkRun& r) {
-    if (!has(r, kSuiteCompression)) return std::string("\xE2\x80\x93");
+    if (!has(r, kSuiteCompression)) return std::string(kDash);
     json c = r.report.value("compression", json::object());
     return str(c, "zstd_version") + " / " + std::to_string(r.request.compression.level);
   });
-  body += "</table>";
+  w.end();
 
-  body += "<h2>Metrics (ratio vs run 1)</h2><table><tr><th>metric</th>";
+  w.element("h2", "Metrics (ratio vs run 1)");
+  w.start("table").start("tr").element("th", "metric");
   for (size_t i = 0; i < runs.size(); ++i)
-    body += "<th>" + std::to_string(i + 1) + ": " + esc(runs[i].vm_name) + "</th>";
-  body += "</tr>";
-  std::string charts;
+    w.element("th", std::to_string(i + 1) + ": " + runs[i].vm_name);
+  w.end();
+  struct Chart {
+    std::string title, unit;
+    std::vector<SvgBar> bars;
+  };
+  std::vector<Chart> charts;
   for (const auto& m : cmp["metrics"]) {
-    body += "<tr><td>" + esc(m["label"].get<std::string>()) + "</td>";
+    w.start("tr").element("td", m["label"].get<std::string>());
     std::vector<SvgBar> bars;
     for (size_t i = 0; i < runs.size(); ++i) {
       const json& v = m["values"][i];
       const json& ratio = m["ratios"][i];
       const bool count = m["unit"] == "count";
-      std::string cell = v.is_number() ? svg_num(v.get<double>(), count ? 0 : 3) : "\xE2\x80\x93";
+      std::string cell = v.is_number() ? svg_num(v.get<double>(), count ? 0 : 3) : kDash;
       std::string ann = ratio.is_number() ? "\xC3\x97" + svg_num(ratio.get<double>(), 2) : "";
       if (i > 0 && !ann.empty()) cell += " (" + ann + ")";
-      body += "<td class=\"num\">" + esc(cell) + "</td>";
+      num_cell(w, cell);
       SvgBar bar{std::to_string(i + 1) + ": " + runs[i].vm_name,
                  v.is_number() ? v.get<double>() : 0.0, std::nullopt, std::nullopt,
                  i > 0 ? ann : ""};
@@ -432,18 +499,25 @@ std::string comparison(const std::vector<BenchmarkRun>& runs) {
       bar.integer = count;
       bars.push_back(bar);
     }
-    body += "</tr>";
+    w.end();
     if (m["unit"] != "count" && m["unit"] != "x") {
-      charts += "<div>" +
-                svg_bar_chart(m["label"].get<std::string>(), m["unit"].get<std::string>(), bars) +
-                "</div>";
+      charts.push_back({m["label"].get<std::string>(), m["unit"].get<std::string>(), bars});
     }
   }
-  body += "</table><h2>VMs side by side</h2><div class=\"charts\">" + charts + "</div>";
-  for (const auto& r : runs) {
-    body += "<h2>Settings: " + esc(r.id) + " " + esc(run_title(r)) + "</h2>" + settings_table(r);
+  w.end();
+  w.element("h2", "VMs side by side");
+  w.start("div").attr("class", "charts");
+  for (const Chart& c : charts) {
+    w.start("div");
+    write_svg_bar_chart(w, c.title, c.unit, c.bars);
+    w.end();
   }
-  return page("armhive benchmark comparison", body);
+  w.end();
+  for (const auto& r : runs) {
+    w.element("h2", "Settings: " + r.id + " " + run_title(r));
+    settings_table(w, r);
+  }
+  return close_page(w);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 
 namespace armhive {
 namespace {
@@ -23,47 +24,76 @@ double nice_max(double v) {
   return 10 * p;
 }
 
-std::string text_el(double x, double y, std::string_view text, std::string_view extra = {}) {
-  std::string s = "<text x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(y, 1) + "\"";
-  if (!extra.empty()) s += " " + std::string(extra);
-  s += ">" + xml_escape(text) + "</text>";
-  return s;
+using Attrs = std::initializer_list<std::pair<std::string_view, std::string>>;
+
+void attrs(XmlWriter& w, Attrs list) {
+  for (const auto& [k, v] : list) w.attr(k, v);
 }
 
-std::string open_svg(int w, int h, std::string_view title) {
-  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(w) +
-                  "\" height=\"" + std::to_string(h) + "\" viewBox=\"0 0 " + std::to_string(w) +
-                  " " + std::to_string(h) + "\" role=\"img\" class=\"chart\">";
-  s += "<title>" + xml_escape(title) + "</title>";
-  s += "<rect x=\"0\" y=\"0\" width=\"" + std::to_string(w) + "\" height=\"" + std::to_string(h) +
-       "\" fill=\"#ffffff\"/>";
-  s += text_el(10, 20, title, "font-size=\"14\" font-weight=\"bold\"");
-  return s;
+void empty_el(XmlWriter& w, std::string_view name, Attrs list) {
+  w.start(name);
+  attrs(w, list);
+  w.end();
+}
+
+void text_el(XmlWriter& w, double x, double y, std::string_view text, Attrs extra = {}) {
+  w.start("text").attr("x", svg_num(x, 1)).attr("y", svg_num(y, 1));
+  attrs(w, extra);
+  w.text(text).end();
+}
+
+// Opens <svg> (closed by the caller) with its title, background and heading.
+void open_svg(XmlWriter& w, int width, int height, std::string_view title) {
+  w.start("svg")
+      .attr("xmlns", "http://www.w3.org/2000/svg")
+      .attr("width", width)
+      .attr("height", height)
+      .attr("viewBox", "0 0 " + std::to_string(width) + " " + std::to_string(height))
+      .attr("role", "img")
+      .attr("class", "chart");
+  w.element("title", title);
+  empty_el(w, "rect",
+           {{"x", "0"},
+            {"y", "0"},
+            {"width", std::to_string(width)},
+            {"height", std::to_string(height)},
+            {"fill", "#ffffff"}});
+  text_el(w, 10, 20, title, {{"font-size", "14"}, {"font-weight", "bold"}});
+}
+
+void line_el(XmlWriter& w, double x1, double y1, double x2, double y2, Attrs extra = {}) {
+  w.start("line")
+      .attr("x1", svg_num(x1, 1))
+      .attr("y1", svg_num(y1, 1))
+      .attr("x2", svg_num(x2, 1))
+      .attr("y2", svg_num(y2, 1));
+  attrs(w, extra);
+  w.end();
 }
 
 // Horizontal grid lines and y tick labels for [0, ymax] mapped to [bottom, top].
-std::string y_axis(double ymax, double left, double right, double top, double bottom,
-                   std::string_view unit) {
-  std::string s;
+void y_axis(XmlWriter& w, double ymax, double left, double right, double top, double bottom,
+            std::string_view unit) {
   // 5 ticks when the top is 2.5 or 5 times a power of ten (steps of 0.5 / 1), else 4.
   double mant = ymax / std::pow(10.0, std::floor(std::log10(ymax)));
   const int ticks = std::fabs(mant - 2.5) < 1e-6 || std::fabs(mant - 5) < 1e-6 ? 5 : 4;
   for (int i = 0; i <= ticks; ++i) {
     double v = ymax * i / ticks;
     double y = bottom - (bottom - top) * i / ticks;
-    s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(y, 1) + "\" x2=\"" +
-         svg_num(right, 1) + "\" y2=\"" + svg_num(y, 1) + "\" stroke=\"#dddddd\"/>";
-    s += text_el(left - 6, y + 4,
-                 svg_num(v, v >= 100  ? 0
-                            : v >= 10 ? 1
-                                      : 2),
-                 "font-size=\"11\" text-anchor=\"end\"");
+    line_el(w, left, y, right, y, {{"stroke", "#dddddd"}});
+    text_el(w, left - 6, y + 4,
+            svg_num(v, v >= 100  ? 0
+                       : v >= 10 ? 1
+                                 : 2),
+            {{"font-size", "11"}, {"text-anchor", "end"}});
   }
-  s += text_el(12, (top + bottom) / 2, unit,
-               "font-size=\"11\" transform=\"rotate(-90 12 " + svg_num((top + bottom) / 2, 1) +
-                   ")\" text-anchor=\"middle\"");
-  return s;
+  text_el(w, 12, (top + bottom) / 2, unit,
+          {{"font-size", "11"},
+           {"transform", "rotate(-90 12 " + svg_num((top + bottom) / 2, 1) + ")"},
+           {"text-anchor", "middle"}});
 }
+
+std::string finished(XmlWriter& w) { return w.finish().value_or(std::string()); }
 
 constexpr size_t kLegendRows = 16;
 
@@ -96,10 +126,10 @@ std::string svg_num(double v, int decimals) {
   return buf;
 }
 
-std::string svg_line_chart(std::string_view title, std::string_view x_label,
-                           std::string_view y_label, const std::vector<SvgLineSeries>& series) {
-  const int w = 720, h = 320;
-  const double left = 60, right = w - 150, top = 35, bottom = h - 40;
+void write_svg_line_chart(XmlWriter& w, std::string_view title, std::string_view x_label,
+                          std::string_view y_label, const std::vector<SvgLineSeries>& series) {
+  const int width = 720, h = 320;
+  const double left = 60, right = width - 150, top = 35, bottom = h - 40;
   double xmax = 0, ymax = 0;
   for (const auto& s : series) {
     for (const auto& [x, y] : s.points) {
@@ -121,55 +151,67 @@ std::string svg_line_chart(std::string_view title, std::string_view x_label,
   auto px = [&](double x) { return left + (right - left) * x / xmax; };
   auto py = [&](double y) { return bottom - (bottom - top) * y / ymax; };
 
-  std::string s = open_svg(w, h, title);
-  s += y_axis(ymax, left, right, top, bottom, y_label);
-  s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(bottom, 1) + "\" x2=\"" +
-       svg_num(right, 1) + "\" y2=\"" + svg_num(bottom, 1) + "\" stroke=\"#333333\"/>";
+  open_svg(w, width, h, title);
+  y_axis(w, ymax, left, right, top, bottom, y_label);
+  line_el(w, left, bottom, right, bottom, {{"stroke", "#333333"}});
   for (double x = 0; x <= xmax + xstep / 2; x += xstep) {
-    s += text_el(px(x), bottom + 15, svg_num(x, xstep < 1 ? 1 : 0),
-                 "font-size=\"11\" text-anchor=\"middle\"");
+    text_el(w, px(x), bottom + 15, svg_num(x, xstep < 1 ? 1 : 0),
+            {{"font-size", "11"}, {"text-anchor", "middle"}});
   }
-  s += text_el((left + right) / 2, h - 8, x_label, "font-size=\"11\" text-anchor=\"middle\"");
+  text_el(w, (left + right) / 2, h - 8, x_label, {{"font-size", "11"}, {"text-anchor", "middle"}});
   for (size_t i = 0; i < series.size(); ++i) {
     const auto& se = series[i];
-    const char* col = se.emphasised ? "#000000" : colour(i);
+    const std::string col = se.emphasised ? "#000000" : colour(i);
     std::string pts;
     for (const auto& [x, y] : se.points) {
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
       if (!pts.empty()) pts += ' ';
       pts += svg_num(px(x), 1) + "," + svg_num(py(y), 1);
     }
-    s += "<polyline fill=\"none\" stroke=\"" + std::string(col) + "\" stroke-width=\"" +
-         (se.emphasised ? "3" : "1.5") + "\" points=\"" + pts + "\"/>";
+    empty_el(w, "polyline",
+             {{"fill", "none"},
+              {"stroke", col},
+              {"stroke-width", se.emphasised ? "3" : "1.5"},
+              {"points", pts}});
     for (const auto& [x, y] : se.points) {
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
-      s += "<circle cx=\"" + svg_num(px(x), 1) + "\" cy=\"" + svg_num(py(y), 1) +
-           "\" r=\"2.5\" fill=\"" + col + "\"/>";
+      empty_el(w, "circle",
+               {{"cx", svg_num(px(x), 1)}, {"cy", svg_num(py(y), 1)}, {"r", "2.5"}, {"fill", col}});
     }
     // The legend has room for 16 entries: the first 15 series, the emphasised ones (the sum)
     // always, and a count of the rest.
     size_t slot_i = legend_slot(series, i);
     if (slot_i < kLegendRows) {
       double ly = top + 14.0 * static_cast<double>(slot_i);
-      s += "<rect x=\"" + svg_num(right + 12, 1) + "\" y=\"" + svg_num(ly, 1) +
-           "\" width=\"10\" height=\"10\" fill=\"" + col + "\"/>";
-      s += text_el(right + 26, ly + 9, se.name, "font-size=\"11\"");
+      empty_el(w, "rect",
+               {{"x", svg_num(right + 12, 1)},
+                {"y", svg_num(ly, 1)},
+                {"width", "10"},
+                {"height", "10"},
+                {"fill", col}});
+      text_el(w, right + 26, ly + 9, se.name, {{"font-size", "11"}});
     }
   }
   if (size_t hidden = hidden_legend_entries(series); hidden > 0) {
-    s += text_el(right + 12, top + 14.0 * static_cast<double>(kLegendRows) + 9,
-                 "+" + std::to_string(hidden) + " more", "font-size=\"11\"");
+    text_el(w, right + 12, top + 14.0 * static_cast<double>(kLegendRows) + 9,
+            "+" + std::to_string(hidden) + " more", {{"font-size", "11"}});
   }
-  s += "</svg>";
-  return s;
+  w.end();
 }
 
-std::string svg_bar_chart(std::string_view title, std::string_view unit,
-                          const std::vector<SvgBar>& bars) {
+std::string svg_line_chart(std::string_view title, std::string_view x_label,
+                           std::string_view y_label, const std::vector<SvgLineSeries>& series) {
+  XmlWriter w;
+  write_svg_line_chart(w, title, x_label, y_label, series);
+  return finished(w);
+}
+
+void write_svg_bar_chart(XmlWriter& w, std::string_view title, std::string_view unit,
+                         const std::vector<SvgBar>& bars) {
   const double slot = 90;
-  const int w = std::max(360, static_cast<int>(80 + slot * static_cast<double>(bars.size())));
+  const int width = std::max(360, static_cast<int>(80 + slot * static_cast<double>(bars.size())));
   const int h = 300;
-  const double left = 60, right = w - 20, top = 40, bottom = h - 60;
+  const double left = 60, right = width - 20, top = 40, bottom = h - 60;
   double ymax = 0;
   for (const auto& b : bars) {
     if (std::isfinite(b.value)) ymax = std::max(ymax, b.value);
@@ -178,60 +220,66 @@ std::string svg_bar_chart(std::string_view title, std::string_view unit,
   ymax = nice_max(ymax);
   auto py = [&](double y) { return bottom - (bottom - top) * std::clamp(y, 0.0, ymax) / ymax; };
 
-  std::string s = open_svg(w, h, title);
-  s += y_axis(ymax, left, right, top, bottom, unit);
+  open_svg(w, width, h, title);
+  y_axis(w, ymax, left, right, top, bottom, unit);
   for (size_t i = 0; i < bars.size(); ++i) {
     const auto& b = bars[i];
     double x = left + 15 + slot * static_cast<double>(i);
     double bw = slot - 30;
     if (b.missing) {
-      s += text_el(x + bw / 2, bottom - 5, "n/a",
-                   "font-size=\"11\" text-anchor=\"middle\" fill=\"#777777\"");
+      text_el(w, x + bw / 2, bottom - 5, "n/a",
+              {{"font-size", "11"}, {"text-anchor", "middle"}, {"fill", "#777777"}});
     }
     double v = std::isfinite(b.value) && !b.missing ? b.value : 0;
-    if (!b.missing)
-      s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(py(v), 1) + "\" width=\"" +
-           svg_num(bw, 1) + "\" height=\"" + svg_num(bottom - py(v), 1) + "\" fill=\"" + colour(i) +
-           "\"><title>" + xml_escape(b.label + ": " + svg_num(v, 2) + " " + std::string(unit)) +
-           "</title></rect>";
+    if (!b.missing) {
+      w.start("rect");
+      attrs(w, {{"x", svg_num(x, 1)},
+                {"y", svg_num(py(v), 1)},
+                {"width", svg_num(bw, 1)},
+                {"height", svg_num(bottom - py(v), 1)},
+                {"fill", colour(i)}});
+      w.element("title", b.label + ": " + svg_num(v, 2) + " " + std::string(unit)).end();
+    }
     if (b.low && b.high) {
       double cx = x + bw / 2;
-      s += "<g stroke=\"#000000\" stroke-width=\"1.5\" class=\"whisker\">";
-      s += "<line x1=\"" + svg_num(cx, 1) + "\" y1=\"" + svg_num(py(*b.low), 1) + "\" x2=\"" +
-           svg_num(cx, 1) + "\" y2=\"" + svg_num(py(*b.high), 1) + "\"/>";
-      for (double yv : {*b.low, *b.high}) {
-        s += "<line x1=\"" + svg_num(cx - 8, 1) + "\" y1=\"" + svg_num(py(yv), 1) + "\" x2=\"" +
-             svg_num(cx + 8, 1) + "\" y2=\"" + svg_num(py(yv), 1) + "\"/>";
-      }
-      s += "</g>";
+      w.start("g").attr("stroke", "#000000").attr("stroke-width", "1.5").attr("class", "whisker");
+      line_el(w, cx, py(*b.low), cx, py(*b.high));
+      for (double yv : {*b.low, *b.high}) line_el(w, cx - 8, py(yv), cx + 8, py(yv));
+      w.end();
     }
     if (!b.missing) {
       std::string top_text = svg_num(v, v >= 100 || b.integer ? 0 : 2);
       if (!b.annotation.empty()) top_text += " " + b.annotation;
       double label_y = py(b.high ? std::max(v, *b.high) : v) - 5;
-      s += text_el(x + bw / 2, label_y, top_text, "font-size=\"11\" text-anchor=\"middle\"");
+      text_el(w, x + bw / 2, label_y, top_text, {{"font-size", "11"}, {"text-anchor", "middle"}});
     }
     // Long labels wrap onto two lines of at most 14 characters.
     std::string l1 = b.label.substr(0, 14), l2 = b.label.size() > 14 ? b.label.substr(14, 14) : "";
-    s += text_el(x + bw / 2, bottom + 15, l1, "font-size=\"11\" text-anchor=\"middle\"");
+    text_el(w, x + bw / 2, bottom + 15, l1, {{"font-size", "11"}, {"text-anchor", "middle"}});
     if (!l2.empty())
-      s += text_el(x + bw / 2, bottom + 28, l2, "font-size=\"11\" text-anchor=\"middle\"");
+      text_el(w, x + bw / 2, bottom + 28, l2, {{"font-size", "11"}, {"text-anchor", "middle"}});
   }
-  s += "<line x1=\"" + svg_num(left, 1) + "\" y1=\"" + svg_num(bottom, 1) + "\" x2=\"" +
-       svg_num(right, 1) + "\" y2=\"" + svg_num(bottom, 1) + "\" stroke=\"#333333\"/>";
-  s += "</svg>";
-  return s;
+  line_el(w, left, bottom, right, bottom, {{"stroke", "#333333"}});
+  w.end();
 }
 
-std::string svg_stacked_bars(std::string_view title, const std::vector<std::string>& part_names,
-                             const std::vector<SvgStackedBar>& bars) {
+std::string svg_bar_chart(std::string_view title, std::string_view unit,
+                          const std::vector<SvgBar>& bars) {
+  XmlWriter w;
+  write_svg_bar_chart(w, title, unit, bars);
+  return finished(w);
+}
+
+void write_svg_stacked_bars(XmlWriter& w, std::string_view title,
+                            const std::vector<std::string>& part_names,
+                            const std::vector<SvgStackedBar>& bars) {
   const double slot = 36;
-  const int w = std::max(420, static_cast<int>(200 + slot * static_cast<double>(bars.size())));
+  const int width = std::max(420, static_cast<int>(200 + slot * static_cast<double>(bars.size())));
   const int h = 310;
-  const double left = 60, right = w - 130, top = 35, bottom = h - 50;
+  const double left = 60, right = width - 130, top = 35, bottom = h - 50;
   auto py = [&](double pct) { return bottom - (bottom - top) * std::clamp(pct, 0.0, 100.0) / 100; };
-  std::string s = open_svg(w, h, title);
-  s += y_axis(100, left, right, top, bottom, "% of core time");
+  open_svg(w, width, h, title);
+  y_axis(w, 100, left, right, top, bottom, "% of core time");
   for (size_t i = 0; i < bars.size(); ++i) {
     double x = left + 6 + slot * static_cast<double>(i);
     double acc = 0;
@@ -240,27 +288,39 @@ std::string svg_stacked_bars(std::string_view title, const std::vector<std::stri
       double y0 = py(acc), y1 = py(acc + v);
       acc += v;
       if (y0 - y1 <= 0) continue;
-      s += "<rect x=\"" + svg_num(x, 1) + "\" y=\"" + svg_num(y1, 1) + "\" width=\"" +
-           svg_num(slot - 10, 1) + "\" height=\"" + svg_num(y0 - y1, 1) + "\" fill=\"" + colour(p) +
-           "\"><title>" +
-           xml_escape(bars[i].label + " " + part_names[p] + ": " + svg_num(v, 1) + " %") +
-           "</title></rect>";
+      w.start("rect");
+      attrs(w, {{"x", svg_num(x, 1)},
+                {"y", svg_num(y1, 1)},
+                {"width", svg_num(slot - 10, 1)},
+                {"height", svg_num(y0 - y1, 1)},
+                {"fill", colour(p)}});
+      w.element("title", bars[i].label + " " + part_names[p] + ": " + svg_num(v, 1) + " %").end();
     }
-    s += text_el(x + (slot - 10) / 2, bottom + 15, bars[i].label,
-                 "font-size=\"11\" text-anchor=\"middle\"");
+    text_el(w, x + (slot - 10) / 2, bottom + 15, bars[i].label,
+            {{"font-size", "11"}, {"text-anchor", "middle"}});
     if (!bars[i].sublabel.empty()) {
-      s += text_el(x + (slot - 10) / 2, bottom + 28, bars[i].sublabel,
-                   "font-size=\"10\" text-anchor=\"middle\" fill=\"#555555\"");
+      text_el(w, x + (slot - 10) / 2, bottom + 28, bars[i].sublabel,
+              {{"font-size", "10"}, {"text-anchor", "middle"}, {"fill", "#555555"}});
     }
   }
   for (size_t p = 0; p < part_names.size(); ++p) {
     double ly = top + 14.0 * static_cast<double>(p);
-    s += "<rect x=\"" + svg_num(right + 12, 1) + "\" y=\"" + svg_num(ly, 1) +
-         "\" width=\"10\" height=\"10\" fill=\"" + colour(p) + "\"/>";
-    s += text_el(right + 26, ly + 9, part_names[p], "font-size=\"11\"");
+    empty_el(w, "rect",
+             {{"x", svg_num(right + 12, 1)},
+              {"y", svg_num(ly, 1)},
+              {"width", "10"},
+              {"height", "10"},
+              {"fill", colour(p)}});
+    text_el(w, right + 26, ly + 9, part_names[p], {{"font-size", "11"}});
   }
-  s += "</svg>";
-  return s;
+  w.end();
+}
+
+std::string svg_stacked_bars(std::string_view title, const std::vector<std::string>& part_names,
+                             const std::vector<SvgStackedBar>& bars) {
+  XmlWriter w;
+  write_svg_stacked_bars(w, title, part_names, bars);
+  return finished(w);
 }
 
 }  // namespace armhive

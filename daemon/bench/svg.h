@@ -6,13 +6,14 @@
 #include <utility>
 #include <vector>
 
-#include "base/xml_escape.h"
+#include "base/xml_writer.h"
 
 namespace armhive {
 
 // Minimal SVG chart primitives for the self-contained HTML reports: no scripts, no external
-// assets, every text escaped. Output is well-formed XML (the tests parse it with libxml2).
-// Pure functions; any thread.
+// assets, written through XmlWriter (every text escaped, always well-formed). write_* append
+// one <svg> element to a document being written; the others return a standalone one.
+// Pure functions; any thread (one writer per thread).
 
 // "%.Nf" in the C locale, trailing zeros kept; "–" for non-finite values.
 std::string svg_num(double v, int decimals);
@@ -22,6 +23,8 @@ struct SvgLineSeries {
   std::vector<std::pair<double, double>> points;  // (x, y)
   bool emphasised = false;                        // drawn thick (e.g. the sum of streams)
 };
+void write_svg_line_chart(XmlWriter& w, std::string_view title, std::string_view x_label,
+                          std::string_view y_label, const std::vector<SvgLineSeries>& series);
 std::string svg_line_chart(std::string_view title, std::string_view x_label,
                            std::string_view y_label, const std::vector<SvgLineSeries>& series);
 
@@ -34,6 +37,8 @@ struct SvgBar {
   bool missing = false;        // no value: "n/a" instead of a bar (never drawn as 0)
   bool integer = false;        // print the value without decimals
 };
+void write_svg_bar_chart(XmlWriter& w, std::string_view title, std::string_view unit,
+                         const std::vector<SvgBar>& bars);
 std::string svg_bar_chart(std::string_view title, std::string_view unit,
                           const std::vector<SvgBar>& bars);
 
@@ -42,6 +47,9 @@ struct SvgStackedBar {
   std::string sublabel;       // second line under the bar, e.g. the core's role ("vm", "hk")
   std::vector<double> parts;  // in the order of part_names; values in percent
 };
+void write_svg_stacked_bars(XmlWriter& w, std::string_view title,
+                            const std::vector<std::string>& part_names,
+                            const std::vector<SvgStackedBar>& bars);
 std::string svg_stacked_bars(std::string_view title, const std::vector<std::string>& part_names,
                              const std::vector<SvgStackedBar>& bars);
 

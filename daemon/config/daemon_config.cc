@@ -6,117 +6,11 @@
 #include <set>
 #include <sstream>
 
-#include "api/validation.h"
+#include "base/toml_reader.h"
+#include "base/validation.h"
 
 namespace armhive {
 namespace {
-
-// Reads typed values from one TOML table, rejecting unknown keys and wrong types.
-class TableReader {
- public:
-  TableReader(const toml::table& table, std::string prefix)
-      : table_(table), prefix_(std::move(prefix)) {}
-
-  std::string field(std::string_view key) const { return prefix_ + std::string(key); }
-
-  Status str(std::string_view key, std::string& out) {
-    seen_.insert(std::string(key));
-    const toml::node* n = table_.get(key);
-    if (!n) return Status::ok();
-    if (!n->is_string()) return invalid_argument(field(key), "must be a string");
-    out = n->as_string()->get();
-    return Status::ok();
-  }
-  Status opt_str(std::string_view key, std::optional<std::string>& out) {
-    seen_.insert(std::string(key));
-    const toml::node* n = table_.get(key);
-    if (!n) return Status::ok();
-    if (!n->is_string()) return invalid_argument(field(key), "must be a string");
-    out = n->as_string()->get();
-    return Status::ok();
-  }
-  Status integer(std::string_view key, int64_t& out, int64_t min, int64_t max) {
-    seen_.insert(std::string(key));
-    const toml::node* n = table_.get(key);
-    if (!n) return Status::ok();
-    if (!n->is_integer()) return invalid_argument(field(key), "must be an integer");
-    int64_t v = n->as_integer()->get();
-    if (v < min || v > max) {
-      return invalid_argument(
-          field(key), "must be between " + std::to_string(min) + " and " + std::to_string(max));
-    }
-    out = v;
-    return Status::ok();
-  }
-  template <typename T>
-  Status integer_as(std::string_view key, T& out, int64_t min, int64_t max) {
-    int64_t v = static_cast<int64_t>(out);
-    ARMHIVE_RETURN_IF_ERROR(integer(key, v, min, max));
-    out = static_cast<T>(v);
-    return Status::ok();
-  }
-  Status number(std::string_view key, double& out, double min, double max) {
-    seen_.insert(std::string(key));
-    const toml::node* n = table_.get(key);
-    if (!n) return Status::ok();
-    if (!n->is_number()) return invalid_argument(field(key), "must be a number");
-    double v = n->is_integer() ? static_cast<double>(n->as_integer()->get())
-                               : n->as_floating_point()->get();
-    if (v < min || v > max) {
-      return invalid_argument(
-          field(key), "must be between " + std::to_string(min) + " and " + std::to_string(max));
-    }
-    out = v;
-    return Status::ok();
-  }
-  // Durations are strings ("2h", "90m") or integers (seconds).
-  Status duration(std::string_view key, std::chrono::milliseconds& out) {
-    seen_.insert(std::string(key));
-    const toml::node* n = table_.get(key);
-    if (!n) return Status::ok();
-    int64_t secs = 0;
-    if (n->is_integer()) {
-      secs = n->as_integer()->get();
-    } else if (n->is_string()) {
-      auto parsed = parse_duration(field(key), n->as_string()->get());
-      if (!parsed.is_ok()) return parsed.status();
-      secs = *parsed;
-    } else {
-      return invalid_argument(field(key), "must be a duration such as \"2h\" or seconds");
-    }
-    if (secs <= 0) return invalid_argument(field(key), "must be positive");
-    out = std::chrono::seconds(secs);
-    return Status::ok();
-  }
-  Status labels(std::string_view key, std::map<std::string, std::string>& out) {
-    seen_.insert(std::string(key));
-    const toml::node* n = table_.get(key);
-    if (!n) return Status::ok();
-    if (!n->is_table()) return invalid_argument(field(key), "must be a table of strings");
-    for (const auto& [k, v] : *n->as_table()) {
-      if (!v.is_string()) {
-        return invalid_argument(field(key) + "." + std::string(k.str()), "must be a string");
-      }
-      out[std::string(k.str())] = v.as_string()->get();
-    }
-    return check_labels(field(key), out);
-  }
-  void skip(std::string_view key) { seen_.insert(std::string(key)); }
-
-  Status no_unknown_keys() const {
-    for (const auto& [k, v] : table_) {
-      if (!seen_.count(std::string(k.str()))) {
-        return invalid_argument(prefix_ + std::string(k.str()), "unknown key");
-      }
-    }
-    return Status::ok();
-  }
-
- private:
-  const toml::table& table_;
-  std::string prefix_;
-  std::set<std::string> seen_;
-};
 
 const toml::table* subtable(const toml::table& t, std::string_view key, Status& status,
                             const std::string& prefix) {
@@ -127,7 +21,7 @@ const toml::table* subtable(const toml::table& t, std::string_view key, Status& 
 }
 
 Status parse_pool(const toml::table& t, const std::string& prefix, PoolConfig& p) {
-  TableReader r(t, prefix);
+  TomlReader r(t, prefix);
   ARMHIVE_RETURN_IF_ERROR(r.str("name", p.name));
   ARMHIVE_RETURN_IF_ERROR(check_name(r.field("name"), p.name));
   ARMHIVE_RETURN_IF_ERROR(r.str("image", p.image));
@@ -156,11 +50,56 @@ Status parse_pool(const toml::table& t, const std::string& prefix, PoolConfig& p
   }
   ARMHIVE_RETURN_IF_ERROR(r.number("overcommit", p.overcommit, 1.0, 16.0));
   ARMHIVE_RETURN_IF_ERROR(r.labels("labels", p.labels));
+  r.skip("access_ports");
   ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+  if (const toml::node* ports = t.get("access_ports")) {
+    if (!ports->is_array()) return invalid_argument(r.field("access_ports"), "must be an array");
+    size_t j = 0;
+    for (const toml::node& n : *ports->as_array()) {
+      std::string field = r.field("access_ports") + "[" + std::to_string(j++) + "]";
+      if (!n.is_integer()) return invalid_argument(field, "must be an integer");
+      int64_t v = n.as_integer()->get();
+      if (v < 1 || v > 65535) return invalid_argument(field, "must be 1-65535");
+      p.access_ports.push_back(static_cast<int>(v));
+    }
+  }
   if (p.min_warm > p.max) return invalid_argument(r.field("min_warm"), "must not exceed max");
   if (p.max_starting > p.max) p.max_starting = p.max;
   if (p.default_ttl > p.max_ttl) {
     return invalid_argument(r.field("default_ttl"), "must not exceed max_ttl");
+  }
+  return Status::ok();
+}
+
+Status parse_egress(const toml::table& net_table, const std::string& prefix, NetworkConfig& net) {
+  const toml::node* n = net_table.get("egress");
+  if (!n) return Status::ok();
+  if (!n->is_array_of_tables())
+    return invalid_argument(prefix + "egress", "must be [[networks.egress]] tables");
+  if (net.mode != "nat") {
+    return invalid_argument(prefix + "egress", "an egress allow-list needs mode = \"nat\"");
+  }
+  size_t i = 0;
+  for (const toml::node& item : *n->as_array()) {
+    std::string eprefix = prefix + "egress[" + std::to_string(i++) + "].";
+    TomlReader r(*item.as_table(), eprefix);
+    EgressConfig e;
+    ARMHIVE_RETURN_IF_ERROR(r.str("cidr", e.cidr));
+    if (e.cidr.empty()) return invalid_argument(r.field("cidr"), "required");
+    r.skip("ports");
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+    if (const toml::node* ports = item.as_table()->get("ports")) {
+      if (!ports->is_array()) return invalid_argument(r.field("ports"), "must be an array");
+      size_t j = 0;
+      for (const toml::node& p : *ports->as_array()) {
+        std::string field = r.field("ports") + "[" + std::to_string(j++) + "]";
+        if (!p.is_integer()) return invalid_argument(field, "must be an integer");
+        int64_t v = p.as_integer()->get();
+        if (v < 1 || v > 65535) return invalid_argument(field, "must be 1-65535");
+        e.ports.push_back(static_cast<int>(v));
+      }
+    }
+    net.egress.push_back(std::move(e));
   }
   return Status::ok();
 }
@@ -179,12 +118,12 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   }
   DaemonConfig c;
   Status st;
-  TableReader top(root, "");
-  for (const char* k : {"server", "host", "engine", "networks", "pools"}) top.skip(k);
+  TomlReader top(root, "");
+  for (const char* k : {"server", "host", "engine", "access", "networks", "pools"}) top.skip(k);
   ARMHIVE_RETURN_IF_ERROR(top.no_unknown_keys());
 
   if (const toml::table* s = subtable(root, "server", st, "")) {
-    TableReader r(*s, "server.");
+    TomlReader r(*s, "server.");
     ARMHIVE_RETURN_IF_ERROR(r.str("bind", c.bind));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("port", c.port, 0, 65535));
     ARMHIVE_RETURN_IF_ERROR(r.str("tls_cert", c.tls_cert));
@@ -197,7 +136,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   }
   ARMHIVE_RETURN_IF_ERROR(st);
   if (const toml::table* h = subtable(root, "host", st, "")) {
-    TableReader r(*h, "host.");
+    TomlReader r(*h, "host.");
     ARMHIVE_RETURN_IF_ERROR(r.str("name", c.host_name));
     ARMHIVE_RETURN_IF_ERROR(r.str("libvirt_uri", c.libvirt_uri));
     ARMHIVE_RETURN_IF_ERROR(r.str("storage_pool", c.storage_pool));
@@ -213,7 +152,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     r.skip("cpus");
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     if (const toml::table* cpus = subtable(*h, "cpus", st, "host.")) {
-      TableReader cr(*cpus, "host.cpus.");
+      TomlReader cr(*cpus, "host.cpus.");
       ARMHIVE_RETURN_IF_ERROR(cr.opt_str("housekeeping", c.housekeeping_cpus));
       ARMHIVE_RETURN_IF_ERROR(cr.opt_str("dedicated", c.dedicated_cpus));
       ARMHIVE_RETURN_IF_ERROR(cr.opt_str("shared", c.shared_cpus));
@@ -223,11 +162,26 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   }
   ARMHIVE_RETURN_IF_ERROR(st);
   if (const toml::table* e = subtable(root, "engine", st, "")) {
-    TableReader r(*e, "engine.");
+    TomlReader r(*e, "engine.");
     ARMHIVE_RETURN_IF_ERROR(r.duration("boot_timeout", c.boot_timeout));
     ARMHIVE_RETURN_IF_ERROR(r.duration("reconcile_period", c.reconcile_period));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("threads", c.threads, 1, 64));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+  }
+  ARMHIVE_RETURN_IF_ERROR(st);
+
+  if (const toml::table* a = subtable(root, "access", st, "")) {
+    TomlReader r(*a, "access.");
+    c.access.enabled = true;
+    ARMHIVE_RETURN_IF_ERROR(r.str("listen", c.access.listen));
+    ARMHIVE_RETURN_IF_ERROR(r.str("advertise", c.access.advertise));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_min", c.access.port_min, 1, 65535));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_max", c.access.port_max, 1, 65535));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_extra_ports", c.access.max_extra_ports, 0, 64));
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+    if (c.access.port_min > c.access.port_max) {
+      return invalid_argument("access.port_max", "must not be below port_min");
+    }
   }
   ARMHIVE_RETURN_IF_ERROR(st);
 
@@ -237,7 +191,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     size_t i = 0;
     for (const toml::node& item : *n->as_array()) {
       std::string prefix = "networks[" + std::to_string(i++) + "].";
-      TableReader r(*item.as_table(), prefix);
+      TomlReader r(*item.as_table(), prefix);
       NetworkConfig net;
       ARMHIVE_RETURN_IF_ERROR(r.str("name", net.name));
       ARMHIVE_RETURN_IF_ERROR(r.str("bridge", net.bridge));
@@ -245,7 +199,13 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
       ARMHIVE_RETURN_IF_ERROR(r.str("dhcp_start", net.dhcp_start));
       ARMHIVE_RETURN_IF_ERROR(r.str("dhcp_end", net.dhcp_end));
       ARMHIVE_RETURN_IF_ERROR(r.integer_as("mtu", net.mtu, 576, 9216));
+      ARMHIVE_RETURN_IF_ERROR(r.str("mode", net.mode));
+      if (net.mode != "isolated" && net.mode != "nat" && net.mode != "bridge") {
+        return invalid_argument(r.field("mode"), "must be \"isolated\", \"nat\" or \"bridge\"");
+      }
+      r.skip("egress");
       ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+      ARMHIVE_RETURN_IF_ERROR(parse_egress(*item.as_table(), prefix, net));
       c.networks.push_back(net);
     }
   }

@@ -14,13 +14,31 @@ namespace armhive {
 // armhived's configuration file (TOML). See examples/armhived.toml for every key.
 // Plain data, parsed once at start-up.
 
+// One allowed egress destination of a nat network ([[networks.egress]]).
+struct EgressConfig {
+  std::string cidr;
+  std::vector<int> ports;  // empty: every port
+};
+
 struct NetworkConfig {
   std::string name = "armhive";
+  std::string mode = "isolated";  // "isolated", "nat" or "bridge" (daemon/virt/network.h)
   std::string bridge = "ahbr0";
   std::string cidr = "10.77.0.1/24";
   std::string dhcp_start = "10.77.0.10";
   std::string dhcp_end = "10.77.0.250";
   int mtu = 1500;
+  std::vector<EgressConfig> egress;  // nat only; empty: any destination
+};
+
+// [access]: per-lease TCP forwards from the host to the guests (daemon/access).
+struct AccessConfig {
+  bool enabled = false;            // the [access] table is present
+  std::string listen = "0.0.0.0";  // address the forwards listen on
+  std::string advertise;           // host name clients use (ssh.host); empty: `listen`
+  int port_min = 22000;            // forwards take ports from [port_min, port_max]
+  int port_max = 22999;
+  int max_extra_ports = 4;  // guest ports besides SSH one lease may ask for (pools' access_ports)
 };
 
 struct DaemonConfig {
@@ -46,6 +64,7 @@ struct DaemonConfig {
   std::chrono::milliseconds boot_timeout{std::chrono::minutes(3)};
   std::chrono::milliseconds reconcile_period{std::chrono::seconds(30)};
   int threads = 4;
+  AccessConfig access;
   // [[networks]] and [[pools]]
   std::vector<NetworkConfig> networks;
   std::vector<PoolConfig> pools;

@@ -3,7 +3,7 @@
 #include <array>
 #include <utility>
 
-#include "api/validation.h"
+#include "base/validation.h"
 
 namespace armhive {
 namespace {
@@ -69,8 +69,8 @@ std::optional<Purpose> purpose_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-// The rules live in api/validation (shared with the CLI); these names keep daemon code in the
-// vocabulary of its own module.
+// The rules live in base/validation (shared with the API and the CLI); these names keep daemon code
+// in the vocabulary of its own module.
 Status validate_name(std::string_view field, std::string_view value) {
   return check_name(field, value);
 }

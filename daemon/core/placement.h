@@ -118,7 +118,6 @@ class CoreAllocator {
   double fragmentation() const;
 
   const Placement* find(const std::string& vm_name) const;  // nullptr if unknown
-  const std::map<std::string, Placement>& placements() const { return vms_; }
   int free_dedicated() const;
   int shared_vcpus_in_use() const;
   const HostTopology& topology() const { return topology_; }

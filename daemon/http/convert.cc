@@ -2,8 +2,14 @@
 
 namespace armhive {
 
-std::string ssh_command(const std::string& user, const std::string& host, int port) {
-  std::string cmd = "ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null";
+std::string ssh_command(const std::string& user, const std::string& host, int port,
+                        const std::string& known_hosts_file) {
+  // Host keys are verified: against `known_hosts_file` (the lease's ssh.known_hosts) when
+  // given, otherwise by ssh's own prompt.
+  std::string cmd = "ssh";
+  if (!known_hosts_file.empty()) {
+    cmd += " -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" + known_hosts_file;
+  }
   if (port != 22) cmd += " -p " + std::to_string(port);
   cmd += " " + user + "@" + host;
   return cmd;

@@ -1,7 +1,5 @@
 #include "daemon/http/core_map_svg.h"
 
-#include <libxml/xmlwriter.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -10,6 +8,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/utf8.h"
+#include "base/xml_escape.h"
+#include "base/xml_writer.h"
 
 namespace armhive {
 namespace {
@@ -56,126 +58,6 @@ constexpr std::array<Style, 6> kStyles{{
 }};
 
 const Style& style(Kind k) { return kStyles[static_cast<size_t>(k)]; }
-
-// Valid UTF-8 with only characters XML 1.0 allows; anything else becomes U+FFFD.
-std::string xml_safe(std::string_view in) {
-  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
-  std::string out;
-  out.reserve(in.size());
-  size_t i = 0;
-  while (i < in.size()) {
-    const auto b0 = static_cast<unsigned char>(in[i]);
-    size_t len = 0;
-    uint32_t cp = 0;
-    if (b0 < 0x80) {
-      len = 1;
-      cp = b0;
-    } else if ((b0 & 0xE0) == 0xC0) {
-      len = 2;
-      cp = b0 & 0x1F;
-    } else if ((b0 & 0xF0) == 0xE0) {
-      len = 3;
-      cp = b0 & 0x0F;
-    } else if ((b0 & 0xF8) == 0xF0) {
-      len = 4;
-      cp = b0 & 0x07;
-    }
-    bool ok = len != 0 && i + len <= in.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-      const auto b = static_cast<unsigned char>(in[i + k]);
-      if ((b & 0xC0) != 0x80) ok = false;
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if (ok) {
-      static constexpr std::array<uint32_t, 5> kMin{0, 0, 0x80, 0x800, 0x10000};
-      const bool overlong = cp < kMin[len];
-      const bool allowed = cp == 0x9 || cp == 0xA || cp == 0xD || (cp >= 0x20 && cp <= 0xD7FF) ||
-                           (cp >= 0xE000 && cp <= 0xFFFD) || (cp >= 0x10000 && cp <= 0x10FFFF);
-      ok = !overlong && allowed;
-    }
-    if (ok) {
-      out.append(in.substr(i, len));
-      i += len;
-    } else {
-      out.append(kReplacement);
-      i += 1;
-    }
-  }
-  return out;
-}
-
-// At most `max` code points of valid UTF-8, ending in an ellipsis when shortened.
-std::string truncate_utf8(const std::string& s, size_t max) {
-  size_t count = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
-      if (count == max - 1) {
-        // Does more than one code point remain?
-        size_t rest = 0;
-        for (size_t j = i; j < s.size(); ++j) {
-          if ((static_cast<unsigned char>(s[j]) & 0xC0) != 0x80) ++rest;
-        }
-        if (rest > 1) return s.substr(0, i) + "\xE2\x80\xA6";
-        return s;
-      }
-      ++count;
-    }
-  }
-  return s;
-}
-
-// libxml2's text writer with owned handles; errors are sticky.
-class SvgWriter {
- public:
-  SvgWriter() {
-    buf_ = xmlBufferCreate();
-    if (buf_ != nullptr) w_ = xmlNewTextWriterMemory(buf_, 0);
-    ok_ = w_ != nullptr;
-  }
-  ~SvgWriter() noexcept {
-    if (w_ != nullptr) xmlFreeTextWriter(w_);
-    if (buf_ != nullptr) xmlBufferFree(buf_);
-  }
-  SvgWriter(const SvgWriter&) = delete;
-  SvgWriter& operator=(const SvgWriter&) = delete;
-
-  SvgWriter& start(const char* element) {
-    if (ok_) ok_ = xmlTextWriterStartElement(w_, x(element)) >= 0;
-    return *this;
-  }
-  SvgWriter& attr(const char* name, std::string_view value) {
-    if (ok_) {
-      const std::string v = xml_safe(value);
-      ok_ = xmlTextWriterWriteAttribute(w_, x(name), x(v.c_str())) >= 0;
-    }
-    return *this;
-  }
-  SvgWriter& attr(const char* name, int value) { return attr(name, std::to_string(value)); }
-  SvgWriter& text(std::string_view value) {
-    if (ok_) {
-      const std::string v = xml_safe(value);
-      ok_ = xmlTextWriterWriteString(w_, x(v.c_str())) >= 0;
-    }
-    return *this;
-  }
-  SvgWriter& end() {
-    if (ok_) ok_ = xmlTextWriterEndElement(w_) >= 0;
-    return *this;
-  }
-  // The document, or nothing if libxml2 failed (out of memory).
-  std::optional<std::string> finish() {
-    if (ok_) ok_ = xmlTextWriterFlush(w_) >= 0;
-    if (!ok_) return std::nullopt;
-    return std::string(reinterpret_cast<const char*>(xmlBufferContent(buf_)),
-                       static_cast<size_t>(xmlBufferLength(buf_)));
-  }
-
- private:
-  static const xmlChar* x(const char* s) { return reinterpret_cast<const xmlChar*>(s); }
-  xmlBufferPtr buf_ = nullptr;
-  xmlTextWriterPtr w_ = nullptr;
-  bool ok_ = false;
-};
 
 struct Box {
   int cpu = 0;
@@ -315,7 +197,7 @@ std::string render_core_map_svg(const HostTopology& topology, const std::vector<
   const int total_w = width + 2 * kMargin;
   const int total_h = y + kMargin;
 
-  SvgWriter w;
+  XmlWriter w;
   w.start("svg")
       .attr("xmlns", "http://www.w3.org/2000/svg")
       .attr("width", total_w)
@@ -419,7 +301,7 @@ std::string render_core_map_svg(const HostTopology& topology, const std::vector<
             .attr("fill", s.text)
             .text("CPU " + std::to_string(b->cpu))
             .end();
-        const std::string label = truncate_utf8(xml_safe(box_label(*b)), kLabelChars);
+        const std::string label = truncate_utf8(xml_text_safe(box_label(*b)), kLabelChars);
         if (!label.empty()) {
           w.start("text")
               .attr("x", b->x + 5)

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "api/json.h"
-#include "api/validation.h"
+#include "base/validation.h"
 #include "base/xml_escape.h"
 #include "daemon/bench/benchmark_service.h"
 #include "daemon/engine/lease_service.h"
@@ -131,6 +131,13 @@ struct HttpServer::Impl {
   HttpOptions options;
   LeaseService& leases;
   BenchmarkService* benchmarks;
+
+  // A lease as the API shows it, through HttpOptions::lease_view when set.
+  Result<LeaseDto> lease_dto(const Lease& l) const {
+    LeaseDto d = to_dto(l);
+    if (options.lease_view) ARMHIVE_RETURN_IF_ERROR(options.lease_view(l, d));
+    return d;
+  }
   TokenStore& tokens;
   AuditLog& audit;
   Metrics& metrics;
@@ -337,12 +344,25 @@ struct HttpServer::Impl {
                          " concurrent leases (release one with `armhive lease rm ID`)");
       }
     }
+    if (!in.ports.empty()) {
+      if (!options.check_ports) {
+        return invalid_argument("ports", "this server forwards no ports (no [access] configured)");
+      }
+      ARMHIVE_RETURN_IF_ERROR(options.check_ports(r.pool, in.ports));
+    }
     ARMHIVE_ASSIGN_OR_RETURN(Lease lease, leases.create_lease(r));
+    if (!in.ports.empty()) options.lease_ports(lease.id, in.ports);
     audit_action(who, "lease.create", lease.id,
                  "pool=" + lease.pool + " ttl=" + std::to_string(lease.ttl.count()) +
                      (key.empty() ? "" : " idempotency_key=" + key));
+    auto dto = lease_dto(lease);
+    if (!dto.is_ok()) {
+      // No way in (e.g. the access port range is exhausted): the lease must not linger.
+      (void)leases.release_lease(lease.id);
+      return dto.status();
+    }
     res.set_header("Location", "/v1/leases/" + lease.id);
-    write_json(res, 201, to_json(to_dto(lease)));
+    write_json(res, 201, to_json(*dto));
     return Status::ok();
   }
 
@@ -383,7 +403,14 @@ struct HttpServer::Impl {
     if (req.has_param("cursor")) f.after_id = req.get_param_value("cursor");
     ARMHIVE_ASSIGN_OR_RETURN(auto list, leases.list_leases(f));
     LeasePage page;
-    for (size_t i = 0; i < list.size() && i < limit; ++i) page.items.push_back(to_dto(list[i]));
+    for (size_t i = 0; i < list.size() && i < limit; ++i) {
+      auto dto = lease_dto(list[i]);
+      if (!dto.is_ok()) {
+        dto = to_dto(list[i]);
+        dto->ssh.reset();  // not reachable now; GET on the lease says why
+      }
+      page.items.push_back(*dto);
+    }
     if (list.size() > limit && !page.items.empty()) page.next_cursor = page.items.back().id;
     write_json(res, 200, to_json(page));
     return Status::ok();
@@ -418,7 +445,8 @@ struct HttpServer::Impl {
         }
       }
     }
-    write_json(res, 200, to_json(to_dto(lease)));
+    ARMHIVE_ASSIGN_OR_RETURN(LeaseDto dto, lease_dto(lease));
+    write_json(res, 200, to_json(dto));
     return Status::ok();
   }
 
@@ -435,7 +463,8 @@ struct HttpServer::Impl {
     }
     ARMHIVE_ASSIGN_OR_RETURN(Lease renewed, leases.renew_lease(id, Seconds(in.ttl_seconds)));
     audit_action(who, "lease.renew", id, "ttl=" + std::to_string(in.ttl_seconds));
-    write_json(res, 200, to_json(to_dto(renewed)));
+    ARMHIVE_ASSIGN_OR_RETURN(LeaseDto dto, lease_dto(renewed));
+    write_json(res, 200, to_json(dto));
     return Status::ok();
   }
 
@@ -445,7 +474,8 @@ struct HttpServer::Impl {
     (void)lease;
     ARMHIVE_ASSIGN_OR_RETURN(Lease released, leases.release_lease(id));
     audit_action(who, "lease.release", id, "");
-    write_json(res, 200, to_json(to_dto(released)));
+    ARMHIVE_ASSIGN_OR_RETURN(LeaseDto dto, lease_dto(released));
+    write_json(res, 200, to_json(dto));
     return Status::ok();
   }
 

@@ -5,10 +5,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/types.h"
 #include "base/metrics.h"
 #include "base/result.h"
+#include "base/version.h"
 
 namespace armhive {
 
@@ -16,6 +18,7 @@ class LeaseService;
 class BenchmarkService;
 class TokenStore;
 class AuditLog;
+struct Lease;
 
 inline constexpr int kDefaultPort = 8470;
 
@@ -32,10 +35,18 @@ struct HttpOptions {
   std::chrono::seconds write_timeout{30};
   std::chrono::seconds max_wait{300};               // cap on ?wait=ready&timeout=
   std::chrono::milliseconds event_keepalive{5000};  // newline on an idle event stream
-  std::string version = "0.1.0";
+  std::string version = std::string(kVersion);
   // Receives one line per request and per server error; may be empty. Called from worker
   // threads concurrently.
   std::function<void(std::string_view line)> log;
+  // Adjusts a lease's JSON before it is sent (daemon/access: ssh.host/ssh.port of the lease's
+  // forward). An error (no free access port) is the response. Called from worker threads.
+  std::function<Status(const Lease& lease, LeaseDto& dto)> lease_view;
+  // The extra guest ports a lease asks for ("ports"): checked against the pool before the lease
+  // is created (kInvalidArgument naming "ports[i]"), then recorded for it. Unset: "ports" is
+  // refused (the server forwards nothing).
+  std::function<Status(const std::string& pool, const std::vector<int>& ports)> check_ports;
+  std::function<void(const std::string& lease_id, const std::vector<int>& ports)> lease_ports;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/types.h"
-#include "api/validation.h"
+#include "base/validation.h"
 #include "daemon/store/token_store.h"
 
 namespace armhive {

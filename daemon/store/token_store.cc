@@ -1,5 +1,6 @@
 #include "daemon/store/token_store.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
@@ -173,10 +174,18 @@ Result<TokenInfo> TokenStore::authenticate(std::string_view secret) {
   if (!looks_like_token(secret)) {
     return Status(ErrorCode::kUnauthenticated, "invalid or revoked token");
   }
+  // Only SHA-256 hashes are stored and looked up: the index lookup compares hashes, never the
+  // secret, and the row found is checked again in constant time (CRYPTO_memcmp) so no
+  // comparison on the way depends on how much of a guess was right.
+  const std::string hash = hash_token(secret);
   ARMHIVE_ASSIGN_OR_RETURN(
-      auto rows, db_.query("SELECT " + std::string(kColumns) + " FROM tokens WHERE hash = ?",
-                           {hash_token(secret)}));
+      auto rows,
+      db_.query("SELECT " + std::string(kColumns) + ", hash FROM tokens WHERE hash = ?", {hash}));
   if (rows.empty()) return Status(ErrorCode::kUnauthenticated, "invalid or revoked token");
+  const std::string stored = sql_text(rows[0].back());
+  if (stored.size() != hash.size() || CRYPTO_memcmp(stored.data(), hash.data(), hash.size()) != 0) {
+    return Status(ErrorCode::kUnauthenticated, "invalid or revoked token");
+  }
   TokenInfo t = row_to_info(rows[0]);
   if (t.revoked()) return Status(ErrorCode::kUnauthenticated, "invalid or revoked token");
   return t;

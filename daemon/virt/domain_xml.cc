@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "base/utf8.h"
 #include "daemon/virt/xml.h"
 
 namespace armhive {
@@ -42,9 +43,9 @@ Status check_path(std::string_view field, std::string_view path, bool required) 
     if (required) return invalid_argument(std::string(field), "a path is required");
     return Status::ok();
   }
-  if (path.front() != '/' || has_control(path)) {
+  if (path.front() != '/' || has_control(path) || !is_valid_utf8(path)) {
     return invalid_argument(std::string(field),
-                            "must be an absolute path without control characters");
+                            "must be an absolute UTF-8 path without control characters");
   }
   return Status::ok();
 }
@@ -52,6 +53,8 @@ Status check_path(std::string_view field, std::string_view path, bool required) 
 // Text that may contain anything printable (escaped by the writer) but no control characters
 // other than tab, which XML 1.0 cannot carry faithfully anyway.
 Status check_text(std::string_view field, std::string_view value) {
+  // libxml2 would re-encode invalid bytes: what reads back would not be what was written.
+  if (!is_valid_utf8(value)) return invalid_argument(std::string(field), "must be valid UTF-8");
   for (char c : value) {
     auto u = static_cast<unsigned char>(c);
     if ((u < 0x20 && c != '\t') || u == 0x7f) {

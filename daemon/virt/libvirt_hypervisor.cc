@@ -11,7 +11,9 @@
 #include <set>
 #include <thread>
 
+#include "base/base64.h"
 #include "daemon/virt/error.h"
+#include "daemon/virt/guest_agent_reply.h"
 #include "daemon/virt/handles.h"
 #include "daemon/virt/storage.h"
 
@@ -25,60 +27,6 @@ namespace {
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 Status check_name(std::string_view name) { return validate_domain_name(name); }
-
-std::string base64_encode(std::string_view in) {
-  static constexpr const char* kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (i + 1 == in.size()) {
-    uint32_t v = uint8_t(in[i]) << 16;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t v = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += '=';
-  }
-  return out;
-}
-
-Result<std::string> base64_decode(std::string_view in) {
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=' || c == '\n' || c == '\r') continue;
-    int v = val(c);
-    if (v < 0) return internal_error("guest agent sent malformed base64");
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xff);
-    }
-  }
-  return out;
-}
 
 int64_t read_pid(const std::string& dir, const std::string& name) {
   if (dir.empty()) return 0;
@@ -433,41 +381,25 @@ Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name,
   }
   ARMHIVE_ASSIGN_OR_RETURN(std::string started,
                            agent_command(name, dump, std::min(kCallTimeout, request.timeout)));
-  int64_t pid = 0;
-  try {
-    pid = json::parse(started).at("return").at("pid").get<int64_t>();
-  } catch (const json::exception& e) {
-    return internal_error(std::string("unexpected guest-exec reply: ") + e.what(),
-                          std::string(name));
-  }
+  auto pid_or = parse_guest_exec_started(started);
+  if (!pid_or.is_ok())
+    return Status(pid_or.status().code(), pid_or.status().message(), std::string(name));
+  const int64_t pid = *pid_or;
 
-  GuestExecResult result;
   const std::string status_cmd =
       json{{"execute", "guest-exec-status"}, {"arguments", {{"pid", pid}}}}.dump();
   while (true) {
     ARMHIVE_ASSIGN_OR_RETURN(std::string reply, agent_command(name, status_cmd, kCallTimeout));
-    try {
-      const json r = json::parse(reply).at("return");
-      if (r.value("exited", false)) {
-        result.exit_code = r.value("exitcode", -1);
-        result.signal = r.value("signal", 0);
-        if (r.contains("out-data")) {
-          ARMHIVE_ASSIGN_OR_RETURN(result.out, base64_decode(r["out-data"].get<std::string>()));
-        }
-        if (r.contains("err-data")) {
-          ARMHIVE_ASSIGN_OR_RETURN(result.err, base64_decode(r["err-data"].get<std::string>()));
-        }
-        result.out_truncated = r.value("out-truncated", false) || r.value("err-truncated", false);
-        return result;
-      }
-    } catch (const json::exception& e) {
-      return internal_error(std::string("unexpected guest-exec-status reply: ") + e.what(),
-                            std::string(name));
+    auto status = parse_guest_exec_status(reply);
+    if (!status.is_ok()) {
+      return Status(status.status().code(), status.status().message(), std::string(name));
     }
+    if (status->has_value()) return std::move(**status);
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(options_.exec_poll_interval);
   }
   // Timed out: try to kill the guest process (best effort; the guest may lack kill(1)).
+  GuestExecResult result;
   result.timed_out = true;
   const std::string kill_cmd =
       json{{"execute", "guest-exec"},

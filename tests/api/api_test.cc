@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include "api/json.h"
-#include "api/validation.h"
+#include "base/base64.h"
+#include "base/utf8.h"
+#include "base/validation.h"
 
 namespace armhive {
 namespace {
@@ -60,6 +62,14 @@ TEST_CASE("api: lease create requests are parsed strictly", "[api]") {
             .field() == "ssh_keys[0]");
   CHECK(create_error(R"({"pool":"tiny","labels":{"k":"a\u0001"}})").field() == "labels.k");
   CHECK(create_error(R"({"pool":""})").field() == "pool");
+  CHECK(create_error(R"({"pool":"tiny","ports":[8080,65536]})").field() == "ports[1]");
+  CHECK(create_error(R"({"pool":"tiny","ports":8080})").field() == "ports");
+  auto ports = parse_json(R"({"pool":"tiny","ports":[8080,9000]})");
+  REQUIRE(ports.is_ok());
+  auto with_ports = lease_create_from_json(*ports);
+  REQUIRE(with_ports.is_ok());
+  CHECK(with_ports->ports == std::vector<int>{8080, 9000});
+  CHECK(lease_create_from_json(to_json(*with_ports))->ports == with_ports->ports);
   CHECK(create_error("{").field() == "body");
   CHECK(create_error("null").field() == "body");
 }

@@ -33,7 +33,7 @@ Status DaemonProcess::start(std::chrono::seconds timeout) {
   std::string config = state_dir_ + "/armhived.toml";
   {
     std::ofstream out(config);
-    out << "[server]\nbind = \"127.0.0.1\"\nport = " << port_ << "\nbootstrap_token_file = \""
+    out << "[server]\nbind = \"" << bind_ << "\"\nport = " << port_ << "\nbootstrap_token_file = \""
         << state_dir_ << "/admin.token\"\n\n[host]\nstate_dir = \"" << state_dir_
         << "\"\nstorage_pool = \"armhive-e2e-" << port_ << "\"\ncatalog = \"" << catalog_
         << "\"\n\n[engine]\nreconcile_period = \"5s\"\n\n[[networks]]\nname = \"armhive\"\n"

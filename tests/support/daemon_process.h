@@ -19,6 +19,8 @@ class DaemonProcess {
   DaemonProcess(std::string state_dir, std::string catalog, int port, std::string pool_toml);
   ~DaemonProcess();  // SIGKILL if still running
 
+  // The API's listen address (default 127.0.0.1); set before start().
+  void set_bind(std::string address) { bind_ = std::move(address); }
   Status start(std::chrono::seconds timeout = std::chrono::seconds(60));
   void kill(int signal);  // and reap
   bool running() const { return pid_ > 0; }
@@ -32,6 +34,7 @@ class DaemonProcess {
   std::string catalog_;
   int port_;
   std::string pool_toml_;
+  std::string bind_ = "127.0.0.1";
   pid_t pid_ = -1;
   std::string token_;
 };

@@ -420,5 +420,96 @@ TEST_CASE("runner: the per-VM queue is bounded; the destructor fails what is sti
   }
 }
 
+TEST_CASE("runner: hostile guest zstd output fails the run and the runner keeps serving",
+          "[bench][hostile]") {
+  Harness h;
+  std::string hostile;
+  h.override_handler =
+      [&hostile](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+    if (a[0] == "zstd" && a[1] == "-q" && !hostile.empty()) {
+      GuestExecResult r;
+      r.exit_code = 0;
+      r.out = hostile;
+      return Result<GuestExecResult>(r);
+    }
+    return std::nullopt;
+  };
+  auto runner = h.runner();
+  const std::string header = "bench 1.5.4 : input 8388608 bytes, 1 seconds, 0 KB blocks\n";
+  struct Case {
+    std::string out, reason;
+  };
+  for (const Case& c : {Case{header + "-3 1 (.) . MB/s . MB/s\n", "not a decimal number"},
+                        Case{header + "-3 3072896 (2.730) 1e400 MB/s 1 MB/s\n", "no result"},
+                        Case{header + "-3 3072896 (2.730) 99999999999 MB/s 5583 MB/s f\n",
+                             "outside the plausible range"},
+                        Case{"\xff\xfe garbage \x01", "no result"}, Case{"\n", "no result"}}) {
+    hostile = c.out;
+    auto run = runner->wait(runner->start(request({"compression"}))->id, 60s);
+    REQUIRE(run.is_ok());
+    CHECK(run->state == BenchmarkState::kFailed);
+    CHECK_THAT(run->error, Catch::Contains("guest zstd -b3 -T1 (repeat 1)"));
+    CHECK_THAT(run->error, Catch::Contains(c.reason));
+  }
+  hostile.clear();
+  auto honest = runner->wait(runner->start(request({"compression"}))->id, 60s);
+  REQUIRE(honest.is_ok());
+  CHECK(honest->state == BenchmarkState::kSucceeded);
+}
+
+TEST_CASE("runner: an exception inside a run fails that run, not the daemon", "[bench][hostile]") {
+  Harness h;
+  bool throw_now = true;
+  h.override_handler =
+      [&throw_now](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+    if (throw_now && a[0] == "zstd") throw std::runtime_error("boom from a broken adapter");
+    return std::nullopt;
+  };
+  auto runner = h.runner();
+  auto run = runner->wait(runner->start(request({"compression"}))->id, 60s);
+  REQUIRE(run.is_ok());
+  CHECK(run->state == BenchmarkState::kFailed);
+  CHECK_THAT(run->error, Catch::Contains("internal error during the run"));
+  CHECK_THAT(run->error, Catch::Contains("boom from a broken adapter"));
+  throw_now = false;
+  auto next = runner->wait(runner->start(request({"compression"}))->id, 60s);
+  REQUIRE(next.is_ok());
+  CHECK(next->state == BenchmarkState::kSucceeded);
+}
+
+TEST_CASE("runner: invalid UTF-8 from the guest is stored, not thrown", "[bench][hostile]") {
+  Harness h;
+  h.override_handler =
+      [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+    if (a[0] == "iperf3" && a.size() > 1 && a[1] == "--version") {
+      GuestExecResult r;
+      r.exit_code = 0;
+      r.out = "iperf \xff\xfe\xc3\n";
+      return Result<GuestExecResult>(r);
+    }
+    if (a[0] == "zstd" && a[1] == "-q") {
+      GuestExecResult r;
+      r.exit_code = 1;
+      r.err = "Error 9 : \xff\xc0 bad bytes";
+      return Result<GuestExecResult>(r);
+    }
+    return std::nullopt;
+  };
+  std::string id;
+  {
+    auto runner = h.runner();
+    auto run = runner->wait(runner->start(request())->id, 60s);
+    REQUIRE(run.is_ok());
+    id = run->id;
+    CHECK(run->state == BenchmarkState::kFailed);
+    CHECK_THAT(run->error, Catch::Contains("exit code 1"));
+    CHECK(run->report.find("storage_error") == run->report.end());
+  }
+  auto again = h.runner();
+  auto loaded = again->get(id);
+  REQUIRE(loaded.is_ok());
+  CHECK(loaded->state == BenchmarkState::kFailed);
+}
+
 }  // namespace
 }  // namespace armhive

@@ -37,6 +37,32 @@ TEST_CASE("proc/stat reader and per-core split", "[bench]") {
   CHECK_FALSE(read_proc_stat("/nonexistent-root").is_ok());
 }
 
+// Found by tests/fuzz/proc_stat_fuzz.cc: "-10" parsed as a huge unsigned count (istream
+// semantics), the per-core sums wrapped and the split left 0..100 %.
+TEST_CASE("proc/stat: signs, garbage and absurd counts are malformed lines", "[bench][hostile]") {
+  const std::string good = "cpu0 100 0 100 500 0 10 10 0 0 0\n";
+  REQUIRE(parse_proc_stat(good, "stat").is_ok());
+  for (const char* bad : {"cpu0 -10 0 150 520 0 60 110 0\n", "cpu0 1 2 3\n",
+                          "cpu0 1 2 3 4 5 6 x7 8\n", "cpu0 1 2 3 4 5 6 7 99999999999999999999\n",
+                          "cpu0 1 2 3 4 5 6 7 72057594037927937\n", "cpu99999 1 2 3 4 5 6 7\n"}) {
+    INFO(bad);
+    auto r = parse_proc_stat(bad, "stat");
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("malformed line in stat"));
+  }
+  // Counts up to 2^56 cannot wrap the sums: the split stays a split.
+  auto before = parse_proc_stat("cpu0 0 0 0 0 0 0 0 0\n", "stat");
+  auto after = parse_proc_stat(
+      "cpu0 72057594037927936 72057594037927936 72057594037927936 72057594037927936 "
+      "72057594037927936 72057594037927936 72057594037927936 72057594037927936\n",
+      "stat");
+  REQUIRE(before.is_ok());
+  REQUIRE(after.is_ok());
+  for (const auto& c : cpu_split(*before, *after)) {
+    CHECK(c.user + c.system + c.irq + c.softirq + c.idle + c.other == Approx(100.0));
+  }
+}
+
 TEST_CASE("CPU sampler samples a changing /proc/stat on its own thread", "[bench]") {
   fs::path root = fs::temp_directory_path() / ("armhive-bench-proc-" + std::to_string(::getpid()));
   fs::create_directories(root);

@@ -60,5 +60,50 @@ TEST_CASE("configuration errors name the key", "[config]") {
   CHECK(parse_daemon_config("[[pools]\n").status().field() == "config");
 }
 
+TEST_CASE("network modes, egress allow-lists and [access] are read and checked", "[config]") {
+  const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
+  auto c = parse_daemon_config(R"(
+[access]
+listen = "10.78.0.1"
+advertise = "armhive.example"
+port_min = 23000
+port_max = 23010
+[[networks]]
+name = "out"
+mode = "nat"
+[[networks.egress]]
+cidr = "192.0.2.0/24"
+ports = [80, 443]
+[[networks.egress]]
+cidr = "198.51.100.7"
+)" + pools);
+  REQUIRE(c.is_ok());
+  CHECK(c->access.enabled);
+  CHECK(c->access.listen == "10.78.0.1");
+  CHECK(c->access.advertise == "armhive.example");
+  CHECK(c->access.port_min == 23000);
+  CHECK(c->access.port_max == 23010);
+  REQUIRE(c->networks.size() == 1);
+  CHECK(c->networks[0].mode == "nat");
+  REQUIRE(c->networks[0].egress.size() == 2);
+  CHECK(c->networks[0].egress[0].ports == std::vector<int>{80, 443});
+  CHECK(c->networks[0].egress[1].ports.empty());
+
+  auto no_access = parse_daemon_config(pools);
+  REQUIRE(no_access.is_ok());
+  CHECK_FALSE(no_access->access.enabled);
+
+  auto field = [&](const std::string& text) {
+    return parse_daemon_config(text + pools).status().field();
+  };
+  CHECK(field("[[networks]]\nmode = \"routed\"\n") == "networks[0].mode");
+  CHECK(field("[[networks]]\n[[networks.egress]]\ncidr = \"192.0.2.0/24\"\n") ==
+        "networks[0].egress");  // isolated
+  CHECK(field("[[networks]]\nmode = \"nat\"\n[[networks.egress]]\ncidr = \"192.0.2.0/24\"\n"
+              "ports = [0]\n") == "networks[0].egress[0].ports[0]");
+  CHECK(field("[access]\nport_min = 23000\nport_max = 22000\n") == "access.port_max");
+  CHECK(field("[access]\nlisten_port = 1\n") == "access.listen_port");
+}
+
 }  // namespace
 }  // namespace armhive

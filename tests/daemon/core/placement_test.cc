@@ -39,6 +39,14 @@ PlacementRequest shared(const std::string& name, int vcpus, double overcommit) {
   return r;
 }
 
+// "prefix<i>", appended rather than `"prefix" + std::to_string(i)`, which GCC 12 at -O3 reports
+// as a -Wrestrict false positive.
+std::string numbered(const char* prefix, int i) {
+  std::string name = prefix;
+  name += std::to_string(i);
+  return name;
+}
+
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
@@ -98,7 +106,7 @@ void check_invariants(const CoreAllocator& a, const std::map<std::string, Placem
   for (const auto& [vm, p] : model) {
     for (int e : p.emulator_cpus) CHECK_FALSE(held.contains(e));  // emulator off guest cores
   }
-  CHECK(a.placements().size() == model.size());
+  for (const auto& [vm, p] : model) CHECK(a.find(vm) != nullptr);  // extras show in usage() below
   CHECK(shared_vcpus == a.shared_vcpus_in_use());
   CHECK(shared_vcpus <= static_cast<int>(shared_ratio * static_cast<double>(sets.shared.size())));
   for (const CpuUsage& u : a.usage()) {
@@ -202,8 +210,9 @@ TEST_CASE("random sequences on the LX2160A keep the placement rules", "[core][pl
 
 TEST_CASE("random sequences on the LX2160A with a shared set keep the overcommit bound",
           "[core][placement]") {
-  CpuSetsConfig cfg;
-  cfg.shared = "12-15";
+  // Initialised whole, not assigned after default construction: GCC 12 at -O2 reports a
+  // -Wmaybe-uninitialized false positive on assigning to the std::optional<std::string>.
+  CpuSetsConfig cfg{.shared = "12-15"};
   run_random_sequences(lx2160a_topology(), cfg, 4, 2.5, 200, 7);
 }
 
@@ -272,7 +281,7 @@ TEST_CASE("ThunderX: pack keeps a whole node free for a large VM, spread balance
   CoreAllocator packed = make_allocator(thunderx_2s_topology());
   CoreAllocator spread = make_allocator(thunderx_2s_topology());
   for (int i = 0; i < 10; ++i) {
-    const std::string name = "small-" + std::to_string(i);
+    const std::string name = numbered("small-", i);
     Result<Placement> p = packed.allocate(dedicated(name, 4));
     REQUIRE(p.is_ok());
     CHECK(p->numa_node == 0);
@@ -316,11 +325,12 @@ TEST_CASE("requests that cannot fit say why: wait versus never", "[core][placeme
   CHECK(a.can_ever_fit(15, CpuPolicy::kDedicated).is_ok());
   CHECK(a.can_ever_fit(1, CpuPolicy::kShared).code() == ErrorCode::kUnprocessable);
 
-  for (int i = 0; i < 14; ++i) REQUIRE(a.allocate(dedicated("v" + std::to_string(i), 1)).is_ok());
+  for (int i = 0; i < 14; ++i) REQUIRE(a.allocate(dedicated(numbered("v", i), 1)).is_ok());
   Result<Placement> wait = a.allocate(dedicated("waits", 2));
   CHECK(wait.status().code() == ErrorCode::kResourceExhausted);
   CHECK(contains(wait.status().message(), "no free dedicated cores: 14 of 15 in use, 2 needed"));
-  CHECK(a.placements().size() == 14);  // a refused request holds nothing
+  CHECK(a.find("waits") == nullptr);  // a refused request holds nothing
+  CHECK(a.free_dedicated() == 1);
   CHECK(a.allocate(dedicated("last", 1)).is_ok());
 }
 
@@ -337,14 +347,15 @@ TEST_CASE("bad requests are rejected before placement", "[core][placement]") {
 }
 
 TEST_CASE("shared pools stay on the shared set within the overcommit bound", "[core][placement]") {
-  CpuSetsConfig cfg;
-  cfg.shared = "12-15";
+  // Initialised whole, not assigned after default construction: GCC 12 at -O2 reports a
+  // -Wmaybe-uninitialized false positive on assigning to the std::optional<std::string>.
+  CpuSetsConfig cfg{.shared = "12-15"};
   CoreAllocator a = make_allocator(lx2160a_topology(), cfg);
   CHECK(a.can_ever_fit(5, CpuPolicy::kShared, 4.0).code() == ErrorCode::kUnprocessable);
   CHECK(a.can_ever_fit(3, CpuPolicy::kShared, 0.5).code() == ErrorCode::kUnprocessable);
   std::map<int, int> load;
   for (int i = 0; i < 4; ++i) {
-    Result<Placement> p = a.allocate(shared("s" + std::to_string(i), 2, 2.0));
+    Result<Placement> p = a.allocate(shared(numbered("s", i), 2, 2.0));
     REQUIRE(p.is_ok());
     CHECK(p->cpus().size() == 2);  // distinct CPUs within a VM
     for (int c : p->vcpu_pins) {
@@ -384,8 +395,9 @@ TEST_CASE("adopt rebuilds state from running domains", "[core][placement]") {
 }
 
 TEST_CASE("adopt reports double-booked and out-of-set cores", "[core][placement]") {
-  CpuSetsConfig cfg;
-  cfg.shared = "14-15";
+  // Initialised whole, not assigned after default construction: GCC 12 at -O2 reports a
+  // -Wmaybe-uninitialized false positive on assigning to the std::optional<std::string>.
+  CpuSetsConfig cfg{.shared = "14-15"};
   CoreAllocator a = make_allocator(lx2160a_topology(), cfg);
   REQUIRE(a.adopt("vm-a", {2, 3}, CpuPolicy::kDedicated).is_ok());
 

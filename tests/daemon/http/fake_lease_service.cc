@@ -91,7 +91,7 @@ Result<Lease> FakeLeaseService::create_lease(const LeaseRequest& r) {
   l.created_at = now_;
   l.expires_at = now_ + ttl;
   event_locked("lease.created", l);
-  if (r.pool == "tiny") {
+  if (r.pool != "slow") {  // "tiny" and the pools of add_warm_pool()
     l.warm_handout = true;
     transition_locked(l, LeaseState::kReady, "warm VM handed out");
   } else {
@@ -318,6 +318,13 @@ void FakeLeaseService::emit(const std::string& type, const std::string& lease_id
   l.owner = owner;
   event_locked(type, l);
   cv_.notify_all();
+}
+
+void FakeLeaseService::add_warm_pool(const std::string& name) {
+  std::lock_guard lock(mu_);
+  PoolConfig p = pools_["tiny"];
+  p.name = name;
+  pools_[name] = p;
 }
 
 GuestExecRequest FakeLeaseService::last_exec() const {

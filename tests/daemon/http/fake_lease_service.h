@@ -37,6 +37,8 @@ class FakeLeaseService final : public LeaseService {
   void make_ready(const std::string& id);
   void emit(const std::string& type, const std::string& lease_id, const std::string& owner);
   GuestExecRequest last_exec() const;
+  // Another warm pool like "tiny", named `name` (the README's pool "ci").
+  void add_warm_pool(const std::string& name);
 
  private:
   void event_locked(const std::string& type, const Lease& l);

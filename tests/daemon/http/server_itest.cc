@@ -139,6 +139,10 @@ TEST_CASE("http: malformed lease requests are 400 problems naming the field", "[
   problem(post(R"({"pool":"tiny","ssh_keys":["ssh-dss AAAAB3NzaC1kc3MAAACBAP"]})"), 400,
           "ssh_keys[0]");
   problem(post(R"({"pool":"tiny","ssh_keys":[42]})"), 400, "ssh_keys[0]");
+  problem(post(R"({"pool":"tiny","ports":[22, 0]})"), 400, "ports[1]");
+  problem(post(R"({"pool":"tiny","ports":[70000]})"), 400, "ports[0]");
+  problem(post(R"({"pool":"tiny","ports":["http"]})"), 400, "ports[0]");
+  problem(post(R"({"pool":"tiny","ports":[8080]})"), 400, "ports");  // this server has no [access]
   problem(post("[1,2]"), 400, "body");
   problem(post("{\"pool\":"), 400, "body");
   problem(post(""), 400, "body");
@@ -606,8 +610,10 @@ TEST_CASE("http: /metrics is valid Prometheus text with lease, pool and API figu
   REQUIRE(r.status == 200);
   CHECK(r.content_type.rfind("text/plain; version=0.0.4", 0) == 0);
 
+  // Prometheus text format: a sample value is a Go float (exponents included, as fast builds
+  // print 6.3565e-05), +Inf, -Inf or NaN.
   std::regex sample(
-      R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (-?[0-9.e+]+|\+Inf|NaN)$)");
+      R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (-?[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\+Inf|-Inf|NaN)$)");
   std::regex comment(R"(^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*$)");
   std::map<std::string, double> values;
   std::istringstream lines(r.body);

@@ -231,6 +231,33 @@ TEST_CASE("invalid specs are refused naming the field", "[virt][domain_xml]") {
   CHECK(field_of(s) == "kernel");  // initrd/cmdline without a kernel
 }
 
+// Found by tests/fuzz/domain_xml_fuzz.cc: a label with an invalid UTF-8 byte was written, but
+// libxml2 re-encoded it, so the metadata read back differed from what was written.
+TEST_CASE("labels, pool and paths that are not UTF-8 are refused", "[virt][domain_xml][hostile]") {
+  auto field_of = [](const VmSpec& s) {
+    return build_domain_xml(s, paths(), Accel::kTcg).status().field();
+  };
+  VmSpec s = direct_boot_spec();
+  s.labels = {{"team",
+               "kernel<&ra;rcm\xb6"
+               "3"}};
+  CHECK(field_of(s) == "labels");
+  s = direct_boot_spec();
+  s.pool = "ci\xff";
+  CHECK(field_of(s) == "pool");
+  s = direct_boot_spec();
+  s.base_disk = "/images/\xc3(disk.qcow2";
+  CHECK(field_of(s) == "base_disk");
+  s = direct_boot_spec();
+  s.labels = {{"team", "kernel<&ra;rcm\xc3\xa9"}};  // valid UTF-8 with markup round-trips
+  auto xml = build_domain_xml(s, paths(), Accel::kTcg);
+  REQUIRE(xml.is_ok());
+  auto back = parse_domain_xml(*xml);
+  REQUIRE(back.is_ok());
+  REQUIRE(back->metadata);
+  CHECK(back->metadata->labels == s.labels);
+}
+
 TEST_CASE("CPU lists parse and format like libvirt's", "[virt][domain_xml]") {
   CHECK(detail::parse_cpu_list("0-3,8,10-11").value() == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
   CHECK(detail::parse_cpu_list("0-7,^3").value() == std::vector<int>{0, 1, 2, 4, 5, 6, 7});

@@ -1,0 +1,114 @@
+// `armhive pools`, `armhive hosts`, `armhive events`: what the cluster has and does.
+#include <fstream>
+#include <iostream>
+
+#include "api/json.h"
+#include "base/validation.h"
+#include "cli/command_group.h"
+#include "cli/output.h"
+#include "cli/table.h"
+
+namespace armhive {
+namespace {
+
+class ClusterCommands final : public CommandGroup {
+ public:
+  void add_to(CLI::App& app) override {
+    pools_ = app.add_subcommand("pools", "list pools and their warm VMs");
+    hosts_ = app.add_subcommand("hosts", "list hosts and which cores are pinned");
+    hosts_->add_option("--svg", svg_out_, "write the core map SVG of the first host to this file");
+    events_ = app.add_subcommand("events", "stream lease and VM events");
+    events_->add_option("--since", since_, "only events after this sequence number");
+    events_->add_flag("--no-follow", no_follow_, "print what there is and exit");
+  }
+
+  bool parsed() const override { return pools_->parsed() || hosts_->parsed() || events_->parsed(); }
+
+  int run(const CommandContext& ctx) override {
+    if (pools_->parsed()) return pools(*ctx.client, ctx.json_out);
+    if (hosts_->parsed()) return hosts(*ctx.client, ctx.json_out);
+    return events(*ctx.client, ctx.json_out);
+  }
+
+ private:
+  static int pools(Client& client, bool json_out) {
+    auto r = client.pools();
+    if (!r.is_ok()) return report(r.status());
+    if (json_out) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& p : *r) arr.push_back(to_json(p));
+      print_json(arr);
+      return kExitOk;
+    }
+    Table t({"POOL", "IMAGE", "VCPUS", "MEMORY", "CPUS", "WARM", "STARTING", "LEASED", "PENDING",
+             "MAX", "TTL", "MAX-TTL"});
+    for (const auto& p : *r) {
+      t.add({p.name, p.image, std::to_string(p.vcpus), std::to_string(p.memory_mib) + "M",
+             p.cpu_policy, std::to_string(p.warm), std::to_string(p.starting),
+             std::to_string(p.leased), std::to_string(p.pending_leases), std::to_string(p.max),
+             format_duration(p.default_ttl_seconds), format_duration(p.max_ttl_seconds)});
+    }
+    t.print(std::cout);
+    return kExitOk;
+  }
+
+  int hosts(Client& client, bool json_out) {
+    if (!svg_out_.empty()) {
+      auto svg = client.hosts_svg();
+      if (!svg.is_ok()) return report(svg.status());
+      std::ofstream(svg_out_) << *svg;
+      std::cerr << "wrote " << svg_out_ << "\n";
+    }
+    auto r = client.hosts();
+    if (!r.is_ok()) return report(r.status());
+    if (json_out) {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& h : *r) arr.push_back(to_json(h));
+      print_json(arr);
+      return kExitOk;
+    }
+    for (const auto& h : *r) {
+      int allocated = 0;
+      for (const auto& c : h.cores) allocated += (!c.lease_id.empty() || !c.vm.empty()) ? 1 : 0;
+      std::cout << h.hostname << " (" << h.arch << ", " << h.cpu_model << ", " << h.accel
+                << (h.connected ? "" : ", DISCONNECTED") << "): " << h.cores.size() << " cores, "
+                << allocated << " pinned, fragmentation " << h.fragmentation << "\n";
+      Table t({"CPU", "NODE", "CLUSTER", "ROLE", "LEASE", "VM", "POOL"});
+      for (const auto& c : h.cores) {
+        t.add({std::to_string(c.cpu), std::to_string(c.numa_node), std::to_string(c.cluster),
+               c.role, or_dash(c.lease_id), or_dash(c.vm), or_dash(c.pool)});
+      }
+      t.print(std::cout);
+    }
+    return kExitOk;
+  }
+
+  int events(Client& client, bool json_out) {
+    Status s = client.stream_events(since_, !no_follow_, [&](const EventDto& e) {
+      if (json_out) {
+        std::cout << dump_json(to_json(e)) << std::endl;
+      } else {
+        std::cout << e.seq << "  " << e.at << "  " << e.type << "  " << or_dash(e.lease_id) << "  "
+                  << or_dash(e.state) << (e.detail.empty() ? "" : "  " + e.detail) << std::endl;
+      }
+      return true;
+    });
+    if (!s.is_ok()) return report(s);
+    return kExitOk;
+  }
+
+  CLI::App* pools_ = nullptr;
+  CLI::App* hosts_ = nullptr;
+  CLI::App* events_ = nullptr;
+  std::string svg_out_;
+  uint64_t since_ = 0;
+  bool no_follow_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<CommandGroup> make_cluster_commands() {
+  return std::make_unique<ClusterCommands>();
+}
+
+}  // namespace armhive

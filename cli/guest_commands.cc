@@ -1,0 +1,154 @@
+// `armhive ssh`, `armhive exec`, `armhive console`: into a leased VM.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <iterator>
+
+#include "api/json.h"
+#include "cli/command_group.h"
+#include "cli/config.h"
+#include "cli/output.h"
+
+namespace armhive {
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789@%_-+=:,./") == std::string::npos) {
+    return s;
+  }
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+class GuestCommands final : public CommandGroup {
+ public:
+  void add_to(CLI::App& app) override {
+    ssh_ = app.add_subcommand("ssh", "ssh into a leased VM (runs the system ssh)");
+    ssh_->add_option("lease", id_, "lease id")->required();
+    ssh_->add_option("-i,--identity", identity_, "private key file for ssh -i");
+    ssh_->add_flag("--dry-run", dry_run_, "print the ssh command instead of running it");
+    ssh_->add_option("command", command_, "remote command (after --)");
+
+    exec_ = app.add_subcommand("exec", "run a command in a VM through its guest agent");
+    exec_->add_option("lease", id_, "lease id")->required();
+    exec_->add_option("command", command_, "command and arguments (after --)")->required();
+    exec_->add_option("--timeout", exec_timeout_, "seconds before the command is killed")
+        ->check(CLI::Range(1, 3600));
+    exec_->add_flag("--stdin", with_stdin_, "send our standard input to the command");
+
+    console_ = app.add_subcommand("console", "print the tail of a VM's serial console");
+    console_->add_option("lease", id_, "lease id")->required();
+    console_->add_option("--bytes", console_bytes_, "at most this many bytes");
+  }
+
+  bool parsed() const override { return ssh_->parsed() || exec_->parsed() || console_->parsed(); }
+
+  int run(const CommandContext& ctx) override {
+    if (ssh_->parsed()) return ssh(*ctx.client);
+    if (exec_->parsed()) return exec(*ctx.client, ctx.json_out);
+    auto r = ctx.client->console(id_, console_bytes_);
+    if (!r.is_ok()) return report(r.status());
+    std::cout << *r;
+    return kExitOk;
+  }
+
+ private:
+  int ssh(Client& client) {
+    auto r = client.get_lease(id_);
+    if (!r.is_ok()) return report(r.status());
+    if (r->state != "ready" || !r->ssh) {
+      std::cerr << "armhive: lease " << id_ << " is " << r->state << ", not ready for ssh"
+                << (r->state == "pending" || r->state == "provisioning"
+                        ? " (wait with `armhive lease show " + id_ + "`)"
+                        : "")
+                << "\n";
+      return kExitApi;
+    }
+    std::vector<std::string> args{"ssh"};
+    if (!r->ssh->known_hosts.empty()) {
+      // The VM's host keys as the server read them through the guest agent: ssh verifies them
+      // and trusts nothing else. The file is per lease (VMs and ports are reused).
+      auto file = write_known_hosts(r->id, r->ssh->known_hosts);
+      if (!file.is_ok()) return report(file.status());
+      args.insert(args.end(),
+                  {"-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=" + *file});
+    } else {
+      std::cerr << "armhive: the server does not know this VM's host keys yet; ssh will ask you "
+                   "to confirm its fingerprint\n";
+    }
+    args.insert(args.end(), {"-o", "LogLevel=ERROR"});
+    if (!identity_.empty()) {
+      args.push_back("-i");
+      args.push_back(expand_home(identity_));
+    }
+    if (r->ssh->port != 22) {
+      args.push_back("-p");
+      args.push_back(std::to_string(r->ssh->port));
+    }
+    args.push_back(r->ssh->user + "@" + r->ssh->host);
+    if (!command_.empty()) {
+      args.push_back("--");
+      args.insert(args.end(), command_.begin(), command_.end());
+    }
+    if (dry_run_) {
+      std::vector<std::string> quoted;
+      for (const auto& a : args) quoted.push_back(shell_quote(a));
+      std::cout << join(quoted, " ") << "\n";
+      return kExitOk;
+    }
+    std::vector<char*> cargv;
+    for (auto& a : args) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    std::cout.flush();
+    execvp("ssh", cargv.data());
+    std::cerr << "armhive: cannot run ssh: " << std::strerror(errno)
+              << " (install openssh-client)\n";
+    return kExitServer;
+  }
+
+  int exec(Client& client, bool json_out) {
+    ExecRequestDto req;
+    req.argv = command_;
+    req.timeout_s = exec_timeout_;
+    if (with_stdin_) {
+      req.stdin_data.assign(std::istreambuf_iterator<char>(std::cin),
+                            std::istreambuf_iterator<char>());
+    }
+    auto r = client.exec(id_, req);
+    if (!r.is_ok()) return report(r.status());
+    if (json_out) {
+      print_json(to_json(*r));
+    } else {
+      std::cout.write(r->out.data(), static_cast<std::streamsize>(r->out.size()));
+      std::cerr.write(r->err.data(), static_cast<std::streamsize>(r->err.size()));
+      std::cout.flush();
+    }
+    if (r->timed_out) {
+      std::cerr << "armhive: the command timed out after " << exec_timeout_
+                << " s and was killed (raise --timeout)\n";
+      return kExitTimeout;
+    }
+    if (r->signal > 0) return 128 + r->signal;
+    return r->exit_code < 0 ? kExitServer : r->exit_code;
+  }
+
+  CLI::App* ssh_ = nullptr;
+  CLI::App* exec_ = nullptr;
+  CLI::App* console_ = nullptr;
+  std::string id_, identity_;
+  bool dry_run_ = false;
+  std::vector<std::string> command_;
+  int exec_timeout_ = 60;
+  bool with_stdin_ = false;
+  size_t console_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<CommandGroup> make_guest_commands() { return std::make_unique<GuestCommands>(); }
+
+}  // namespace armhive

@@ -1,0 +1,199 @@
+#include "daemon/access/forward_table.h"
+
+#include <algorithm>
+
+namespace armhive {
+
+ForwardTable::ForwardTable(AccessOptions options, AccessEventSink sink)
+    : options_(std::move(options)), sink_(std::move(sink)), next_port_(options_.port_min) {}
+
+Result<std::unique_ptr<ForwardTable>> ForwardTable::start(AccessOptions options,
+                                                          AccessEventSink sink) {
+  if (options.port_min < 1 || options.port_max > 65535 || options.port_min > options.port_max) {
+    return invalid_argument("access.port_min", "port range must lie in 1-65535, min <= max");
+  }
+  if (options.advertise_host.empty()) options.advertise_host = options.listen_address;
+  std::unique_ptr<ForwardTable> t(new ForwardTable(std::move(options), std::move(sink)));
+  t->work_ =
+      std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+          t->io_.get_executor());
+  for (int i = 0; i < std::max(1, t->options_.threads); ++i) {
+    t->threads_.emplace_back([p = t.get()] { p->io_.run(); });
+  }
+  t->events_thread_ = std::thread([p = t.get()] { p->deliver_loop(); });
+  return t;
+}
+
+ForwardTable::~ForwardTable() noexcept { stop(); }
+
+void ForwardTable::stop() {
+  std::map<std::string, std::vector<Open>> all;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    all.swap(leases_);
+    reserved_.clear();
+  }
+  for (auto& [id, forwards] : all) {
+    for (Open& o : forwards) o.forward->close();
+  }
+  // The closes above end every accept, connect and relay; the threads then run out of work.
+  work_.reset();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  {
+    std::lock_guard lock(events_mu_);
+    events_stop_ = true;
+  }
+  events_cv_.notify_all();
+  if (events_thread_.joinable()) events_thread_.join();
+}
+
+void ForwardTable::emit(AccessEvent event) {
+  {
+    std::lock_guard lock(events_mu_);
+    events_.push_back(std::move(event));
+  }
+  events_cv_.notify_one();
+}
+
+void ForwardTable::deliver_loop() {
+  std::unique_lock lock(events_mu_);
+  for (;;) {
+    events_cv_.wait(lock, [&] { return events_stop_ || !events_.empty(); });
+    if (events_.empty()) return;  // stopping, and everything delivered
+    AccessEvent e = std::move(events_.front());
+    events_.pop_front();
+    lock.unlock();
+    if (sink_) sink_(e);
+    lock.lock();
+  }
+}
+
+Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
+                                                  const std::string& guest_address,
+                                                  int guest_port) {
+  const int range = options_.port_max - options_.port_min + 1;
+  for (int attempt = 0; attempt < range; ++attempt) {
+    int port = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return unavailable("access forwards are stopping");
+      for (int i = 0; i < range && port == 0; ++i) {
+        int candidate = next_port_;
+        next_port_ = next_port_ >= options_.port_max ? options_.port_min : next_port_ + 1;
+        if (!reserved_.count(candidate)) port = candidate;
+      }
+      if (port == 0) break;
+      reserved_.insert(port);
+    }
+    std::string where = options_.advertise_host + ":" + std::to_string(port);
+    std::string target = guest_address + ":" + std::to_string(guest_port);
+    auto f = TcpForward::open(
+        io_, {options_.listen_address, port, guest_address, guest_port, options_.connect_timeout},
+        [this, lease_id, target](const ForwardConnection& c) {
+          emit({c.connected ? "forward.connection" : "forward.connection_failed", lease_id,
+                "from " + c.peer + " to " + target + (c.connected ? "" : ": " + c.error)});
+        });
+    if (f.is_ok()) {
+      emit({"forward.opened", lease_id, where + " -> " + target});
+      return Open{{lease_id, guest_port, options_.advertise_host, port}, *f};
+    }
+    {
+      std::lock_guard lock(mu_);
+      reserved_.erase(port);
+    }
+    // Taken by another process: try the next port. Anything else is not the port's fault.
+    if (f.status().code() != ErrorCode::kConflict) return f.status();
+  }
+  return unavailable("no free port in the access range " + std::to_string(options_.port_min) + "-" +
+                         std::to_string(options_.port_max),
+                     "access.port_min");
+}
+
+Result<std::vector<ForwardInfo>> ForwardTable::open(const std::string& lease_id,
+                                                    const std::string& guest_address,
+                                                    const std::vector<int>& guest_ports) {
+  std::vector<int> missing;
+  {
+    std::lock_guard lock(mu_);
+    std::set<int> have;
+    if (auto it = leases_.find(lease_id); it != leases_.end()) {
+      for (const Open& o : it->second) have.insert(o.info.guest_port);
+    }
+    for (int gp : guest_ports) {
+      if (have.insert(gp).second) missing.push_back(gp);
+    }
+  }
+  if (missing.empty()) return find(lease_id);
+  std::vector<Open> opened;
+  auto release = [&](Open& o) {  // requires mu_
+    o.forward->close();
+    reserved_.erase(o.info.port);
+  };
+  for (int gp : missing) {
+    auto o = open_one(lease_id, guest_address, gp);
+    if (!o.is_ok()) {
+      // The ones opened here go again; the lease's earlier forwards stay.
+      std::lock_guard lock(mu_);
+      for (Open& done : opened) release(done);
+      return o.status();
+    }
+    opened.push_back(std::move(*o));
+  }
+  std::vector<ForwardInfo> out;
+  std::lock_guard lock(mu_);
+  if (stopped_) {
+    for (Open& o : opened) release(o);
+    return unavailable("access forwards are stopping");
+  }
+  auto& slot = leases_[lease_id];
+  for (Open& o : opened) {
+    bool raced = std::any_of(slot.begin(), slot.end(),
+                             [&](const Open& x) { return x.info.guest_port == o.info.guest_port; });
+    if (raced) {
+      release(o);  // another caller opened this guest port meanwhile: keep theirs
+    } else {
+      slot.push_back(o);
+    }
+  }
+  for (const Open& o : slot) out.push_back(o.info);
+  return out;
+}
+
+void ForwardTable::close(const std::string& lease_id, const std::string& reason) {
+  std::vector<Open> forwards;
+  {
+    std::lock_guard lock(mu_);
+    auto it = leases_.find(lease_id);
+    if (it == leases_.end()) return;
+    forwards = std::move(it->second);
+    leases_.erase(it);
+    for (const Open& o : forwards) reserved_.erase(o.info.port);
+  }
+  for (Open& o : forwards) {
+    o.forward->close();
+    emit({"forward.closed", lease_id,
+          o.info.host + ":" + std::to_string(o.info.port) + " (" + reason + ")"});
+  }
+}
+
+std::vector<ForwardInfo> ForwardTable::find(const std::string& lease_id) const {
+  std::lock_guard lock(mu_);
+  std::vector<ForwardInfo> out;
+  auto it = leases_.find(lease_id);
+  if (it != leases_.end()) {
+    for (const Open& o : it->second) out.push_back(o.info);
+  }
+  return out;
+}
+
+std::vector<std::string> ForwardTable::leases() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [id, f] : leases_) out.push_back(id);
+  return out;
+}
+
+}  // namespace armhive

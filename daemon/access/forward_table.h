@@ -1,0 +1,107 @@
+#pragma once
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "daemon/access/tcp_forward.h"
+
+namespace armhive {
+
+struct AccessOptions {
+  std::string listen_address = "0.0.0.0";  // where forwards listen
+  std::string advertise_host;              // what clients dial (ssh.host); empty: listen_address
+  int port_min = 22000;
+  int port_max = 22999;
+  int threads = 2;  // io_context threads relaying the forwarded connections
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+};
+
+// One open forward of a lease: advertise_host:port on the host -> guest_port in the VM.
+struct ForwardInfo {
+  std::string lease_id;
+  int guest_port = 0;
+  std::string host;  // the advertised host
+  int port = 0;      // the host port
+};
+
+// What the forwards did, for the audit log and the daemon's log.
+struct AccessEvent {
+  std::string type;  // "forward.opened", "forward.closed", "forward.connection",
+                     // "forward.connection_failed"
+  std::string lease_id;
+  std::string detail;  // "10.78.0.1:22001 -> 10.77.0.12:22", "from 10.78.0.2:40112", ...
+};
+using AccessEventSink = std::function<void(const AccessEvent&)>;
+
+// The per-lease TCP forwards of this host, on Boost.Asio.
+//
+// Ports: each forward takes the next free port of [port_min, port_max] (round robin, so a
+// port just released is not handed to the next lease at once); a port some other process holds
+// is skipped; an exhausted range is kUnavailable naming the range.
+//
+// Ownership: owns its io_context, worker threads, every TcpForward and an event thread that
+// delivers AccessEvents to the sink (so a sink writing SQLite never blocks a relay thread).
+// Threading: public methods are thread-safe. mu_ guards the lease → forwards map and the
+// reserved ports; it is never held while binding a socket or calling the sink.
+class ForwardTable {
+ public:
+  static Result<std::unique_ptr<ForwardTable>> start(AccessOptions options, AccessEventSink sink);
+  ~ForwardTable() noexcept;  // stop()
+  ForwardTable(const ForwardTable&) = delete;
+  ForwardTable& operator=(const ForwardTable&) = delete;
+
+  // Opens one forward per guest port (the first is SSH, by convention) to guest_address, or
+  // returns the lease's forwards when they are open already. On failure nothing stays open.
+  Result<std::vector<ForwardInfo>> open(const std::string& lease_id,
+                                        const std::string& guest_address,
+                                        const std::vector<int>& guest_ports);
+  // Closes the lease's forwards and cuts their connections; unknown leases are ignored.
+  void close(const std::string& lease_id, const std::string& reason);
+  // The lease's open forwards (empty when none).
+  std::vector<ForwardInfo> find(const std::string& lease_id) const;
+  std::vector<std::string> leases() const;
+  // Closes everything and joins the threads. Idempotent.
+  void stop();
+
+ private:
+  struct Open {
+    ForwardInfo info;
+    std::shared_ptr<TcpForward> forward;
+  };
+  explicit ForwardTable(AccessOptions options, AccessEventSink sink);
+  void emit(AccessEvent event);
+  void deliver_loop();
+  Result<Open> open_one(const std::string& lease_id, const std::string& guest_address,
+                        int guest_port);
+
+  AccessOptions options_;
+  AccessEventSink sink_;
+  boost::asio::io_context io_;
+  std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::vector<Open>> leases_;
+  std::set<int> reserved_;  // ports held by open (or opening) forwards
+  int next_port_ = 0;
+  bool stopped_ = false;
+
+  std::mutex events_mu_;
+  std::condition_variable events_cv_;
+  std::deque<AccessEvent> events_;
+  bool events_stop_ = false;
+  std::thread events_thread_;
+};
+
+}  // namespace armhive

@@ -1,0 +1,228 @@
+#include "daemon/access/lease_access.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace armhive {
+
+namespace {
+
+// Prints the guest's SSH host public keys: OpenSSH's .pub files, or dropbear's keys (the tiny
+// image makes them in /run/dropbear at boot). A constant script: nothing from a request in it.
+constexpr const char* kHostKeysScript =
+    "for k in /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat \"$k\"; done; "
+    "for k in /run/dropbear/*_host_key /etc/dropbear/dropbear_*_host_key; do "
+    "[ -f \"$k\" ] && dropbearkey -y -f \"$k\"; done; true";
+
+bool base64_text(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '=')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> parse_host_keys(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string type;
+    std::string blob;
+    fields >> type >> blob;
+    bool known = type.rfind("ssh-", 0) == 0 || type.rfind("ecdsa-sha2-", 0) == 0;
+    if (!known || !base64_text(blob)) continue;
+    std::string key = type + " " + blob;
+    if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
+  }
+  return out;
+}
+
+std::string known_hosts_lines(const std::string& host, int port,
+                              const std::vector<std::string>& keys) {
+  std::string name = port == 22 ? host : "[" + host + "]:" + std::to_string(port);
+  std::string out;
+  for (const std::string& k : keys) out += name + " " + k + "\n";
+  return out;
+}
+
+LeaseAccess::LeaseAccess(LeaseService& leases, ForwardTable& forwards, int max_extra_ports,
+                         int guest_ssh_port)
+    : leases_(leases),
+      forwards_(forwards),
+      max_extra_ports_(max_extra_ports),
+      guest_ssh_port_(guest_ssh_port) {}
+
+Status LeaseAccess::check_ports(const std::string& pool, const std::vector<int>& ports) {
+  if (static_cast<int>(ports.size()) > max_extra_ports_) {
+    return invalid_argument("ports", "at most " + std::to_string(max_extra_ports_) +
+                                         " extra ports per lease (asked for " +
+                                         std::to_string(ports.size()) + ")");
+  }
+  std::vector<int> allowed;
+  bool known = false;
+  for (const PoolStatus& p : leases_.pools()) {
+    if (p.config.name == pool) {
+      known = true;
+      allowed = p.config.access_ports;
+    }
+  }
+  if (!known) return Status::ok();
+  std::string allowed_text;
+  for (int a : allowed) allowed_text += (allowed_text.empty() ? "" : ", ") + std::to_string(a);
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const std::string field = "ports[" + std::to_string(i) + "]";
+    if (std::find(allowed.begin(), allowed.end(), ports[i]) == allowed.end()) {
+      return invalid_argument(
+          field, "port " + std::to_string(ports[i]) + " is not forwarded for pool " + pool +
+                     " (its access_ports: " + (allowed_text.empty() ? "none" : allowed_text) + ")");
+    }
+    if (std::find(ports.begin(), ports.begin() + static_cast<long>(i), ports[i]) !=
+        ports.begin() + static_cast<long>(i)) {
+      return invalid_argument(field, "port " + std::to_string(ports[i]) + " is listed twice");
+    }
+  }
+  return Status::ok();
+}
+
+void LeaseAccess::set_ports(const std::string& lease_id, const std::vector<int>& ports) {
+  {
+    std::lock_guard lock(mu_);
+    ports_[lease_id] = ports;
+  }
+  // A warm hand-out is ready already: open them now rather than at the next look.
+  if (auto l = leases_.get_lease(lease_id); l.is_ok()) (void)ssh_endpoint(*l);
+}
+
+LeaseAccess::~LeaseAccess() noexcept { stop(); }
+
+void LeaseAccess::start() {
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { watch(); });
+}
+
+void LeaseAccess::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+Result<std::optional<SshEndpoint>> LeaseAccess::ssh_endpoint(const Lease& lease) {
+  if (lease.state != LeaseState::kReady || lease.address.empty()) {
+    return std::optional<SshEndpoint>();
+  }
+  std::vector<int> wanted{guest_ssh_port_};
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = ports_.find(lease.id); it != ports_.end()) {
+      wanted.insert(wanted.end(), it->second.begin(), it->second.end());
+    }
+  }
+  auto open = forwards_.open(lease.id, lease.address, wanted);
+  if (!open.is_ok()) return open.status();
+  SshEndpoint ep;
+  for (const ForwardInfo& f : *open) {
+    if (f.guest_port == guest_ssh_port_) {
+      ep.host = f.host;
+      ep.port = f.port;
+    } else {
+      ep.extra.push_back(f);
+    }
+  }
+  if (ep.port == 0) return std::optional<SshEndpoint>();
+  ep.host_keys = host_keys(lease);
+  return std::optional<SshEndpoint>(std::move(ep));
+}
+
+std::vector<std::string> LeaseAccess::host_keys(const Lease& lease) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = keys_.find(lease.id); it != keys_.end()) return it->second;
+  }
+  GuestExecRequest req;
+  req.argv = {"sh", "-c", kHostKeysScript};
+  req.timeout = std::chrono::seconds(15);
+  auto r = leases_.exec(lease.id, req);
+  if (!r.is_ok() || r->exit_code != 0) {
+    spdlog::debug("lease {}: host keys not readable yet: {}", lease.id,
+                  r.is_ok() ? "exit " + std::to_string(r->exit_code) + ": " + r->err
+                            : r.status().to_string());
+    return {};
+  }
+  std::vector<std::string> keys = parse_host_keys(r->out);
+  if (keys.empty()) {  // sshd not up yet: ask again next time
+    spdlog::debug("lease {}: no host keys in the guest's answer yet", lease.id);
+    return {};
+  }
+  std::lock_guard lock(mu_);
+  // Only while its forward is open: a lease that ended meanwhile must not leave an entry.
+  if (!forwards_.find(lease.id).empty()) keys_[lease.id] = keys;
+  return keys;
+}
+
+void LeaseAccess::on_event(const Event& event) {
+  if (event.lease_id.empty() || event.type.rfind("lease.", 0) != 0) return;
+  const std::string state = event.type.substr(6);
+  if (state == "ready") {
+    auto lease = leases_.get_lease(event.lease_id);
+    // It may have ended since: the event for that follows and closes whatever opens here.
+    if (!lease.is_ok()) return;
+    if (lease->state != LeaseState::kReady) {
+      forwards_.close(lease->id, std::string(to_string(lease->state)));
+      return;
+    }
+    auto ep = ssh_endpoint(*lease);
+    if (!ep.is_ok()) {
+      spdlog::warn("lease {}: no SSH forward: {}", lease->id, ep.status().to_string());
+    }
+    return;
+  }
+  auto s = lease_state_from_string(state);
+  if (s && (*s == LeaseState::kReleasing || is_terminal(*s))) {
+    forwards_.close(event.lease_id, state);
+    std::lock_guard lock(mu_);
+    keys_.erase(event.lease_id);
+    ports_.erase(event.lease_id);
+  }
+}
+
+void LeaseAccess::watch() {
+  // Resume after the newest event: leases that are ready now are handled from the list below,
+  // and any change after it arrives as an event.
+  uint64_t seq = 0;
+  auto recent = leases_.events_since(0, std::chrono::milliseconds(0));
+  if (!recent.empty()) seq = recent.back().seq;
+  LeaseFilter ready;
+  ready.state = LeaseState::kReady;
+  ready.include_ended = false;
+  ready.limit = 100000;
+  if (auto list = leases_.list_leases(ready); list.is_ok()) {
+    for (const Lease& l : *list) (void)ssh_endpoint(l);
+  }
+  // Forwards of leases that are no longer ready (ended while the watcher was not looking).
+  for (const std::string& id : forwards_.leases()) {
+    auto l = leases_.get_lease(id);
+    if (!l.is_ok() || l->state != LeaseState::kReady) {
+      forwards_.close(id, "not ready");
+      std::lock_guard lock(mu_);
+      keys_.erase(id);
+      ports_.erase(id);
+    }
+  }
+  while (!stop_) {
+    for (const Event& e : leases_.events_since(seq, std::chrono::milliseconds(500))) {
+      seq = std::max(seq, e.seq);
+      on_event(e);
+    }
+  }
+}
+
+}  // namespace armhive

@@ -1,0 +1,88 @@
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/access/forward_table.h"
+#include "daemon/engine/lease_service.h"
+
+namespace armhive {
+
+// Where a client reaches a ready lease's SSH through the host.
+struct SshEndpoint {
+  std::string host;
+  int port = 0;
+  // The VM's SSH host public keys ("TYPE BASE64"), read through the guest agent; empty while
+  // the guest cannot tell them yet (its sshd still starting).
+  std::vector<std::string> host_keys;
+  // The forwards of the extra guest ports the lease asked for.
+  std::vector<ForwardInfo> extra;
+};
+
+// known_hosts lines for `keys` at host:port ("[host]:port TYPE BASE64" unless port 22).
+std::string known_hosts_lines(const std::string& host, int port,
+                              const std::vector<std::string>& keys);
+// The "TYPE BASE64" host keys in a guest's output: OpenSSH .pub lines or `dropbearkey -y`
+// output; everything else is ignored.
+std::vector<std::string> parse_host_keys(const std::string& text);
+
+// Keeps the forwards in step with the leases, from the outside of the engine: it only reads
+// LeaseService (get_lease, list_leases, events_since).
+//   ready lease     -> its SSH forward is opened (at the first event, or when the API first
+//                      shows the lease, whichever comes first: a warm hand-out's JSON already
+//                      carries the forward)
+//   lease ends      -> its forwards are closed and their connections cut (releasing, released,
+//                      expired, failed)
+// At start every ready lease gets its forward back (after a daemon restart).
+//
+// Ownership: borrows the LeaseService and the ForwardTable (both outlive it); owns one watcher
+// thread. Threading: ssh_endpoint() is thread-safe (HTTP workers); start()/stop() from the
+// controlling thread.
+class LeaseAccess {
+ public:
+  LeaseAccess(LeaseService& leases, ForwardTable& forwards, int max_extra_ports = 4,
+              int guest_ssh_port = 22);
+  ~LeaseAccess() noexcept;  // stop()
+  LeaseAccess(const LeaseAccess&) = delete;
+  LeaseAccess& operator=(const LeaseAccess&) = delete;
+
+  void start();
+  void stop();
+
+  // The SSH endpoint of `lease` through the host: nullopt unless it is ready (and then opens
+  // the forward and reads the host keys if the watcher has not yet; reading them runs a guest
+  // agent command, bounded by a timeout). kUnavailable when no port is free.
+  Result<std::optional<SshEndpoint>> ssh_endpoint(const Lease& lease);
+
+  // Checks the extra guest ports a lease of `pool` asks for: each allowed by the pool's
+  // access_ports, no duplicates, at most max_extra_ports (kInvalidArgument naming "ports[i]" or
+  // "ports"). An unknown pool passes (creating the lease reports it).
+  Status check_ports(const std::string& pool, const std::vector<int>& ports);
+  // Records them for the lease: forwarded as soon as it is ready (with SSH). Kept in memory:
+  // after a daemon restart a ready lease gets its SSH forward back, not its extra ports.
+  void set_ports(const std::string& lease_id, const std::vector<int>& ports);
+
+  // Handles one engine event (exposed for tests that drive it without the thread).
+  void on_event(const Event& event);
+
+ private:
+  void watch();
+  std::vector<std::string> host_keys(const Lease& lease);
+
+  LeaseService& leases_;
+  ForwardTable& forwards_;
+  int max_extra_ports_;
+  int guest_ssh_port_;
+  std::mutex mu_;  // guards keys_ and ports_; never held across a guest command or a bind
+  std::map<std::string, std::vector<std::string>> keys_;  // lease id -> host keys
+  std::map<std::string, std::vector<int>> ports_;         // lease id -> extra guest ports
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace armhive

@@ -1,0 +1,28 @@
+#include "daemon/config/secret_files.h"
+
+#include <sys/stat.h>
+
+#include "base/secret_file.h"
+
+namespace armhive {
+
+std::vector<SecretFile> secret_files(const DaemonConfig& config) {
+  std::vector<SecretFile> out;
+  if (!config.bootstrap_token_file.empty()) {
+    out.push_back(
+        {config.bootstrap_token_file, "the bootstrap token file ([server] bootstrap_token_file)"});
+  }
+  if (!config.tls_key.empty()) out.push_back({config.tls_key, "the TLS key ([server] tls_key)"});
+  return out;
+}
+
+Status check_secret_files(const DaemonConfig& config) {
+  for (const SecretFile& f : secret_files(config)) {
+    struct stat st {};
+    if (::stat(f.path.c_str(), &st) != 0) continue;  // absent: see the header
+    ARMHIVE_RETURN_IF_ERROR(check_secret_file(f.path, f.what));
+  }
+  return Status::ok();
+}
+
+}  // namespace armhive

@@ -1,0 +1,260 @@
+#include "images/builder/recipe.h"
+
+#include <toml++/toml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "base/toml_reader.h"
+#include "daemon/images/sha256.h"
+
+namespace armhive {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool valid_name(std::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  auto ok_first = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!ok_first(s.front())) return false;
+  for (char c : s)
+    if (!ok_first(c) && c != '-' && c != '.') return false;
+  return true;
+}
+
+// Debian package names: [a-z0-9][a-z0-9+.-]+ (policy 5.6.1).
+bool valid_package(std::string_view s) {
+  if (s.size() < 2) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(s.front())) return false;
+  for (char c : s)
+    if (!alnum(c) && c != '+' && c != '-' && c != '.') return false;
+  return true;
+}
+
+bool valid_guest_path(std::string_view p) {
+  if (p.empty() || p.front() != '/' || p.size() > 4096) return false;
+  for (const auto& part : fs::path(std::string(p)))
+    if (part == "..") return false;
+  return p.find('\0') == std::string_view::npos;
+}
+
+bool valid_module(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+  return true;
+}
+
+Result<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return not_found("cannot open file", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result<uint32_t> parse_mode(const toml::node* n, const std::string& field, uint32_t fallback) {
+  if (n == nullptr) return fallback;
+  if (auto s = n->value<std::string>(); n->is_string() && s) {
+    if (s->empty() || s->size() > 4 || s->find_first_not_of("01234567") != std::string::npos)
+      return invalid_argument(field, "must be an octal string such as \"0755\"");
+    return static_cast<uint32_t>(std::stoul(*s, nullptr, 8));
+  }
+  return invalid_argument(field, "must be an octal string such as \"0755\"");
+}
+
+}  // namespace
+
+std::string_view recipe_kind_name(RecipeKind kind) {
+  return kind == RecipeKind::kDebs ? "debs" : "mmdebstrap";
+}
+
+Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) {
+  toml::table root;
+  try {
+    root = toml::parse(text);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream msg;
+    msg << "TOML syntax error at line " << e.source().begin.line << ": " << e.description();
+    return invalid_argument("recipe", msg.str());
+  }
+  TomlReader top(root, "");
+  ARMHIVE_RETURN_IF_ERROR(
+      top.only({"name", "version", "arch", "kind", "suite", "variant", "packages", "exclude",
+                "kernel", "boot", "cmdline", "login_user", "disk_size_mib", "prune",
+                "compress_kernel", "initramfs", "corpus", "files"}));
+
+  Recipe r;
+  Sha256 hash;
+  hash.update(text);
+
+  ARMHIVE_RETURN_IF_ERROR(top.str("name", r.name));
+  if (!valid_name(r.name))
+    return invalid_argument("name", "name must match [a-z0-9][a-z0-9.-]* (at most 63 characters)");
+  ARMHIVE_RETURN_IF_ERROR(top.str("version", r.version));
+  if (r.version.empty()) return invalid_argument("version", "version is required");
+  ARMHIVE_RETURN_IF_ERROR(top.str("arch", r.arch));
+  if (r.arch.empty()) return invalid_argument("arch", "arch is required (\"arm64\")");
+  if (r.arch != "arm64")
+    return invalid_argument("arch", "architecture \"" + r.arch +
+                                        "\" is not supported: armhive guests are arm64 (aarch64)");
+  std::string kind = "debs";
+  ARMHIVE_RETURN_IF_ERROR(top.str("kind", kind));
+  if (kind == "debs") {
+    r.kind = RecipeKind::kDebs;
+  } else if (kind == "mmdebstrap") {
+    r.kind = RecipeKind::kMmdebstrap;
+  } else {
+    return invalid_argument("kind",
+                            "kind must be \"debs\" or \"mmdebstrap\", not \"" + kind + "\"");
+  }
+  ARMHIVE_RETURN_IF_ERROR(top.str("suite", r.suite));
+  if (!valid_package(r.suite)) return invalid_argument("suite", "invalid suite name");
+  ARMHIVE_RETURN_IF_ERROR(top.str("variant", r.variant));
+  if (!valid_package(r.variant)) return invalid_argument("variant", "invalid variant");
+
+  ARMHIVE_RETURN_IF_ERROR(top.strings("packages", r.packages));
+  if (r.packages.empty())
+    return invalid_argument("packages", "packages must list at least one package");
+  ARMHIVE_RETURN_IF_ERROR(top.strings("exclude", r.exclude));
+  for (const auto* list : {&r.packages, &r.exclude})
+    for (const auto& p : *list)
+      if (!valid_package(p))
+        return invalid_argument(list == &r.packages ? "packages" : "exclude",
+                                "\"" + p + "\" is not a valid Debian package name");
+
+  ARMHIVE_RETURN_IF_ERROR(top.str("kernel", r.kernel));
+  if (r.kernel.empty())
+    return invalid_argument("kernel", "kernel is required (e.g. \"linux-image-arm64\")");
+  if (!valid_package(r.kernel))
+    return invalid_argument("kernel", "\"" + r.kernel + "\" is not a valid Debian package name");
+
+  ARMHIVE_RETURN_IF_ERROR(top.str("boot", r.boot));
+  if (r.boot != "kernel" && r.boot != "uefi")
+    return invalid_argument("boot", "boot must be \"kernel\" or \"uefi\"");
+  ARMHIVE_RETURN_IF_ERROR(top.str("cmdline", r.cmdline));
+  if (r.cmdline.find_first_of("\n\r\0", 0, 3) != std::string::npos)
+    return invalid_argument("cmdline", "cmdline must be one line");
+  ARMHIVE_RETURN_IF_ERROR(top.str("login_user", r.login_user));
+  if (!valid_name(r.login_user)) return invalid_argument("login_user", "invalid user name");
+  ARMHIVE_RETURN_IF_ERROR(top.non_negative("disk_size_mib", r.disk_size_mib));
+  if (r.disk_size_mib < 64 || r.disk_size_mib > 1024 * 1024)
+    return invalid_argument("disk_size_mib", "disk_size_mib must be between 64 and 1048576");
+  ARMHIVE_RETURN_IF_ERROR(top.strings("prune", r.prune));
+  for (const auto& p : r.prune)
+    if (!valid_guest_path(p) || p == "/")
+      return invalid_argument("prune", "\"" + p + "\" is not an absolute guest path");
+  ARMHIVE_RETURN_IF_ERROR(top.boolean("compress_kernel", r.compress_kernel));
+
+  if (const toml::node* n = root.get("initramfs")) {
+    const toml::table* t = n->as_table();
+    if (t == nullptr) return invalid_argument("initramfs", "must be a table");
+    TomlReader sub(*t, "initramfs.");
+    ARMHIVE_RETURN_IF_ERROR(sub.only({"init", "modules"}));
+    std::string init_source;
+    ARMHIVE_RETURN_IF_ERROR(sub.str("init", init_source));
+    if (!init_source.empty()) {
+      if (base_dir.empty() || fs::path(init_source).is_absolute() ||
+          init_source.find("..") != std::string::npos)
+        return invalid_argument("initramfs.init", "must be a path relative to the recipe");
+      auto content = read_text((fs::path(base_dir) / init_source).string());
+      if (!content.is_ok()) return content.status().with_field("initramfs.init");
+      hash.update(init_source);
+      hash.update(*content);
+      r.initramfs_init = std::move(*content);
+    }
+    ARMHIVE_RETURN_IF_ERROR(sub.strings("modules", r.modules));
+    for (const auto& m : r.modules)
+      if (!valid_module(m))
+        return invalid_argument("initramfs.modules", "\"" + m + "\" is not a module name");
+  }
+  if (r.kind == RecipeKind::kDebs && r.initramfs_init.empty())
+    return invalid_argument("initramfs.init", "a \"debs\" recipe needs an initramfs init script");
+
+  if (const toml::node* n = root.get("corpus")) {
+    const toml::table* t = n->as_table();
+    if (t == nullptr) return invalid_argument("corpus", "must be a table");
+    TomlReader sub(*t, "corpus.");
+    ARMHIVE_RETURN_IF_ERROR(sub.only({"path", "bytes", "seed"}));
+    ARMHIVE_RETURN_IF_ERROR(sub.str("path", r.corpus_path));
+    ARMHIVE_RETURN_IF_ERROR(sub.non_negative("bytes", r.corpus_bytes));
+    ARMHIVE_RETURN_IF_ERROR(sub.non_negative("seed", r.corpus_seed));
+    if (!valid_guest_path(r.corpus_path))
+      return invalid_argument("corpus.path", "must be an absolute guest path");
+    if (r.corpus_bytes == 0 || r.corpus_bytes > (256ull << 20))
+      return invalid_argument("corpus.bytes", "must be between 1 and 268435456");
+  }
+
+  if (const toml::node* n = root.get("files")) {
+    const toml::array* arr = n->as_array();
+    if (arr == nullptr) return invalid_argument("files", "must be an array of tables ([[files]])");
+    for (const auto& e : *arr) {
+      const toml::table* t = e.as_table();
+      if (t == nullptr) return invalid_argument("files", "must be an array of tables ([[files]])");
+      TomlReader sub(*t, "files.");
+      ARMHIVE_RETURN_IF_ERROR(
+          sub.only({"path", "source", "content", "symlink", "directory", "mode"}));
+      RecipeFile f;
+      ARMHIVE_RETURN_IF_ERROR(sub.str("path", f.path));
+      if (!valid_guest_path(f.path))
+        return invalid_argument("files.path", "\"" + f.path + "\" is not an absolute guest path");
+      std::string content, link;
+      bool has_content = t->contains("content");
+      ARMHIVE_RETURN_IF_ERROR(sub.str("source", f.source));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("content", content));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("symlink", link));
+      bool is_dir = false;
+      ARMHIVE_RETURN_IF_ERROR(sub.boolean("directory", is_dir));
+      int kinds = (f.source.empty() ? 0 : 1) + (has_content ? 1 : 0) + (link.empty() ? 0 : 1) +
+                  (is_dir ? 1 : 0);
+      if (kinds != 1)
+        return invalid_argument("files", f.path +
+                                             ": give exactly one of source, content, "
+                                             "symlink or directory = true");
+      if (is_dir) {
+        f.type = RecipeFile::Type::kDirectory;
+        ARMHIVE_ASSIGN_OR_RETURN(f.mode, parse_mode(t->get("mode"), "files.mode", 0755));
+      } else if (!link.empty()) {
+        f.type = RecipeFile::Type::kSymlink;
+        f.content = link;
+        f.mode = 0777;
+      } else {
+        ARMHIVE_ASSIGN_OR_RETURN(f.mode, parse_mode(t->get("mode"), "files.mode", 0644));
+        if (!f.source.empty()) {
+          if (base_dir.empty() || fs::path(f.source).is_absolute() ||
+              f.source.find("..") != std::string::npos)
+            return invalid_argument("files.source",
+                                    f.path + ": source must be relative to the recipe");
+          auto data = read_text((fs::path(base_dir) / f.source).string());
+          if (!data.is_ok()) return data.status().with_field("files.source");
+          f.content = std::move(*data);
+        } else {
+          f.content = content;
+        }
+      }
+      hash.update(f.path);
+      hash.update(std::string_view("\0", 1));
+      hash.update(f.content);
+      hash.update(std::to_string(f.mode));
+      r.files.push_back(std::move(f));
+    }
+  }
+  r.sha256 = hash.hex_digest();
+  return r;
+}
+
+Result<Recipe> load_recipe(const std::string& path) {
+  auto text = read_text(path);
+  if (!text.is_ok()) return not_found("recipe not found", path);
+  fs::path p = fs::absolute(path);
+  auto recipe = parse_recipe(*text, p.parent_path().string());
+  if (!recipe.is_ok()) return recipe.status().annotate("recipe " + p.filename().string());
+  recipe->source_path = p.string();
+  recipe->file_name = p.filename().string();
+  return recipe;
+}
+
+}  // namespace armhive

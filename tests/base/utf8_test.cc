@@ -1,0 +1,40 @@
+#include "base/utf8.h"
+
+#include <catch2/catch.hpp>
+
+#include "base/base64.h"
+
+namespace armhive {
+namespace {
+
+TEST_CASE("utf8: decodes valid sequences and refuses overlong, surrogate and truncated ones",
+          "[base]") {
+  CHECK(decode_utf8("a", 0).length == 1);
+  Utf8Char e = decode_utf8("\xc3\xa9", 0);
+  CHECK(e.length == 2);
+  CHECK(e.code_point == U'\u00e9');
+  CHECK(decode_utf8("\xf0\x9f\x98\x80", 0).code_point == U'\U0001F600');
+  CHECK(decode_utf8("\xc0\xaf", 0).length == 0);          // overlong '/'
+  CHECK(decode_utf8("\xed\xa0\x80", 0).length == 0);      // UTF-16 surrogate
+  CHECK(decode_utf8("\xe2\x82", 0).length == 0);          // truncated
+  CHECK(decode_utf8("\xf4\x90\x80\x80", 0).length == 0);  // above U+10FFFF
+  CHECK(is_valid_utf8("h\xc3\xa9llo"));
+  CHECK_FALSE(is_valid_utf8("h\xffllo"));
+}
+
+TEST_CASE("utf8: truncation counts code points and marks the cut", "[base]") {
+  CHECK(truncate_utf8("abc", 3) == "abc");
+  CHECK(truncate_utf8("abcd", 3) == "ab\xE2\x80\xA6");
+  CHECK(truncate_utf8("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 3) == "\xc3\xa9\xc3\xa9\xE2\x80\xA6");
+}
+
+TEST_CASE("base64: round trip and strict decoding name the field", "[base]") {
+  CHECK(base64_encode("hello") == "aGVsbG8=");
+  CHECK(*base64_decode("x", "aGVsbG8=") == "hello");
+  Status bad = base64_decode("out-data", "aGVsbG8").status();
+  CHECK(bad.code() == ErrorCode::kInvalidArgument);
+  CHECK(bad.field() == "out-data");
+}
+
+}  // namespace
+}  // namespace armhive

@@ -1,0 +1,388 @@
+// End-to-end: access to real guests from an "outside" namespace (the CI runner, the laptop)
+// through the host's per-lease forwards, and what a guest may and may not reach, per network
+// mode. This process runs in the sandbox's namespace (the host); the outside namespace is made
+// and removed by the test.
+
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "base/process_runner.h"
+#include "daemon/store/database.h"
+#include "daemon/store/token_store.h"
+#include "daemon/virt/connection.h"
+#include "daemon/virt/error.h"
+#include "daemon/virt/network.h"
+#include "daemon/virt/network_guard.h"
+#include "tests/support/daemon_process.h"
+#include "tests/support/outside_netns.h"
+
+namespace armhive {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string e2e_state() {
+  const char* s = std::getenv("ARMHIVE_E2E_STATE");
+  return s ? s : "/tmp/armhive-e2e";
+}
+
+// One API port per test case: the daemon names its storage pool after it.
+constexpr int kNatApiPort = 18490;
+constexpr int kIsolatedApiPort = 18491;
+constexpr int kPortMin = 22100;
+constexpr int kPortMax = 22104;
+
+// The daemon's config after DaemonProcess's own (which defines the isolated "armhive"
+// network): forwards on the host's outside address, and (for nat) a NAT network of its own.
+std::string config(const std::string& network) {
+  std::string t = R"(
+[access]
+listen = "10.78.0.1"
+port_min = 22100
+port_max = 22104
+
+[host.cpus]
+housekeeping = "0"
+dedicated = "1"
+
+[[networks]]
+name = "ahnat"
+mode = "nat"
+bridge = "ahbr1"
+cidr = "10.79.0.1/24"
+dhcp_start = "10.79.0.10"
+dhcp_end = "10.79.0.50"
+
+[[pools]]
+name = "ci"
+image = "tiny"
+vcpus = 1
+memory_mib = 384
+max = 1
+max_starting = 1
+default_ttl = "10m"
+cpu_policy = "dedicated"
+min_warm = 1
+network = ")";
+  return t + network + "\"\n";
+}
+
+std::string make_key(const std::string& path) {
+  SubprocessRunner run;
+  fs::remove(path);
+  fs::remove(path + ".pub");
+  auto r =
+      run.run({.argv = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "e2e", "-f", path}});
+  REQUIRE(r.is_ok());
+  REQUIRE(r->ok());
+  std::ifstream in(path + ".pub");
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  REQUIRE(out.good());
+}
+
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(500ms);
+  }
+  return pred();
+}
+
+// ssh from outside, verifying the host key against `known_hosts` only.
+std::vector<std::string> ssh_argv(const std::string& key, const std::string& known_hosts, int port,
+                                  const std::string& host, const std::string& cmd) {
+  return {"ssh",
+          "-i",
+          key,
+          "-o",
+          "IdentitiesOnly=yes",
+          "-o",
+          "StrictHostKeyChecking=yes",
+          "-o",
+          "UserKnownHostsFile=" + known_hosts,
+          "-o",
+          "BatchMode=yes",
+          "-o",
+          "ConnectTimeout=8",
+          "-o",
+          "LogLevel=ERROR",
+          "-p",
+          std::to_string(port),
+          "root@" + host,
+          cmd};
+}
+
+// A ready lease whose forward and host keys are known (the keys come once sshd is up).
+LeaseDto ready_lease(Client& api, const std::string& pub) {
+  LeaseCreateRequest req;
+  req.pool = "ci";
+  req.ttl_seconds = 600;
+  req.ssh_keys = {pub};
+  auto created = api.create_lease(req);
+  REQUIRE(created.is_ok());
+  auto ready = api.wait_lease(created->id, 300s);
+  REQUIRE(ready.is_ok());
+  REQUIRE(ready->state == "ready");
+  LeaseDto l = *ready;
+  REQUIRE(eventually(
+      [&] {
+        auto g = api.get_lease(l.id);
+        if (!g.is_ok() || !g->ssh || g->ssh->host_keys.empty()) return false;
+        l = *g;
+        return true;
+      },
+      120s));
+  return l;
+}
+
+// Runs argv in the guest through the agent.
+ExecResultDto guest(Client& api, const std::string& lease, std::vector<std::string> argv) {
+  auto r = api.exec(lease, {std::move(argv), "", 60});
+  REQUIRE(r.is_ok());
+  return *r;
+}
+
+// How a TCP connection from the guest to host:port ends (busybox nc, 5 s): "connected",
+// "refused" (reached, nothing listening) or "timed out" (dropped on the way). Only "timed out"
+// shows a filter at work, so a broken tool cannot pass for a guard.
+std::string guest_connect(Client& api, const std::string& lease, const std::string& host,
+                          int port) {
+  auto r = guest(api, lease,
+                 {"sh", "-c", "nc -w 5 \"$0\" \"$1\" </dev/null", host, std::to_string(port)});
+  if (r.exit_code == 0) return "connected";
+  if (r.err.find("refused") != std::string::npos) return "refused";
+  if (r.err.find("timed out") != std::string::npos) return "timed out";
+  return "other: " + r.err;
+}
+
+// An HTTP/1.0 GET from the guest (busybox nc); the response, or empty.
+std::string guest_http_get(Client& api, const std::string& lease, const std::string& host, int port,
+                           const std::string& path) {
+  auto r =
+      guest(api, lease,
+            {"sh", "-c", "printf 'GET %s HTTP/1.0\\r\\n\\r\\n' \"$2\" | nc -w 10 \"$0\" \"$1\"",
+             host, std::to_string(port), path});
+  return r.exit_code == 0 ? r.out : std::string();
+}
+
+// What the guest and the host see, for a failure message.
+std::string diagnostics(Client& api, const std::string& lease) {
+  std::string d = "guest routes: " + guest(api, lease, {"ip", "route"}).out;
+  d += "guest addresses: " + guest(api, lease, {"ip", "-4", "addr"}).out;
+  SubprocessRunner run;
+  for (std::vector<std::string> argv : {std::vector<std::string>{"nft", "list", "ruleset"},
+                                        {"sysctl", "net.ipv4.ip_forward"},
+                                        {"ip", "route"}}) {
+    auto r = run.run({.argv = argv});
+    if (r.is_ok()) d += "host " + argv[0] + ": " + r->out + r->err;
+  }
+  return d;
+}
+
+std::vector<AuditEntry> audit(const std::string& state, const std::string& lease) {
+  SystemClock clock;
+  auto db = Database::open(state + "/armhive.db");
+  REQUIRE(db.is_ok());
+  auto log = AuditLog::open(**db, clock);
+  REQUIRE(log.is_ok());
+  auto entries = (*log)->recent(1000, lease);
+  REQUIRE(entries.is_ok());
+  return *entries;
+}
+
+bool has_action(const std::vector<AuditEntry>& entries, const std::string& action,
+                const std::string& detail_part) {
+  for (const AuditEntry& e : entries) {
+    if (e.action == action && e.detail.find(detail_part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Removes what the daemon made in the sandbox for `network` (it leaves networks up on exit).
+void remove_network_and_guard(const std::string& network) {
+  REQUIRE(init_libvirt().is_ok());
+  auto conn = Connection::open("qemu:///system");
+  REQUIRE(conn.is_ok());
+  CHECK(remove_network(*conn, network).is_ok());
+  SubprocessRunner run;
+  CHECK(remove_network_guard(run, network).is_ok());
+  auto tables = run.run({.argv = {"nft", "list", "tables"}});
+  REQUIRE(tables.is_ok());
+  CHECK(tables->out.find(guard_table_name(network)) == std::string::npos);
+}
+
+TEST_CASE(
+    "nat: from outside through the forward with verified host keys; guest egress; "
+    "nothing of the host reachable from the guest; forwards end with the lease",
+    "[access-e2e][nat]") {
+  const std::string state = e2e_state() + "/access-nat";
+  OutsideNamespace out("armhive-e2e-out", "10.79.0.0/24");
+  const int kApiPort = kNatApiPort;
+  DaemonProcess daemon(state, e2e_state() + "/images", kApiPort, config("ahnat"));
+  daemon.set_bind("0.0.0.0");
+  Status started = daemon.start();
+  INFO(daemon.log());
+  REQUIRE(started.is_ok());
+  auto api = daemon.client();
+  REQUIRE(api);
+
+  const std::string key_a = state + "/id_a";
+  const std::string key_b = state + "/id_b";
+  const std::string pub_a = make_key(key_a);
+  const std::string pub_b = make_key(key_b);
+  LeaseDto a = ready_lease(*api, pub_a);
+  REQUIRE(a.ssh);
+  REQUIRE(a.vm);
+  CHECK(a.ssh->host == OutsideNamespace::kHostAddress);
+  CHECK(a.ssh->port >= kPortMin);
+  CHECK(a.ssh->port <= kPortMax);
+  CHECK(a.ssh->command.find("StrictHostKeyChecking=no") == std::string::npos);
+  const std::string kh_a = state + "/known_hosts_a";
+  write(kh_a, a.ssh->known_hosts);
+
+  // From outside: a real OpenSSH login through the forward, host key verified.
+  auto login = out.run(ssh_argv(key_a, kh_a, a.ssh->port, a.ssh->host, "hostname"));
+  INFO(login.err);
+  REQUIRE(login.ok());
+  CHECK(login.out.find(a.vm->name) != std::string::npos);
+  // A host key other than the VM's is refused.
+  const std::string kh_wrong = state + "/known_hosts_wrong";
+  std::string other = make_key(state + "/not_the_host");
+  write(kh_wrong, "[" + a.ssh->host + "]:" + std::to_string(a.ssh->port) + " " +
+                      other.substr(0, other.rfind(' ')) + "\n");
+  CHECK_FALSE(out.run(ssh_argv(key_a, kh_wrong, a.ssh->port, a.ssh->host, "true")).ok());
+  // The guest's own address is not reachable from outside (routed via the host, not forwarded).
+  CHECK_FALSE(out.run(ssh_argv(key_a, kh_a, 22, a.vm->address, "true")).ok());
+  // The API is reachable from outside (it listens on every address)...
+  const std::string api_url = "http://10.78.0.1:" + std::to_string(kApiPort) + "/healthz";
+  CHECK(out.run({"curl", "-sf", "--max-time", "5", api_url}).ok());
+
+  // ...but not from the guest, at any host address (dropped, not refused); nor libvirtd's, the
+  // forwards' or sshd's ports.
+  CHECK(guest_connect(*api, a.id, "10.78.0.1", kApiPort) == "timed out");
+  CHECK(guest_connect(*api, a.id, "10.79.0.1", kApiPort) == "timed out");
+  CHECK(guest_connect(*api, a.id, "10.79.0.1", 16509) == "timed out");
+  CHECK(guest_connect(*api, a.id, "10.78.0.1", a.ssh->port) == "timed out");
+  CHECK(guest_connect(*api, a.id, "10.79.0.1", 22) == "timed out");
+  // nat: the guest fetches a file from a server in the outside namespace.
+  fs::create_directories(state + "/www");
+  write(state + "/www/hello.txt", "hello from outside\n");
+  pid_t www = out.spawn({"python3", "-m", "http.server", "8000", "--bind",
+                         OutsideNamespace::kOutsideAddress, "--directory", state + "/www"},
+                        state + "/www.log");
+  REQUIRE(eventually(
+      [&] {
+        return out.run({"curl", "-sf", "http://10.78.0.2:8000/hello.txt"}).ok();
+      },
+      30s));
+  std::string fetched = guest_http_get(*api, a.id, "10.78.0.2", 8000, "/hello.txt");
+  if (fetched.find("\r\n\r\nhello from outside\n") == std::string::npos) {
+    std::string diag = diagnostics(*api, a.id);
+    write(state + "/diagnostics.txt", diag);
+    FAIL_CHECK("the guest could not fetch from outside; see " + state + "/diagnostics.txt");
+  }
+  // A closed port outside is refused: "timed out" above is the host's guard at work.
+  CHECK(guest_connect(*api, a.id, "10.78.0.2", 8001) == "refused");
+  out.kill(www);
+
+  // An open session is cut when the lease is released; the forward then refuses.
+  pid_t session =
+      out.spawn(ssh_argv(key_a, kh_a, a.ssh->port, a.ssh->host, "echo started; sleep 600"),
+                state + "/session.log");
+  REQUIRE(eventually(
+      [&] {
+        std::ifstream in(state + "/session.log");
+        std::string s((std::istreambuf_iterator<char>(in)), {});
+        return s.find("started") != std::string::npos;
+      },
+      60s));
+  REQUIRE(api->release_lease(a.id).is_ok());
+  CHECK(eventually([&] { return out.exited(session); }, 60s));
+  auto after = out.run(ssh_argv(key_a, kh_a, a.ssh->port, a.ssh->host, "true"));
+  CHECK_FALSE(after.ok());
+  CHECK(after.err.find("refused") != std::string::npos);
+
+  auto entries = audit(state, a.id);
+  CHECK(has_action(entries, "forward.opened", "10.78.0.1:" + std::to_string(a.ssh->port)));
+  CHECK(has_action(entries, "forward.connection", "from 10.78.0.2:"));
+  CHECK(has_action(entries, "forward.closed", std::to_string(a.ssh->port)));
+
+  // The pool's next VM (lease B) opens with B's key only: A's key never opens it.
+  LeaseDto b = ready_lease(*api, pub_b);
+  REQUIRE(b.ssh);
+  CHECK(b.vm->name != a.vm->name);
+  const std::string kh_b = state + "/known_hosts_b";
+  write(kh_b, b.ssh->known_hosts);
+  auto with_a = out.run(ssh_argv(key_a, kh_b, b.ssh->port, b.ssh->host, "true"));
+  CHECK_FALSE(with_a.ok());
+  CHECK(with_a.err.find("Permission denied") != std::string::npos);
+  CHECK(out.run(ssh_argv(key_b, kh_b, b.ssh->port, b.ssh->host, "true")).ok());
+  REQUIRE(api->release_lease(b.id).is_ok());
+
+  daemon.kill(SIGTERM);
+  remove_network_and_guard("ahnat");
+}
+
+TEST_CASE("isolated: the forward works, but the guest reaches neither outside nor the host",
+          "[access-e2e][isolated]") {
+  const std::string state = e2e_state() + "/access-isolated";
+  OutsideNamespace out("armhive-e2e-out", "10.77.0.0/24");
+  const int kApiPort = kIsolatedApiPort;
+  DaemonProcess daemon(state, e2e_state() + "/images", kApiPort, config("armhive"));
+  daemon.set_bind("0.0.0.0");
+  Status started = daemon.start();
+  INFO(daemon.log());
+  REQUIRE(started.is_ok());
+  auto api = daemon.client();
+  REQUIRE(api);
+  const std::string key = state + "/id";
+  LeaseDto l = ready_lease(*api, make_key(key));
+  const std::string kh = state + "/known_hosts";
+  write(kh, l.ssh->known_hosts);
+  auto login = out.run(ssh_argv(key, kh, l.ssh->port, l.ssh->host, "hostname"));
+  INFO(login.err);
+  CHECK(login.ok());
+
+  fs::create_directories(state + "/www");
+  write(state + "/www/hello.txt", "hello\n");
+  pid_t www = out.spawn({"python3", "-m", "http.server", "8000", "--bind",
+                         OutsideNamespace::kOutsideAddress, "--directory", state + "/www"},
+                        state + "/www.log");
+  REQUIRE(eventually(
+      [&] {
+        return out.run({"curl", "-sf", "http://10.78.0.2:8000/hello.txt"}).ok();
+      },
+      30s));
+  CHECK(guest_http_get(*api, l.id, "10.78.0.2", 8000, "/hello.txt").empty());
+  CHECK(guest_connect(*api, l.id, "10.78.0.2", 8000) != "connected");
+  out.kill(www);
+  const std::string port = std::to_string(kApiPort);
+  CHECK(out.run({"curl", "-sf", "--max-time", "5", "http://10.78.0.1:" + port + "/healthz"}).ok());
+  CHECK(guest_connect(*api, l.id, "10.77.0.1", kApiPort) == "timed out");
+  // An isolated guest has no route beyond its bridge: the host's other addresses are unreachable.
+  CHECK(guest_connect(*api, l.id, "10.78.0.1", kApiPort).find("unreachable") != std::string::npos);
+  CHECK(guest_connect(*api, l.id, "10.77.0.1", 16509) == "timed out");
+  CHECK(guest_connect(*api, l.id, "10.77.0.1", 22) == "timed out");
+  REQUIRE(api->release_lease(l.id).is_ok());
+  daemon.kill(SIGTERM);
+  // The "armhive" network stays for the other e2e tests; its guard goes with the daemon's rules.
+  SubprocessRunner run;
+  CHECK(remove_network_guard(run, "armhive").is_ok());
+}
+
+}  // namespace
+}  // namespace armhive

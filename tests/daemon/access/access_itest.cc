@@ -1,0 +1,408 @@
+// daemon/access over loopback: real sockets, an echo server standing in for the guest.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "daemon/access/forward_table.h"
+#include "daemon/access/lease_access.h"
+
+namespace armhive {
+namespace {
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// A loopback echo server on an ephemeral port, one thread per connection.
+class EchoServer {
+ public:
+  EchoServer() : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    port_ = acceptor_.local_endpoint().port();
+    thread_ = std::thread([this] {
+      for (;;) {
+        tcp::socket s(io_);
+        boost::system::error_code ec;
+        acceptor_.accept(s, ec);
+        if (ec) return;
+        std::thread([s = std::move(s)]() mutable {
+          char buf[4096];
+          boost::system::error_code e;
+          for (;;) {
+            size_t n = s.read_some(asio::buffer(buf), e);
+            if (e) return;
+            asio::write(s, asio::buffer(buf, n), e);
+            if (e) return;
+          }
+        }).detach();
+      }
+    });
+  }
+  ~EchoServer() {
+    // shutdown() wakes the blocking accept (close() from another thread would not).
+    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// A blocking client with a receive timeout, so a test fails instead of hanging.
+struct Client {
+  int fd = -1;
+  explicit Client(int port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~Client() { ::close(fd); }
+  bool connected = false;
+  bool send(const std::string& s) {
+    return ::send(fd, s.data(), s.size(), MSG_NOSIGNAL) == (ssize_t)s.size();
+  }
+  // Reads until `n` bytes arrived; returns what came (less on EOF, reset or timeout).
+  std::string recv(size_t n) {
+    std::string out;
+    char buf[4096];
+    while (out.size() < n) {
+      ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+      if (r <= 0) break;
+      out.append(buf, static_cast<size_t>(r));
+    }
+    return out;
+  }
+  // True when the peer ended the connection (EOF or reset) rather than going quiet.
+  bool ended() {
+    char c;
+    ssize_t r = ::recv(fd, &c, 1, 0);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+};
+
+// Collects AccessEvents (delivered on the table's event thread).
+struct Events {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<AccessEvent> list;
+  AccessEventSink sink() {
+    return [this](const AccessEvent& e) {
+      std::lock_guard lock(mu);
+      list.push_back(e);
+      cv.notify_all();
+    };
+  }
+  // Waits for an event of `type`; returns its detail (empty if it never came).
+  std::optional<AccessEvent> wait(const std::string& type) {
+    std::unique_lock lock(mu);
+    std::optional<AccessEvent> found;
+    cv.wait_for(lock, 10s, [&] {
+      for (const auto& e : list)
+        if (e.type == type) found = e;
+      return found.has_value();
+    });
+    return found;
+  }
+};
+
+// A free loopback port range of `n` ports (best effort: probes by binding).
+int free_base(int n) {
+  for (int base = 41000; base < 60000; base += n) {
+    bool all = true;
+    for (int p = base; p < base + n && all; ++p) {
+      asio::io_context io;
+      tcp::acceptor a(io);
+      boost::system::error_code ec;
+      a.open(tcp::v4(), ec);
+      a.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(p)),
+             ec);
+      all = !ec;
+    }
+    if (all) return base;
+  }
+  FAIL("no free port range");
+  return 0;
+}
+
+bool eventually(const std::function<bool()>& f) {
+  for (int i = 0; i < 200; ++i) {
+    if (f()) return true;
+    std::this_thread::sleep_for(25ms);
+  }
+  return false;
+}
+
+// close() returns before the listener is closed on its strand: wait for refusals.
+bool refuses(int port) {
+  return eventually([&] { return !Client(port).connected; });
+}
+
+AccessOptions options(int base, int n) {
+  AccessOptions o;
+  o.listen_address = "127.0.0.1";
+  o.advertise_host = "armhive.example";
+  o.port_min = base;
+  o.port_max = base + n - 1;
+  return o;
+}
+
+TEST_CASE("a forward relays both ways, reports each connection and cuts them when closed",
+          "[access]") {
+  EchoServer echo;
+  Events events;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), events.sink());
+  REQUIRE(table.is_ok());
+  auto fw = (*table)->open("l-1", "127.0.0.1", {echo.port()});
+  REQUIRE(fw.is_ok());
+  REQUIRE(fw->size() == 1);
+  CHECK((*fw)[0].host == "armhive.example");
+  CHECK((*fw)[0].port >= base);
+  CHECK((*fw)[0].guest_port == echo.port());
+  // Asking again returns the same forward.
+  auto again = (*table)->open("l-1", "127.0.0.1", {echo.port()});
+  REQUIRE(again.is_ok());
+  CHECK((*again)[0].port == (*fw)[0].port);
+
+  Client c((*fw)[0].port);
+  REQUIRE(c.connected);
+  std::string big(200000, 'x');
+  REQUIRE(c.send(big));
+  CHECK(c.recv(big.size()) == big);
+  auto conn = events.wait("forward.connection");
+  REQUIRE(conn);
+  CHECK(conn->lease_id == "l-1");
+  CHECK(conn->detail.find("from 127.0.0.1:") == 0);
+  CHECK(events.wait("forward.opened"));
+
+  (*table)->close("l-1", "released");
+  CHECK(c.ended());  // the established session is cut
+  CHECK(events.wait("forward.closed"));
+  CHECK((*table)->find("l-1").empty());
+  CHECK(refuses((*fw)[0].port));
+}
+
+TEST_CASE("a taken port is skipped; an exhausted range is unavailable and names the range",
+          "[access]") {
+  EchoServer echo;
+  int base = free_base(2);
+  // Someone else holds the first port of the range.
+  asio::io_context io;
+  tcp::acceptor squatter(
+      io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(base)));
+  auto table = ForwardTable::start(options(base, 2), {});
+  REQUIRE(table.is_ok());
+  auto a = (*table)->open("l-a", "127.0.0.1", {echo.port()});
+  REQUIRE(a.is_ok());
+  CHECK((*a)[0].port == base + 1);
+  auto b = (*table)->open("l-b", "127.0.0.1", {echo.port()});
+  REQUIRE_FALSE(b.is_ok());
+  CHECK(b.status().code() == ErrorCode::kUnavailable);
+  CHECK(b.status().message().find(std::to_string(base) + "-" + std::to_string(base + 1)) !=
+        std::string::npos);
+  // Two ports asked, one free: nothing stays open.
+  (*table)->close("l-a", "test");
+  auto two = (*table)->open("l-c", "127.0.0.1", {echo.port(), echo.port()});
+  CHECK_FALSE(two.is_ok());
+  CHECK((*table)->find("l-c").empty());
+  CHECK(refuses(base + 1));
+}
+
+TEST_CASE("a connection to an unreachable guest is reported and closed", "[access]") {
+  Events events;
+  int base = free_base(1);
+  int dead = free_base(1) + 1;  // nothing listens there
+  auto table = ForwardTable::start(options(base, 1), events.sink());
+  REQUIRE(table.is_ok());
+  auto fw = (*table)->open("l-1", "127.0.0.1", {dead});
+  REQUIRE(fw.is_ok());
+  Client c((*fw)[0].port);
+  REQUIRE(c.connected);
+  CHECK(c.ended());
+  auto failed = events.wait("forward.connection_failed");
+  REQUIRE(failed);
+  CHECK(failed->detail.find("127.0.0.1:" + std::to_string(dead)) != std::string::npos);
+}
+
+// A LeaseService with leases and events set by the test.
+class ScriptedLeases final : public LeaseService {
+ public:
+  void set(Lease l, const std::string& event) {
+    std::lock_guard lock(mu_);
+    leases_[l.id] = l;
+    Event e;
+    e.seq = next_seq_++;
+    e.type = event;
+    e.lease_id = l.id;
+    events_.push_back(e);
+    cv_.notify_all();
+  }
+  Result<Lease> get_lease(const std::string& id) override {
+    std::lock_guard lock(mu_);
+    auto it = leases_.find(id);
+    if (it == leases_.end()) return not_found("no lease", id);
+    return it->second;
+  }
+  Result<std::vector<Lease>> list_leases(const LeaseFilter& f) override {
+    std::lock_guard lock(mu_);
+    std::vector<Lease> out;
+    for (const auto& [id, l] : leases_)
+      if (!f.state || l.state == *f.state) out.push_back(l);
+    return out;
+  }
+  std::vector<Event> events_since(uint64_t after, std::chrono::milliseconds timeout) override {
+    std::unique_lock lock(mu_);
+    std::vector<Event> out;
+    cv_.wait_for(lock, timeout, [&] { return !events_.empty() && events_.back().seq > after; });
+    for (const Event& e : events_)
+      if (e.seq > after) out.push_back(e);
+    return out;
+  }
+  Result<Lease> create_lease(const LeaseRequest&) override { return internal_error("unused"); }
+  Result<Lease> wait_lease(const std::string&, std::chrono::milliseconds) override {
+    return internal_error("unused");
+  }
+  Result<Lease> renew_lease(const std::string&, Seconds) override {
+    return internal_error("unused");
+  }
+  Result<Lease> release_lease(const std::string&) override { return internal_error("unused"); }
+  // The guest's answer to the host-key script: one dropbear-style key.
+  Result<GuestExecResult> exec(const std::string&, const GuestExecRequest& req) override {
+    if (req.argv.empty() || req.argv[0] != "sh") return internal_error("unexpected command");
+    GuestExecResult r;
+    r.exit_code = 0;
+    r.out = "Public key portion is:\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n";
+    return r;
+  }
+  Result<std::string> console(const std::string&, size_t) override {
+    return internal_error("unused");
+  }
+  std::vector<PoolStatus> pools() override {
+    PoolStatus p;
+    p.config.name = "ci";
+    p.config.access_ports = {8080, 9000};
+    return {p};
+  }
+  std::vector<HostView> hosts() override { return {}; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Lease> leases_;
+  std::vector<Event> events_;
+  uint64_t next_seq_ = 1;
+};
+
+Lease lease(const std::string& id, LeaseState state) {
+  Lease l;
+  l.id = id;
+  l.state = state;
+  l.address = "127.0.0.1";
+  return l;
+}
+
+TEST_CASE("lease events open and close forwards; already ready leases get theirs at start",
+          "[access]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  leases.set(lease("l-old", LeaseState::kReady), "lease.ready");  // before the watcher
+  LeaseAccess access(leases, **table, 4, echo.port());
+  access.start();
+  CHECK(eventually([&] { return !(*table)->find("l-old").empty(); }));
+
+  leases.set(lease("l-new", LeaseState::kProvisioning), "lease.provisioning");
+  auto none = access.ssh_endpoint(lease("l-new", LeaseState::kProvisioning));
+  REQUIRE(none.is_ok());
+  CHECK_FALSE(none->has_value());
+  leases.set(lease("l-new", LeaseState::kReady), "lease.ready");
+  CHECK(eventually([&] { return !(*table)->find("l-new").empty(); }));
+  auto ep = access.ssh_endpoint(lease("l-new", LeaseState::kReady));
+  REQUIRE(ep.is_ok());
+  REQUIRE(ep->has_value());
+  CHECK((*ep)->host == "armhive.example");
+  CHECK((*ep)->port == (*table)->find("l-new")[0].port);
+  CHECK((*ep)->host_keys == std::vector<std::string>{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb"});
+
+  Client session((*ep)->port);
+  REQUIRE(session.connected);
+  REQUIRE(session.send("hello"));
+  CHECK(session.recv(5) == "hello");
+  leases.set(lease("l-new", LeaseState::kReleasing), "lease.releasing");
+  CHECK(eventually([&] { return (*table)->find("l-new").empty(); }));
+  CHECK(session.ended());
+  CHECK_FALSE((*table)->find("l-old").empty());  // other leases keep theirs
+
+  leases.set(lease("l-old", LeaseState::kExpired), "lease.expired");
+  CHECK(eventually([&] { return (*table)->find("l-old").empty(); }));
+  access.stop();
+}
+
+TEST_CASE("host keys are taken from OpenSSH .pub lines and dropbearkey output only", "[access]") {
+  const std::string out =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n"
+      "Public key portion is:\n"
+      "ecdsa-sha2-nistp256 AAAAE2VjZHNh= root@vm\n"
+      "Fingerprint: sha1!! 00:11\n"
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n"  // the same key twice
+      "ssh-rsa not;base64\n";
+  auto keys = parse_host_keys(out);
+  REQUIRE(keys.size() == 2);
+  CHECK(keys[0] == "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb");
+  CHECK(keys[1] == "ecdsa-sha2-nistp256 AAAAE2VjZHNh=");
+  CHECK(known_hosts_lines("10.78.0.1", 22001, keys) ==
+        "[10.78.0.1]:22001 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb\n"
+        "[10.78.0.1]:22001 ecdsa-sha2-nistp256 AAAAE2VjZHNh=\n");
+  CHECK(known_hosts_lines("vm.example", 22, {keys[0]}) ==
+        "vm.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb\n");
+}
+
+TEST_CASE("extra ports: checked against the pool, forwarded with SSH once the lease is ready",
+          "[access]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 2, echo.port());
+  CHECK(access.check_ports("ci", {8080, 9000}).is_ok());
+  CHECK(access.check_ports("ci", {8080, 8081}).field() == "ports[1]");
+  CHECK(access.check_ports("ci", {8080, 8080}).field() == "ports[1]");
+  CHECK(access.check_ports("ci", {8080, 9000, 8080}).field() == "ports");  // more than 2
+  CHECK(access.check_ports("other", {1234}).is_ok());  // unknown pool: creation says 404
+
+  // Asked for after the lease was handed out (a warm VM): opened at once beside SSH.
+  leases.set(lease("l-1", LeaseState::kReady), "lease.ready");
+  REQUIRE(access.ssh_endpoint(lease("l-1", LeaseState::kReady)).is_ok());
+  CHECK((*table)->find("l-1").size() == 1);
+  access.set_ports("l-1", {8080});
+  auto ep = access.ssh_endpoint(lease("l-1", LeaseState::kReady));
+  REQUIRE(ep.is_ok());
+  REQUIRE(ep->has_value());
+  REQUIRE((*ep)->extra.size() == 1);
+  CHECK((*ep)->extra[0].guest_port == 8080);
+  CHECK((*ep)->extra[0].port != (*ep)->port);
+  CHECK((*table)->find("l-1").size() == 2);
+}
+
+}  // namespace
+}  // namespace armhive

@@ -1,0 +1,20 @@
+// qemu-guest-agent replies (the guest answers them: a CI job is root there). Property: a
+// finished process has an exit code in -1..255 and a signal in 0..255.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "daemon/virt/guest_agent_reply.h"
+#include "tests/fuzz/fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  if (auto pid = armhive::parse_guest_exec_started(text); pid.is_ok()) FUZZ_CHECK(*pid > 0);
+  auto status = armhive::parse_guest_exec_status(text);
+  if (status.is_ok() && status->has_value()) {
+    const auto& r = **status;
+    FUZZ_CHECK(r.exit_code >= -1 && r.exit_code <= 255);
+    FUZZ_CHECK(r.signal >= 0 && r.signal <= 255);
+  }
+  return 0;
+}
