@@ -12,10 +12,10 @@
 
 #include "base/metrics.h"
 #include "base/process_runner.h"
+#include "base/secret_file.h"
 #include "base/version.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
-#include "base/secret_file.h"
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/bench/lease_target_resolver.h"
 #include "daemon/config/daemon_config.h"
