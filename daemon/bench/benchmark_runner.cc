@@ -43,10 +43,10 @@ json sensors_block(const std::string& sys_root, const char* when, json report_se
 
 }  // namespace
 
-BenchmarkRunner::BenchmarkRunner(Hypervisor& hypervisor, ProcessRunner& processes,
+BenchmarkRunner::BenchmarkRunner(GuestAgent& agent, ProcessRunner& processes,
                                  LeaseTargetResolver resolve, const Clock& clock,
                                  BenchmarkRunnerOptions options)
-    : hypervisor_(hypervisor),
+    : agent_(agent),
       processes_(processes),
       resolve_(std::move(resolve)),
       clock_(clock),
@@ -275,7 +275,7 @@ void BenchmarkRunner::execute(const Job& job) {
   rep["sensors"] = sensors_block(options_.sys_root, "before", json::object());
   update(run);
 
-  SuiteContext ctx{hypervisor_, processes_, options_, t, run.id, [this] { return stopping(); }};
+  SuiteContext ctx{agent_, processes_, options_, t, run.id, [this] { return stopping(); }};
   Status failure = Status::ok();
   if (has_suite(run.request, kSuiteNetwork)) {
     json net;

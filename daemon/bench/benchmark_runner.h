@@ -45,7 +45,7 @@ struct BenchmarkRunnerOptions {
 // Threading: all public methods are thread-safe.
 class BenchmarkRunner final : public BenchmarkService {
  public:
-  BenchmarkRunner(Hypervisor& hypervisor, ProcessRunner& processes, LeaseTargetResolver resolve,
+  BenchmarkRunner(GuestAgent& agent, ProcessRunner& processes, LeaseTargetResolver resolve,
                   const Clock& clock, BenchmarkRunnerOptions options);
   ~BenchmarkRunner() override;
   BenchmarkRunner(const BenchmarkRunner&) = delete;
@@ -84,7 +84,7 @@ class BenchmarkRunner final : public BenchmarkService {
   Status save(const BenchmarkRun& run) const;
   Result<std::vector<BenchmarkRun>> collect(const std::vector<std::string>& ids);
 
-  Hypervisor& hypervisor_;
+  GuestAgent& agent_;
   ProcessRunner& processes_;
   LeaseTargetResolver resolve_;
   const Clock& clock_;

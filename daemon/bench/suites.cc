@@ -28,7 +28,7 @@ std::string trim(std::string s) {
 Result<GuestExecResult> guest_run(const SuiteContext& ctx, const std::string& what,
                                   std::vector<std::string> argv,
                                   std::chrono::milliseconds timeout) {
-  auto r = ctx.hypervisor.exec(ctx.target.vm_name, {.argv = std::move(argv), .timeout = timeout});
+  auto r = ctx.agent.exec(ctx.target.vm_name, {.argv = std::move(argv), .timeout = timeout});
   if (!r.is_ok()) return r.status().annotate(what + " in the guest");
   if (r->timed_out) {
     return Status(ErrorCode::kTimeout, what + " in the guest timed out after " + ms_text(timeout),
@@ -48,17 +48,17 @@ Result<GuestExecResult> guest_run(const SuiteContext& ctx, const std::string& wh
 // Stops the guest iperf3 server named by `pidfile`, whatever state it is in. Best effort: the
 // server may have exited already (-1 makes it exit after one test) or never started.
 void stop_guest_server(const SuiteContext& ctx, const std::string& pidfile) {
-  auto pid = ctx.hypervisor.exec(
+  auto pid = ctx.agent.exec(
       ctx.target.vm_name, {.argv = {"cat", pidfile}, .timeout = ctx.options.guest_command_timeout});
   if (pid.is_ok() && pid->exit_code == 0) {
     std::string p = trim(pid->out);
     if (!p.empty() && p.find_first_not_of("0123456789") == std::string::npos) {
-      (void)ctx.hypervisor.exec(
-          ctx.target.vm_name, {.argv = {"kill", p}, .timeout = ctx.options.guest_command_timeout});
+      (void)ctx.agent.exec(ctx.target.vm_name,
+                           {.argv = {"kill", p}, .timeout = ctx.options.guest_command_timeout});
     }
   }
-  (void)ctx.hypervisor.exec(ctx.target.vm_name, {.argv = {"rm", "-f", pidfile},
-                                                 .timeout = ctx.options.guest_command_timeout});
+  (void)ctx.agent.exec(ctx.target.vm_name, {.argv = {"rm", "-f", pidfile},
+                                            .timeout = ctx.options.guest_command_timeout});
 }
 
 // One iperf3 test (one direction at one MTU): server in the guest, client here.
@@ -192,9 +192,8 @@ Status run_network_suite(const SuiteContext& ctx, const NetworkOptions& opts, js
          {"iperf3_port", ctx.options.iperf3_port},
          {"guest_iperf3_version", nullptr}};
   // Best effort: a missing iperf3 is reported by the server start below, with its context.
-  auto version = ctx.hypervisor.exec(
-      ctx.target.vm_name,
-      {.argv = {"iperf3", "--version"}, .timeout = ctx.options.guest_command_timeout});
+  auto version = ctx.agent.exec(ctx.target.vm_name, {.argv = {"iperf3", "--version"},
+                                                     .timeout = ctx.options.guest_command_timeout});
   if (version.is_ok() && version->exit_code == 0) {
     std::string first = version->out.substr(0, version->out.find('\n'));
     if (!first.empty()) out["guest_iperf3_version"] = trim(first);

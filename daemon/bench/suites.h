@@ -16,7 +16,7 @@ namespace armhive {
 // They never leave a guest process behind: every path after starting the iperf3 server issues
 // the stop commands (read the pidfile, kill, remove it) and restores a changed MTU.
 struct SuiteContext {
-  Hypervisor& hypervisor;
+  GuestAgent& agent;  // guest commands (exec)
   ProcessRunner& processes;
   const BenchmarkRunnerOptions& options;
   const LeaseTarget& target;

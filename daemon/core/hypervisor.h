@@ -13,8 +13,9 @@
 
 namespace armhive {
 
-// What the lease engine asks of a host's hypervisor. The libvirt implementation lives in
-// daemon/virt (LibvirtHypervisor); unit tests use a hand-written fake.
+// What the lease engine asks of a host's hypervisor, in three interfaces (VM lifecycle, guest
+// agent, console). The libvirt implementation lives in daemon/virt (LibvirtHypervisor); tests
+// use the hand-written fake in tests/support, kept honest by a conformance suite.
 //
 // Threading: every method may be called from any engine thread, but the engine serialises all
 // calls about one VM on that VM's strand (QEMU's per-domain job lock punishes overlap). Calls
@@ -41,7 +42,6 @@ struct VmSpec {
   std::vector<int> vcpu_pins;      // host CPU for vCPU i; empty = not pinned
   std::vector<int> emulator_cpus;  // housekeeping CPUs for QEMU's own threads; empty = any
   std::optional<int> numa_node;    // strict memory binding
-  bool hugepages = false;
   std::map<std::string, std::string> labels;
 };
 
@@ -89,9 +89,10 @@ struct GuestExecResult {
 // [a-z0-9-], not starting with '-' (they become file names and XML text).
 Status validate_domain_name(std::string_view name);
 
-class Hypervisor {
+// A host's VM lifecycle: what the engine creates, finds, marks and destroys.
+class VmLifecycle {
  public:
-  virtual ~Hypervisor() = default;
+  virtual ~VmLifecycle() = default;
 
   // Creates the overlay disk and per-VM files, then creates (starts) a transient domain whose
   // metadata names vm_id and pool. On failure everything it made is removed again.
@@ -101,7 +102,7 @@ class Hypervisor {
   // UEFI vars). Idempotent: parts already gone are not errors.
   virtual Status destroy_vm(std::string_view name) = 0;
 
-  // armhive-owned domains (recognised by their metadata), running or not.
+  // armhive-owned domains (recognised by their metadata: a vm_id), running or not.
   virtual Result<std::vector<VmInfo>> list_vms() = 0;
 
   // Domain names whose overlay or per-VM files exist on disk (for orphan cleanup).
@@ -109,6 +110,16 @@ class Hypervisor {
 
   // Records the lease a VM is handed to in its live metadata (empty clears it).
   virtual Status set_lease(std::string_view name, std::string_view lease_id) = 0;
+
+  // Lifecycle and agent events. The callback runs on the libvirt event-loop thread: it must
+  // copy what it needs and return at once. Set once, before the first create_vm.
+  virtual void set_event_handler(std::function<void(const VmEvent&)> handler) = 0;
+};
+
+// The guest agent of a running VM. Every call has a finite timeout.
+class GuestAgent {
+ public:
+  virtual ~GuestAgent() = default;
 
   // guest-ping with a finite timeout.
   virtual Status ping_agent(std::string_view name, std::chrono::milliseconds timeout) = 0;
@@ -121,13 +132,18 @@ class Hypervisor {
                                      const std::vector<std::string>& keys) = 0;
 
   virtual Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) = 0;
+};
 
+// A VM's serial console.
+class VmConsole {
+ public:
+  virtual ~VmConsole() = default;
   // The tail (at most max_bytes) of the VM's serial console log.
   virtual Result<std::string> console_log(std::string_view name, size_t max_bytes) = 0;
-
-  // Lifecycle and agent events. The callback runs on the libvirt event-loop thread: it must
-  // copy what it needs and return at once. Set once, before the first create_vm.
-  virtual void set_event_handler(std::function<void(const VmEvent&)> handler) = 0;
 };
+
+// Everything the engine asks of a host's hypervisor. Users that need less take the narrower
+// interface (the benchmark runner takes only the GuestAgent).
+class Hypervisor : public VmLifecycle, public GuestAgent, public VmConsole {};
 
 }  // namespace armhive

@@ -21,7 +21,7 @@ void EngineHealth::failed(std::string_view op, const Status& status) {
     metrics_->inc("armhive_engine_errors_total",
                   {{"op", std::string(op)}, {"code", std::string(code_name(status.code()))}});
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   view_.state = HostState::kDegraded;
   view_.last_error = std::move(what);
   view_.last_error_at = clock_.now();
@@ -29,12 +29,12 @@ void EngineHealth::failed(std::string_view op, const Status& status) {
 }
 
 void EngineHealth::healthy() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   view_.state = HostState::kOk;
 }
 
 EngineHealth::View EngineHealth::view() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return view_;
 }
 

@@ -6,6 +6,7 @@
 
 #include "base/metrics.h"
 #include "base/result.h"
+#include "base/thread_annotations.h"
 #include "daemon/core/clock.h"
 #include "daemon/engine/lease_service.h"
 
@@ -36,8 +37,8 @@ class EngineHealth {
  private:
   const Clock& clock_;
   Metrics* metrics_;
-  mutable std::mutex mu_;
-  View view_;
+  mutable Mutex mu_;
+  View view_ GUARDED_BY(mu_);
 };
 
 }  // namespace armhive

@@ -73,10 +73,13 @@ LeaseEngine::~LeaseEngine() {
 }
 
 Status LeaseEngine::start() {
-  for (const auto& [name, pool] : pools_) {
-    Status fit =
-        allocator_.can_ever_fit(pool.config.vcpus, pool.config.cpu_policy, pool.config.overcommit);
-    if (!fit.is_ok()) return fit.annotate("pool " + name);
+  {
+    MutexLock lock(mu_);
+    for (const auto& [name, pool] : pools_) {
+      Status fit = allocator_.can_ever_fit(pool.config.vcpus, pool.config.cpu_policy,
+                                           pool.config.overcommit);
+      if (!fit.is_ok()) return fit.annotate("pool " + name);
+    }
   }
   refresh_images();
   ARMHIVE_RETURN_IF_ERROR(recover());
@@ -85,7 +88,7 @@ Status LeaseEngine::start() {
       std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
           io_.get_executor());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     running_ = true;
     schedule_all_locked();
   }
@@ -104,7 +107,7 @@ Status LeaseEngine::start() {
 
 void LeaseEngine::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!running_ && threads_.empty()) return;
     running_ = false;
   }
@@ -130,7 +133,7 @@ void LeaseEngine::arm_timer(boost::asio::steady_timer& timer, std::chrono::milli
   timer.async_wait([this, &timer, period, fn](const boost::system::error_code& ec) {
     if (ec) return;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (!running_) return;
     }
     fn();
@@ -142,7 +145,7 @@ void LeaseEngine::arm_timer(boost::asio::steady_timer& timer, std::chrono::milli
 void LeaseEngine::track_op(int delta) {
   if (delta < 0) flush();  // a strand task ended: write what it queued, outside the lock
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ops_in_flight_ += delta;
   }
   changed_.notify_all();
@@ -154,8 +157,8 @@ void LeaseEngine::flush() {
 }
 
 bool LeaseEngine::wait_idle(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return changed_.wait_for(lock, timeout, [this] { return ops_in_flight_ == 0; });
+  MutexLock lock(mu_);
+  return changed_.wait_for(lock, timeout, [this]() REQUIRES(mu_) { return ops_in_flight_ == 0; });
 }
 
 std::string LeaseEngine::new_id_locked(const char* prefix, int hex_digits) {
@@ -280,7 +283,7 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
   }
   ActiveLease al;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!running_) return unavailable("the lease engine is not running");
     auto pit = pools_.find(request.pool);
     if (pit == pools_.end()) {
@@ -318,7 +321,7 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
   }
   std::string id = al.lease.id;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!running_) {
       // Stopped meanwhile: the row stays pending and the next start() queues it.
       return al.lease;
@@ -332,8 +335,8 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
   flush();
   // A warm hand-out completes in milliseconds: wait for it so the caller gets a ready lease.
   {
-    std::unique_lock lock(mu_);
-    changed_.wait_for(lock, options_.handout_wait, [&] {
+    MutexLock lock(mu_);
+    changed_.wait_for(lock, options_.handout_wait, [&]() REQUIRES(mu_) {
       auto it = leases_.find(id);
       return it == leases_.end() || it->second.lease.state != LeaseState::kProvisioning ||
              !it->second.lease.warm_handout;
@@ -346,7 +349,7 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
 
 Result<std::optional<Lease>> LeaseEngine::find_lease(const std::string& id) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = leases_.find(id);
     if (it != leases_.end()) return std::optional<Lease>(it->second.lease);
   }
@@ -373,7 +376,7 @@ Result<std::vector<Lease>> LeaseEngine::list_leases(const LeaseFilter& filter) {
   // for live leases and the queued version for ended ones.
   std::vector<std::string> ended;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (Lease& l : *listed) {
       auto it = leases_.find(l.id);
       if (it != leases_.end()) {
@@ -397,8 +400,8 @@ Result<std::map<LeaseState, size_t>> LeaseEngine::count_leases(const LeaseFilter
 
 Result<Lease> LeaseEngine::wait_lease(const std::string& id, std::chrono::milliseconds timeout) {
   {
-    std::unique_lock lock(mu_);
-    changed_.wait_for(lock, timeout, [&] {
+    MutexLock lock(mu_);
+    changed_.wait_for(lock, timeout, [&]() REQUIRES(mu_) {
       auto it = leases_.find(id);
       return it == leases_.end() || it->second.lease.state == LeaseState::kReady || !running_;
     });
@@ -411,7 +414,7 @@ Result<Lease> LeaseEngine::wait_lease(const std::string& id, std::chrono::millis
 Result<Lease> LeaseEngine::renew_lease(const std::string& id, Seconds ttl) {
   Lease renewed;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = leases_.find(id);
     if (it != leases_.end()) {
       ActiveLease& al = it->second;
@@ -454,7 +457,7 @@ Result<Lease> LeaseEngine::renew_lease(const std::string& id, Seconds ttl) {
 
 Result<Lease> LeaseEngine::release_lease(const std::string& id) {
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     auto it = leases_.find(id);
     if (it != leases_.end()) {
       ActiveLease& al = it->second;
@@ -478,7 +481,7 @@ Result<Lease> LeaseEngine::release_lease(const std::string& id) {
 
 void LeaseEngine::expire_due_leases() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     expire_due_locked();
   }
   flush();
@@ -500,7 +503,7 @@ void LeaseEngine::expire_due_locked() {
 
 Result<LeaseEngine::LeaseVm> LeaseEngine::lease_vm(const std::string& lease_id) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = leases_.find(lease_id);
     if (it != leases_.end()) {
       if (it->second.lease.state != LeaseState::kReady) {
@@ -530,7 +533,7 @@ Result<std::string> LeaseEngine::console(const std::string& lease_id, size_t max
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, get_lease(lease_id));
   if (lease.vm_name.empty()) return conflict("lease " + lease_id + " has no VM yet", lease_id);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!vms_.count(lease.vm_name)) {
       return conflict("the VM of lease " + lease_id + " no longer exists", lease_id);
     }
@@ -539,7 +542,7 @@ Result<std::string> LeaseEngine::console(const std::string& lease_id, size_t max
 }
 
 std::vector<PoolStatus> LeaseEngine::pools() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<PoolStatus> out;
   for (const auto& [name, pool] : pools_) {
     PoolStatus st;
@@ -570,7 +573,7 @@ std::vector<PoolStatus> LeaseEngine::pools() {
 
 std::vector<HostView> LeaseEngine::hosts() {
   EngineHealth::View health = health_.view();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   HostView view;
   view.state = health.state;
   view.last_error = health.last_error;
@@ -596,9 +599,10 @@ std::vector<HostView> LeaseEngine::hosts() {
 }
 
 std::vector<Event> LeaseEngine::events_since(uint64_t after, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  changed_.wait_for(lock, timeout,
-                    [&] { return !running_ || (!events_.empty() && events_.back().seq > after); });
+  MutexLock lock(mu_);
+  changed_.wait_for(lock, timeout, [&]() REQUIRES(mu_) {
+    return !running_ || (!events_.empty() && events_.back().seq > after);
+  });
   std::vector<Event> out;
   for (const Event& e : events_) {
     if (e.seq > after) out.push_back(e);

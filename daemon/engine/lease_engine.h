@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/metrics.h"
+#include "base/thread_annotations.h"
 #include "daemon/core/boot_image.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/hypervisor.h"
@@ -166,21 +167,23 @@ class LeaseEngine final : public LeaseService {
   };
 
   // All *_locked methods require mu_.
-  void transition_locked(ActiveLease& al, LeaseState to, std::string reason);
-  void emit_locked(std::string type, const Lease& lease, std::string detail = {});
-  void emit_vm_locked(std::string type, const Vm& vm, std::string detail = {});
-  void schedule_locked(PoolRuntime& pool);
-  void schedule_all_locked();
-  Result<std::string> start_vm_locked(PoolRuntime& pool, const std::string& lease_id);
-  void begin_handout_locked(Vm& vm, ActiveLease& al);
-  void begin_release_locked(ActiveLease& al, LeaseState end_state, std::string reason);
-  void destroy_vm_locked(Vm& vm, std::string reason);
-  void post_destroy_locked(Vm& vm);
-  void finish_lease_locked(ActiveLease& al);
-  void expire_due_locked();
-  void persist_vm_locked(const Vm& vm);
-  Status validate_request_locked(const LeaseRequest& request, const PoolRuntime& pool, Seconds ttl);
-  std::string new_id_locked(const char* prefix, int hex_digits);
+  void transition_locked(ActiveLease& al, LeaseState to, std::string reason) REQUIRES(mu_);
+  void emit_locked(std::string type, const Lease& lease, std::string detail = {}) REQUIRES(mu_);
+  void emit_vm_locked(std::string type, const Vm& vm, std::string detail = {}) REQUIRES(mu_);
+  void schedule_locked(PoolRuntime& pool) REQUIRES(mu_);
+  void schedule_all_locked() REQUIRES(mu_);
+  Result<std::string> start_vm_locked(PoolRuntime& pool, const std::string& lease_id) REQUIRES(mu_);
+  void begin_handout_locked(Vm& vm, ActiveLease& al) REQUIRES(mu_);
+  void begin_release_locked(ActiveLease& al, LeaseState end_state, std::string reason)
+      REQUIRES(mu_);
+  void destroy_vm_locked(Vm& vm, std::string reason) REQUIRES(mu_);
+  void post_destroy_locked(Vm& vm) REQUIRES(mu_);
+  void finish_lease_locked(ActiveLease& al) REQUIRES(mu_);
+  void expire_due_locked() REQUIRES(mu_);
+  void persist_vm_locked(const Vm& vm) REQUIRES(mu_);
+  Status validate_request_locked(const LeaseRequest& request, const PoolRuntime& pool, Seconds ttl)
+      REQUIRES(mu_);
+  std::string new_id_locked(const char* prefix, int hex_digits) REQUIRES(mu_);
   std::chrono::milliseconds backoff(int failures) const;
 
   // Strand tasks.
@@ -188,7 +191,7 @@ class LeaseEngine final : public LeaseService {
   void handout(const std::string& vm_name, const std::string& lease_id);
   void destroy(const std::string& vm_name);
   void on_event(const VmEvent& event);
-  void vm_gone_locked(Vm& vm, const std::string& why);
+  void vm_gone_locked(Vm& vm, const std::string& why) REQUIRES(mu_);
   void boot_failed(const std::string& vm_name, std::string why, bool host_down);
   void record_phase(const std::string& vm_name, const char* phase,
                     std::chrono::steady_clock::time_point start);
@@ -199,9 +202,9 @@ class LeaseEngine final : public LeaseService {
   Status recover();
   // Carries out a reconcile plan (lease_engine_reconcile.cc).
   void apply_plan_locked(const ReconcilePlan& plan, const std::vector<VmInfo>& domains,
-                         std::vector<std::string>& to_delete);
-  void adopt_locked(const VmRecord& record, const VmInfo& domain);
-  WantedSnapshot wanted_locked() const;
+                         std::vector<std::string>& to_delete) REQUIRES(mu_);
+  void adopt_locked(const VmRecord& record, const VmInfo& domain) REQUIRES(mu_);
+  WantedSnapshot wanted_locked() const REQUIRES(mu_);
   void track_op(int delta);
   // Writes queued persistence; call after releasing mu_.
   void flush();
@@ -227,24 +230,24 @@ class LeaseEngine final : public LeaseService {
   boost::asio::steady_timer reconcile_timer_;
 
   std::mutex reconcile_mu_;  // one reconcile pass at a time (held across libvirt, never with mu_)
-  mutable std::mutex mu_;
-  std::condition_variable changed_;  // any lease or event change
-  CoreAllocator allocator_;
-  std::map<std::string, PoolRuntime> pools_;
-  std::map<std::string, Vm> vms_;
-  std::map<std::string, ActiveLease> leases_;  // non-terminal leases only
+  mutable Mutex mu_;
+  std::condition_variable_any changed_;  // any lease or event change
+  CoreAllocator allocator_ GUARDED_BY(mu_);
+  std::map<std::string, PoolRuntime> pools_ GUARDED_BY(mu_);
+  std::map<std::string, Vm> vms_ GUARDED_BY(mu_);
+  std::map<std::string, ActiveLease> leases_ GUARDED_BY(mu_);  // non-terminal leases only
   // Records read at start-up that were not adopted (their domain is suspect or could not be
   // adopted yet): the reconciler still sees them as wanted-but-unadopted.
-  std::map<std::string, VmRecord> unadopted_;
-  ReconcileMemory reconcile_memory_;
+  std::map<std::string, VmRecord> unadopted_ GUARDED_BY(mu_);
+  ReconcileMemory reconcile_memory_ GUARDED_BY(mu_);
   // A complete libvirt listing has been applied: until then the cores of running domains are
   // unknown, so no VM is started.
-  bool host_listed_ = false;
-  std::deque<Event> events_;
-  uint64_t next_seq_ = 1;
-  int ops_in_flight_ = 0;
-  bool running_ = false;
-  std::mt19937_64 rng_;
+  bool host_listed_ GUARDED_BY(mu_) = false;
+  std::deque<Event> events_ GUARDED_BY(mu_);
+  uint64_t next_seq_ GUARDED_BY(mu_) = 1;
+  int ops_in_flight_ GUARDED_BY(mu_) = 0;
+  bool running_ GUARDED_BY(mu_) = false;
+  std::mt19937_64 rng_ GUARDED_BY(mu_);
 };
 
 }  // namespace armhive

@@ -245,7 +245,7 @@ Status LeaseEngine::recover() {
   }
   std::lock_guard pass(reconcile_mu_);
   HostSnapshot host = take_host_snapshot(hypervisor_, health_);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (Lease& l : *active) {
     ActiveLease al;
     al.lease = std::move(l);
@@ -313,7 +313,7 @@ Status LeaseEngine::reconcile() {
   ReconcilePlan plan;
   bool clean = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     plan = plan_reconcile(wanted_locked(), host, reconcile_memory_);
     reconcile_memory_ = plan.memory;
     apply_plan_locked(plan, host.domains, to_delete);
@@ -326,7 +326,7 @@ Status LeaseEngine::reconcile() {
   }
   for (const std::string& name : to_delete) {
     Status s = hypervisor_.destroy_vm(name);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!s.is_ok()) {
       health_.failed("hypervisor.destroy_vm", s);
       clean = false;

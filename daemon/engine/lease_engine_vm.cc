@@ -38,19 +38,19 @@ std::chrono::milliseconds LeaseEngine::backoff(int failures) const {
 void LeaseEngine::refresh_images() {
   std::vector<std::pair<std::string, std::string>> wanted;  // pool, image
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [name, pool] : pools_) wanted.emplace_back(name, pool.config.image);
   }
   std::vector<std::pair<std::string, Result<BootImage>>> resolved;
   for (const auto& [pool, image] : wanted) resolved.emplace_back(pool, images_(image));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [pool, image] : resolved) pools_.at(pool).image = std::move(image);
 }
 
 void LeaseEngine::schedule() {
   refresh_images();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     schedule_all_locked();
   }
   flush();
@@ -65,7 +65,7 @@ void LeaseEngine::schedule_all_locked() {
 void LeaseEngine::schedule_locked(PoolRuntime& pool) {
   if (!running_) return;
   const PoolConfig& cfg = pool.config;
-  auto count = [&](VmState state, bool bound) {
+  auto count = [&](VmState state, bool bound) REQUIRES(mu_) {
     int n = 0;
     for (const auto& [name, vm] : vms_) {
       if (vm.record.pool == cfg.name && vm.record.state == state &&
@@ -75,7 +75,7 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
     }
     return n;
   };
-  auto find_warm = [&]() -> Vm* {
+  auto find_warm = [&]() REQUIRES(mu_) -> Vm* {
     for (auto& [name, vm] : vms_) {
       if (vm.record.pool == cfg.name && vm.record.state == VmState::kWarm &&
           vm.record.lease_id.empty() && !vm.cancelled) {
@@ -84,7 +84,7 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
     }
     return nullptr;
   };
-  auto total = [&] {
+  auto total = [&]() REQUIRES(mu_) {
     int n = 0;
     for (const auto& [name, vm] : vms_) n += vm.record.pool == cfg.name ? 1 : 0;
     return n;
@@ -214,7 +214,7 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
   VmSpec spec;
   bool cancelled = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = vms_.find(vm_name);
     if (it == vms_.end() || !running_) return;
     Vm& vm = it->second;
@@ -283,7 +283,7 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
           false);
       return;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = vms_.find(vm_name);
     if (it == vms_.end() || !running_) return;
     auto timer = std::make_shared<boost::asio::steady_timer>(io_, options_.agent_poll);
@@ -298,7 +298,7 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
 
   std::string lease_id;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = vms_.find(vm_name);
     if (it == vms_.end()) return;
     Vm& vm = it->second;
@@ -332,7 +332,7 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
 // from the end of the previous one; `start` is given for the first. Recorded once per VM.
 void LeaseEngine::record_phase(const std::string& vm_name, const char* phase,
                                std::chrono::steady_clock::time_point start) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = vms_.find(vm_name);
   if (it == vms_.end()) return;
   Vm& vm = it->second;
@@ -351,7 +351,7 @@ void LeaseEngine::record_phase(const std::string& vm_name, const char* phase,
 void LeaseEngine::boot_failed(const std::string& vm_name, std::string why, bool host_down) {
   spdlog::warn("vm {}: {}", vm_name, why);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = vms_.find(vm_name);
     // Shutting down: leave the VM for the next start() to adopt or clean up.
     if (it == vms_.end() || !running_) return;
@@ -413,7 +413,7 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
   std::vector<std::string> keys;
   std::string user;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto vit = vms_.find(vm_name);
     auto lit = leases_.find(lease_id);
     if (vit == vms_.end()) return;
@@ -444,7 +444,7 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
   }
   bool destroy_vm = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto vit = vms_.find(vm_name);
     auto lit = leases_.find(lease_id);
     if (vit == vms_.end()) return;
@@ -495,14 +495,14 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
 // refills the pool. Runs on the VM's strand.
 void LeaseEngine::destroy(const std::string& vm_name) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = vms_.find(vm_name);
     if (it == vms_.end()) return;
     it->second.record.state = VmState::kDestroying;
     persist_vm_locked(it->second);
   }
   Status s = hypervisor_.destroy_vm(vm_name);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = vms_.find(vm_name);
   if (it == vms_.end()) return;
   it->second.destroy_queued = false;
@@ -580,7 +580,7 @@ void LeaseEngine::begin_release_locked(ActiveLease& al, LeaseState end_state, st
 
 void LeaseEngine::on_event(const VmEvent& event) {
   if (event.kind != VmEventKind::kStopped && event.kind != VmEventKind::kCrashed) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = vms_.find(event.name);
   if (it == vms_.end() || !running_) return;
   vm_gone_locked(it->second,

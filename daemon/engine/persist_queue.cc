@@ -9,17 +9,17 @@ PersistQueue::PersistQueue(LeaseStore& store, const Clock& clock, EngineHealth& 
     : store_(store), clock_(clock), health_(health) {}
 
 void PersistQueue::lease(const Lease& lease) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   leases_[lease.id] = lease;
 }
 
 void PersistQueue::vm(const VmRecord& record) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   vms_[record.name] = record;
 }
 
 void PersistQueue::forget_vm(const std::string& name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   vms_[name] = std::nullopt;
 }
 
@@ -28,7 +28,7 @@ Status PersistQueue::flush(bool force) {
   std::map<std::string, Lease> leases;
   std::map<std::string, std::optional<VmRecord>> vms;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (leases_.empty() && vms_.empty()) return Status::ok();
     if (!force && failures_ > 0 && clock_.now() < retry_after_) {
       return unavailable("persistence is backing off after a failed write");
@@ -54,7 +54,7 @@ Status PersistQueue::flush(bool force) {
     if (first.is_ok()) first = s;
     failed_vms.emplace(name, std::move(rec));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   writing_.clear();
   // Requeue what failed unless a newer version arrived while we wrote.
   for (auto& [id, l] : failed_leases) leases_.try_emplace(id, std::move(l));
@@ -71,24 +71,24 @@ Status PersistQueue::flush(bool force) {
 }
 
 bool PersistQueue::lease_pending(const std::string& id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return leases_.count(id) > 0;
 }
 
 std::optional<Lease> PersistQueue::unwritten_lease(const std::string& id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = leases_.find(id); it != leases_.end()) return it->second;
   if (auto it = writing_.find(id); it != writing_.end()) return it->second;
   return std::nullopt;
 }
 
 bool PersistQueue::vm_pending(const std::string& name) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return vms_.count(name) > 0;
 }
 
 size_t PersistQueue::pending() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return leases_.size() + vms_.size();
 }
 

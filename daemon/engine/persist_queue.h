@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/lease_store.h"
 #include "daemon/engine/engine_health.h"
@@ -45,12 +46,12 @@ class PersistQueue {
   const Clock& clock_;
   EngineHealth& health_;
   std::mutex flush_mu_;  // held across SQLite; never taken with mu_ held
-  mutable std::mutex mu_;
-  std::map<std::string, Lease> leases_;
-  std::map<std::string, std::optional<VmRecord>> vms_;  // nullopt: delete the record
-  std::map<std::string, Lease> writing_;                // leases taken by the flush in progress
-  int failures_ = 0;
-  TimePoint retry_after_{};
+  mutable Mutex mu_;
+  std::map<std::string, Lease> leases_ GUARDED_BY(mu_);
+  std::map<std::string, std::optional<VmRecord>> vms_ GUARDED_BY(mu_);  // nullopt: delete it
+  std::map<std::string, Lease> writing_ GUARDED_BY(mu_);  // taken by the flush in progress
+  int failures_ GUARDED_BY(mu_) = 0;
+  TimePoint retry_after_ GUARDED_BY(mu_){};
 };
 
 }  // namespace armhive

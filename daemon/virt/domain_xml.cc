@@ -152,7 +152,6 @@ Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& path
   write_metadata(w, VmMetadata{spec.vm_id, spec.pool, "", spec.labels}, true);
   w.end();
   w.start("memory").attr("unit", "MiB").text(std::to_string(spec.memory_mib)).end();
-  if (spec.hugepages) w.start("memoryBacking").start("hugepages").end().end();
   w.start("vcpu").attr("placement", "static").text(std::to_string(spec.vcpus)).end();
   if (!spec.vcpu_pins.empty() || !spec.emulator_cpus.empty()) {
     w.start("cputune");

@@ -49,7 +49,7 @@ Status validate_vm_spec(const VmSpec& spec);
 // forbid); direct kernel boot when spec.kernel is set, else UEFI (AAVMF, secure boot off,
 // per-VM nvram); virtio disk on the overlay; virtio-net on spec.network with <mtu>, <driver
 // queues> and no option ROM; a serial console logged to paths.console_log; the guest agent
-// channel; <cputune> pins, <numatune> strict, optional hugepages; armhive <metadata>.
+// channel; <cputune> pins, <numatune> strict, armhive <metadata>.
 // Every value is written through libxml2's text writer (escaped). Pure function.
 Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& paths, Accel accel);
 

@@ -74,8 +74,16 @@ Status FakeHypervisor::set_authorized_keys(std::string_view name, std::string_vi
 
 Result<GuestExecResult> FakeHypervisor::exec(std::string_view name,
                                              const GuestExecRequest& request) {
-  std::lock_guard lock(mu_);
-  if (!domains_.count(std::string(name))) return not_found("no domain", std::string(name));
+  {
+    std::lock_guard lock(mu_);
+    if (!domains_.count(std::string(name))) return not_found("no domain", std::string(name));
+    std::string line = std::string(name) + ":";
+    for (const std::string& a : request.argv) line += " " + a;
+    execs_.push_back(std::move(line));
+  }
+  if (exec_handler) {
+    if (auto answer = exec_handler(request.argv)) return *answer;
+  }
   GuestExecResult r;
   r.exit_code = 0;
   for (const std::string& a : request.argv) r.out += a + " ";
@@ -121,6 +129,21 @@ void FakeHypervisor::add_stray_files(const std::string& name) {
 void FakeHypervisor::repin(const std::string& name, std::vector<int> pins) {
   std::lock_guard lock(mu_);
   domains_.at(name).spec.vcpu_pins = std::move(pins);
+}
+
+std::vector<std::string> FakeHypervisor::execs() const {
+  std::lock_guard lock(mu_);
+  return execs_;
+}
+
+bool FakeHypervisor::saw(const std::string& needle) const { return index_of(needle) != SIZE_MAX; }
+
+size_t FakeHypervisor::index_of(const std::string& needle) const {
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < execs_.size(); ++i) {
+    if (execs_[i].find(needle) != std::string::npos) return i;
+  }
+  return SIZE_MAX;
 }
 
 std::map<std::string, FakeHypervisor::Domain> FakeHypervisor::domains() const {

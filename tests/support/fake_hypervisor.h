@@ -1,8 +1,10 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -11,9 +13,11 @@
 
 namespace armhive {
 
-// In-memory Hypervisor for engine tests. Domains "boot" when the agent has been pinged
-// `pings_until_ready` times. Thread-safe. Failure knobs are plain fields set by the test before
-// the call they should affect.
+// The in-memory Hypervisor of every test that does not need libvirt (engine, benchmarks),
+// kept honest by tests/daemon/virt/hypervisor_conformance_itest.cc. Domains "boot" when the
+// agent has been pinged `pings_until_ready` times. Guest commands echo their argv unless
+// `exec_handler` answers them; every exec is recorded. Thread-safe. Failure knobs are plain
+// fields set by the test before the call they should affect.
 class FakeHypervisor final : public Hypervisor {
  public:
   struct Domain {
@@ -45,6 +49,11 @@ class FakeHypervisor final : public Hypervisor {
   // Re-pins a running domain behind the engine's back (as an operator with virsh might).
   void repin(const std::string& name, std::vector<int> pins);
 
+  // "name: argv joined by spaces" of every exec, in order; helpers to look for one.
+  std::vector<std::string> execs() const;
+  bool saw(const std::string& needle) const;
+  size_t index_of(const std::string& needle) const;  // SIZE_MAX when never seen
+
   std::map<std::string, Domain> domains() const;
   std::set<std::string> files() const;
   int creates() const;
@@ -55,6 +64,10 @@ class FakeHypervisor final : public Hypervisor {
   std::atomic<ErrorCode> fail_create_code{ErrorCode::kInternal};
   std::atomic<bool> never_ready{false};
   std::atomic<bool> fail_keys{false};
+  // Answers guest commands (runs without the fake's lock); nullopt falls back to echo. Set
+  // before the first exec.
+  std::function<std::optional<Result<GuestExecResult>>(const std::vector<std::string>& argv)>
+      exec_handler;
 
  private:
   mutable std::mutex mu_;
@@ -62,6 +75,7 @@ class FakeHypervisor final : public Hypervisor {
   std::set<std::string> files_;  // overlays + per-VM files, by domain name
   std::function<void(const VmEvent&)> handler_;
   int creates_ = 0;
+  std::vector<std::string> execs_;
   int next_ip_ = 10;
 };
 

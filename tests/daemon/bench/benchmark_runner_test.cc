@@ -9,6 +9,7 @@
 
 #include "daemon/bench/report.h"
 #include "tests/daemon/bench/bench_test_util.h"
+#include "tests/support/fake_hypervisor.h"
 
 namespace armhive {
 namespace {
@@ -24,69 +25,21 @@ std::string joined(const std::vector<std::string>& argv) {
   return s;
 }
 
-// A guest that has iperf3 and zstd unless told otherwise. Records every exec.
-class FakeHypervisor final : public Hypervisor {
- public:
-  using Handler = std::function<Result<GuestExecResult>(const std::vector<std::string>&)>;
-
-  Status create_vm(const VmSpec&) override { return Status::ok(); }
-  Status destroy_vm(std::string_view) override { return Status::ok(); }
-  Result<std::vector<VmInfo>> list_vms() override { return std::vector<VmInfo>{}; }
-  Result<std::vector<std::string>> list_vm_files() override { return std::vector<std::string>{}; }
-  Status set_lease(std::string_view, std::string_view) override { return Status::ok(); }
-  Status ping_agent(std::string_view, std::chrono::milliseconds) override { return Status::ok(); }
-  Result<std::string> guest_address(std::string_view) override { return std::string("192.0.2.10"); }
-  Status set_authorized_keys(std::string_view, std::string_view,
-                             const std::vector<std::string>&) override {
-    return Status::ok();
+// A guest that has iperf3 and zstd unless a test's override_handler says otherwise.
+std::optional<Result<GuestExecResult>> bench_guest(const std::vector<std::string>& a) {
+  GuestExecResult ok;
+  ok.exit_code = 0;
+  if (a[0] == "cat") {
+    ok.out = "4242\n";
+  } else if (a[0] == "iperf3" && a.size() > 1 && a[1] == "--version") {
+    ok.out = "iperf 3.12 (cJSON 1.7.15)\nLinux guest 6.1.0 aarch64\n";
+  } else if (a[0] == "zstd" && a.size() > 1 && a[1] == "--version") {
+    ok.out = read_fixture("zstd_version.out");
+  } else if (a[0] == "zstd") {
+    ok.out = read_fixture(a[3] == "-T1" ? "zstd_b3_t1_quiet.out" : "zstd_b3_t2_quiet.out");
   }
-  Result<std::string> console_log(std::string_view, size_t) override { return std::string(); }
-  void set_event_handler(std::function<void(const VmEvent&)>) override {}
-
-  Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override {
-    {
-      std::lock_guard lock(mu);
-      execs.push_back(std::string(name) + ": " + joined(request.argv));
-    }
-    if (override_handler) {
-      if (auto r = override_handler(request.argv)) return *r;
-    }
-    const auto& a = request.argv;
-    GuestExecResult ok;
-    ok.exit_code = 0;
-    if (a[0] == "cat") {
-      ok.out = "4242\n";
-    } else if (a[0] == "iperf3" && a.size() > 1 && a[1] == "--version") {
-      ok.out = "iperf 3.12 (cJSON 1.7.15)\nLinux guest 6.1.0 aarch64\n";
-    } else if (a[0] == "zstd" && a.size() > 1 && a[1] == "--version") {
-      ok.out = read_fixture("zstd_version.out");
-    } else if (a[0] == "zstd") {
-      ok.out = read_fixture(a[3] == "-T1" ? "zstd_b3_t1_quiet.out" : "zstd_b3_t2_quiet.out");
-    }
-    return ok;
-  }
-
-  bool saw(const std::string& needle) {
-    std::lock_guard lock(mu);
-    for (const auto& e : execs) {
-      if (e.find(needle) != std::string::npos) return true;
-    }
-    return false;
-  }
-  size_t index_of(const std::string& needle) {
-    std::lock_guard lock(mu);
-    for (size_t i = 0; i < execs.size(); ++i) {
-      if (execs[i].find(needle) != std::string::npos) return i;
-    }
-    return SIZE_MAX;
-  }
-
-  // Returns nullopt to fall through to the default behaviour.
-  std::function<std::optional<Result<GuestExecResult>>(const std::vector<std::string>&)>
-      override_handler;
-  std::mutex mu;
-  std::vector<std::string> execs;
-};
+  return Result<GuestExecResult>(ok);
+}
 
 class FakeProcesses final : public ProcessRunner {
  public:
@@ -119,7 +72,10 @@ class FixedClock final : public Clock {
 struct Harness {
   fs::path dir = fs::temp_directory_path() / ("armhive-bench-runs-" + std::to_string(::getpid()) +
                                               "-" + std::to_string(counter()++));
-  FakeHypervisor hv;
+  FakeHypervisor hv;  // the guest "armhive-vm-1" (tests/support)
+  // Returns nullopt to fall through to bench_guest.
+  std::function<std::optional<Result<GuestExecResult>>(const std::vector<std::string>&)>
+      override_handler;
   FakeProcesses procs;
   FixedClock clock;
   LeaseTarget target;
@@ -141,6 +97,16 @@ struct Harness {
     target.emulated = true;
     target.corpus_bytes = 8388608;
     target.corpus_seed = 7;
+    VmSpec guest;
+    guest.name = target.vm_name;
+    guest.vm_id = "vm-1";
+    REQUIRE(hv.create_vm(guest).is_ok());
+    hv.exec_handler = [this](const std::vector<std::string>& argv) {
+      if (override_handler) {
+        if (auto r = override_handler(argv)) return r;
+      }
+      return bench_guest(argv);
+    };
   }
   ~Harness() { fs::remove_all(dir); }
 
@@ -242,7 +208,7 @@ TEST_CASE("runner: requests are validated and leases resolved before queueing", 
 
 TEST_CASE("runner: iperf3 missing in the guest fails the run clearly", "[bench]") {
   Harness h;
-  h.hv.override_handler =
+  h.override_handler =
       [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "iperf3") {
       return Result<GuestExecResult>(
@@ -264,7 +230,7 @@ TEST_CASE("runner: iperf3 missing in the guest fails the run clearly", "[bench]"
 
 TEST_CASE("runner: an unreachable guest fails the run with the agent's error", "[bench]") {
   Harness h;
-  h.hv.override_handler =
+  h.override_handler =
       [](const std::vector<std::string>&) -> std::optional<Result<GuestExecResult>> {
     return Result<GuestExecResult>(unavailable("guest agent is not connected", "armhive-vm-1"));
   };
@@ -280,7 +246,7 @@ TEST_CASE("runner: an unreachable guest fails the run with the agent's error", "
 
 TEST_CASE("runner: a guest exec timeout fails the run and still stops the server", "[bench]") {
   Harness h;
-  h.hv.override_handler =
+  h.override_handler =
       [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "iperf3") {
       GuestExecResult r;
@@ -342,7 +308,7 @@ TEST_CASE("runner: a refused connection is retried, then reported", "[bench]") {
 
 TEST_CASE("runner: MTU runs set and restore the guest MTU; zstd failures are clear", "[bench]") {
   Harness h;
-  h.hv.override_handler =
+  h.override_handler =
       [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "zstd" && a[1] == "-q") {
       GuestExecResult r;
@@ -370,7 +336,7 @@ TEST_CASE("runner: runs on one VM are serialised and all finish", "[bench]") {
   Harness h;
   std::mutex mu;
   int active = 0, max_active = 0;
-  h.hv.override_handler =
+  h.override_handler =
       [&](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "zstd" && a[1] == "--version") {
       std::lock_guard lock(mu);
@@ -406,7 +372,7 @@ TEST_CASE("runner: the per-VM queue is bounded; the destructor fails what is sti
   std::mutex mu;
   std::condition_variable cv;
   bool release = false, blocked = false;
-  h.hv.override_handler =
+  h.override_handler =
       [&](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "zstd" && a[1] == "--version") {
       std::unique_lock lock(mu);
@@ -458,7 +424,7 @@ TEST_CASE("runner: hostile guest zstd output fails the run and the runner keeps 
           "[bench][hostile]") {
   Harness h;
   std::string hostile;
-  h.hv.override_handler =
+  h.override_handler =
       [&hostile](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "zstd" && a[1] == "-q" && !hostile.empty()) {
       GuestExecResult r;
@@ -494,7 +460,7 @@ TEST_CASE("runner: hostile guest zstd output fails the run and the runner keeps 
 TEST_CASE("runner: an exception inside a run fails that run, not the daemon", "[bench][hostile]") {
   Harness h;
   bool throw_now = true;
-  h.hv.override_handler =
+  h.override_handler =
       [&throw_now](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (throw_now && a[0] == "zstd") throw std::runtime_error("boom from a broken adapter");
     return std::nullopt;
@@ -513,7 +479,7 @@ TEST_CASE("runner: an exception inside a run fails that run, not the daemon", "[
 
 TEST_CASE("runner: invalid UTF-8 from the guest is stored, not thrown", "[bench][hostile]") {
   Harness h;
-  h.hv.override_handler =
+  h.override_handler =
       [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
     if (a[0] == "iperf3" && a.size() > 1 && a[1] == "--version") {
       GuestExecResult r;

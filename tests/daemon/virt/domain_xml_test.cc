@@ -26,7 +26,6 @@ VmSpec direct_boot_spec() {
   s.vcpu_pins = {4, 5};
   s.emulator_cpus = {0, 1};
   s.numa_node = 1;
-  s.hugepages = true;
   s.labels = {{"team", "kernel"}, {"arch", "arm64"}};
   return s;
 }
@@ -100,8 +99,7 @@ TEST_CASE("domain XML devices: overlay disk, network, console log, agent channel
   CHECK(d.str("string(/domain/devices/channel/target/@type)") == "virtio");
 }
 
-TEST_CASE("domain XML tuning: vcpupin per vCPU, emulatorpin, numatune, hugepages",
-          "[virt][domain_xml]") {
+TEST_CASE("domain XML tuning: vcpupin per vCPU, emulatorpin, numatune", "[virt][domain_xml]") {
   auto xml = build_domain_xml(direct_boot_spec(), paths(), Accel::kTcg);
   REQUIRE(xml.is_ok());
   XmlDoc d = parse(*xml);
@@ -111,13 +109,11 @@ TEST_CASE("domain XML tuning: vcpupin per vCPU, emulatorpin, numatune, hugepages
   CHECK(d.str("string(/domain/cputune/emulatorpin/@cpuset)") == "0-1");
   CHECK(d.str("string(/domain/numatune/memory/@mode)") == "strict");
   CHECK(d.str("string(/domain/numatune/memory/@nodeset)") == "1");
-  CHECK(d.node("/domain/memoryBacking/hugepages") != nullptr);
 
   VmSpec plain = direct_boot_spec();
   plain.vcpu_pins.clear();
   plain.emulator_cpus.clear();
   plain.numa_node.reset();
-  plain.hugepages = false;
   auto xml2 = build_domain_xml(plain, paths(), Accel::kTcg);
   REQUIRE(xml2.is_ok());
   XmlDoc d2 = parse(*xml2);
