@@ -124,7 +124,7 @@ Status run_storage_suite(const SuiteContext& ctx, const StorageOptions& opts, js
     const SuiteContext& ctx;
     const std::string& file;
     ~FileGuard() {
-      (void)ctx.hypervisor.exec(ctx.target.vm_name, {.argv = {"rm", "-f", file},
+      (void)ctx.agent.exec(ctx.target.vm_name, {.argv = {"rm", "-f", file},
                                                      .timeout = ctx.options.guest_command_timeout});
     }
   } guard{ctx, file};

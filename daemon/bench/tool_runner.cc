@@ -24,7 +24,7 @@ Result<ToolOutput> run_tool(const SuiteContext& ctx, ToolSide side, const std::s
   if (ctx.cancelled()) return unavailable("cancelled: the daemon is shutting down");
   ToolOutput o;
   if (side == ToolSide::kGuest) {
-    auto r = ctx.hypervisor.exec(ctx.target.vm_name, {.argv = std::move(argv), .timeout = timeout});
+    auto r = ctx.agent.exec(ctx.target.vm_name, {.argv = std::move(argv), .timeout = timeout});
     if (!r.is_ok()) return r.status().annotate(what + " in the guest");
     if (r->timed_out) {
       return Status(
