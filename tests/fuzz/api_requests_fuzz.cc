@@ -28,6 +28,8 @@ void round_trip(const nlohmann::json& j, F parse) {
 }  // namespace armhive
 
 // NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
+// libFuzzer calls this exact name.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace armhive;
   if (size == 0) return 0;

@@ -7,6 +7,8 @@
 #include "tests/fuzz/fuzz_check.h"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
+// libFuzzer calls this exact name.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto entries = armhive::parse_cpio(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!entries.is_ok()) return 0;

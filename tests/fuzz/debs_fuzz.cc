@@ -7,6 +7,8 @@
 #include "images/builder/package_index.h"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
+// libFuzzer calls this exact name.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   for (const auto& p : armhive::parse_control_stanzas(text)) {

@@ -8,6 +8,8 @@
 #include "tests/fuzz/fuzz_check.h"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
+// libFuzzer calls this exact name.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   if (auto pid = armhive::parse_guest_exec_started(text); pid.is_ok()) FUZZ_CHECK(*pid > 0);

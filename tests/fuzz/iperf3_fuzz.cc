@@ -9,6 +9,8 @@
 #include "tests/fuzz/fuzz_check.h"
 
 // NOLINTNEXTLINE(readability-identifier-naming): the entry point libFuzzer calls
+// libFuzzer calls this exact name.
+// NOLINTNEXTLINE(readability-identifier-naming)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto r = armhive::parse_iperf3_json(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!r.is_ok()) return 0;
