@@ -125,7 +125,7 @@ Status run_storage_suite(const SuiteContext& ctx, const StorageOptions& opts, js
     const std::string& file;
     ~FileGuard() {
       (void)ctx.agent.exec(ctx.target.vm_name, {.argv = {"rm", "-f", file},
-                                                     .timeout = ctx.options.guest_command_timeout});
+                                                .timeout = ctx.options.guest_command_timeout});
     }
   } guard{ctx, file};
 
