@@ -50,6 +50,13 @@ Result<LeaseDto> lease_dto(const ServerContext& ctx, const Lease& l) {
   return d;
 }
 
+// Answers 200 with the lease as the API shows it.
+Status write_lease(const ServerContext& ctx, Call& c, const Lease& l) {
+  ARMHIVE_ASSIGN_OR_RETURN(LeaseDto dto, lease_dto(ctx, l));
+  write_json(c.res, 200, to_json(dto));
+  return Status::ok();
+}
+
 // One waiting `GET /v1/leases/{id}?wait=ready`: a hub waiter (woken by events naming the
 // lease), a deadline timer on the connection, and a stop callback. Whichever fires first
 // answers, once, with the lease as it is then; nothing holds a thread while it waits. Service
@@ -294,9 +301,7 @@ Status get_lease(ServerContext& ctx, Call& c) {
       return Status::ok();
     }
   }
-  ARMHIVE_ASSIGN_OR_RETURN(LeaseDto dto, lease_dto(ctx, lease));
-  write_json(c.res, 200, to_json(dto));
-  return Status::ok();
+  return write_lease(ctx, c, lease);
 }
 
 Status renew_lease(ServerContext& ctx, Call& c) {
@@ -312,9 +317,7 @@ Status renew_lease(ServerContext& ctx, Call& c) {
   }
   ARMHIVE_ASSIGN_OR_RETURN(Lease renewed, ctx.leases.renew_lease(id, Seconds(in.ttl_seconds)));
   ctx.audit_action(c.who, "lease.renew", id, "ttl=" + std::to_string(in.ttl_seconds));
-  ARMHIVE_ASSIGN_OR_RETURN(LeaseDto dto, lease_dto(ctx, renewed));
-  write_json(c.res, 200, to_json(dto));
-  return Status::ok();
+  return write_lease(ctx, c, renewed);
 }
 
 Status release_lease(ServerContext& ctx, Call& c) {
@@ -323,9 +326,7 @@ Status release_lease(ServerContext& ctx, Call& c) {
   (void)lease;
   ARMHIVE_ASSIGN_OR_RETURN(Lease released, ctx.leases.release_lease(id));
   ctx.audit_action(c.who, "lease.release", id, "");
-  ARMHIVE_ASSIGN_OR_RETURN(LeaseDto dto, lease_dto(ctx, released));
-  write_json(c.res, 200, to_json(dto));
-  return Status::ok();
+  return write_lease(ctx, c, released);
 }
 
 Status exec(ServerContext& ctx, Call& c) {
