@@ -139,6 +139,11 @@ TEST_CASE("failed writes are counted, shown and retried until the database has t
   REQUIRE(h.settle(1));
   Lease l = h.lease();
   REQUIRE(l.state == LeaseState::kReady);
+  // Writes are queued: let the hand-out's reach the database before the store starts failing.
+  for (int i = 0; i < 2000 && h.store->find(l.id).value()->state != LeaseState::kReady; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(h.store->find(l.id).value()->state == LeaseState::kReady);
   h.faults.fail_method("store.update", FaultKind::kTransient);
   REQUIRE(h.engine->release_lease(l.id).is_ok());
   REQUIRE(h.settle(1));
