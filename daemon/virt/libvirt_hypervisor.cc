@@ -14,6 +14,7 @@
 #include "base/base64.h"
 #include "daemon/virt/error.h"
 #include "daemon/virt/guest_agent_reply.h"
+#include "daemon/virt/guest_exec_stream.h"
 #include "daemon/virt/handles.h"
 #include "daemon/virt/storage.h"
 
@@ -408,6 +409,23 @@ Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name,
   auto killed = agent_command(name, kill_cmd, std::chrono::seconds(5));
   (void)killed;
   return result;
+}
+
+Result<GuestExecResult> LibvirtHypervisor::exec_stream(std::string_view name,
+                                                       const GuestExecRequest& request,
+                                                       ExecSink& sink) {
+  ARMHIVE_RETURN_IF_ERROR(check_name(name));
+  const std::string n(name);
+  AgentCall agent = [this, &n](const std::string& cmd, std::chrono::milliseconds timeout) {
+    return agent_command(n, cmd, timeout);
+  };
+  ExecStreamOptions options;
+  options.poll_interval = options_.exec_poll_interval;
+  auto r = run_streaming_exec(agent, request, sink, options);
+  if (!r.is_ok() && r.status().context().empty()) {
+    return Status(r.status().code(), r.status().message(), n, r.status().field());
+  }
+  return r;
 }
 
 Result<std::string> LibvirtHypervisor::console_log(std::string_view name, size_t max_bytes) {

@@ -63,6 +63,9 @@ class LibvirtHypervisor final : public Hypervisor {
   // effort, needs /bin/kill in the guest). Each agent call is capped at 10 s, so the call can
   // return up to ~10 s after the timeout.
   Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override;
+  // Output through guest files read while the command runs (guest_exec_stream.h).
+  Result<GuestExecResult> exec_stream(std::string_view name, const GuestExecRequest& request,
+                                      ExecSink& sink) override;
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
   void set_event_handler(std::function<void(const VmEvent&)> handler) override;
 
