@@ -74,6 +74,10 @@ class TimingHypervisor final : public Hypervisor {
   explicit TimingHypervisor(Hypervisor& inner) : inner_(inner) {}
 
   Status create_vm(const VmSpec& spec) override {
+    {
+      std::lock_guard lock(mu_);
+      last_spec_ = spec;
+    }
     note(spec.name, &CallTimes::create_begin);
     Status s = inner_.create_vm(spec);
     if (s.is_ok()) note(spec.name, &CallTimes::create_end);
@@ -113,6 +117,10 @@ class TimingHypervisor final : public Hypervisor {
     std::lock_guard lock(mu_);
     return times_[name];
   }
+  std::optional<VmSpec> last_spec() {
+    std::lock_guard lock(mu_);
+    return last_spec_;
+  }
 
  private:
   void note(const std::string& name, std::optional<SteadyClock::time_point> CallTimes::*field) {
@@ -125,6 +133,7 @@ class TimingHypervisor final : public Hypervisor {
   Hypervisor& inner_;
   std::mutex mu_;
   std::map<std::string, CallTimes> times_;
+  std::optional<VmSpec> last_spec_;
 };
 
 // One sample: seconds per phase, from the request.
@@ -173,20 +182,15 @@ Result<std::string> volume_xml(const std::string& name, const std::string& base,
 }
 
 // The plain program: libvirt calls only, in the order a script would make them.
-Result<Sample> run_bare(const Setup& setup, virConnectPtr conn, int round) {
+Result<Sample> run_bare(const Setup& setup, virConnectPtr conn, int round, VmSpec spec) {
   const std::string name = "armhive-bench-cold-bare-" + std::to_string(round);
   const fs::path dir = fs::path(setup.state_dir) / "bare";
   fs::create_directories(dir / name);
   ARMHIVE_ASSIGN_OR_RETURN(uint64_t size, qcow2_virtual_size(setup.image.disk.path));
-  VmSpec spec;
+  // The very guest the engine just booted (image, cmdline, vCPUs, memory, pinning), renamed.
   spec.name = name;
   spec.vm_id = "bench-bare-" + std::to_string(round);
-  spec.pool = "bench";
-  spec.base_disk = setup.image.disk.path;
-  spec.kernel = setup.image.kernel.path;
-  spec.initrd = setup.image.initrd.path;
-  spec.cmdline = setup.image.cmdline;
-  spec.network = setup.network;
+  spec.mac.clear();
   DomainPaths paths;
   paths.overlay = (dir / (name + ".qcow2")).string();
   paths.console_log = (dir / name / "console.log").string();
@@ -274,37 +278,55 @@ class ArmhiveRunner {
     pool.min_warm = 0;
     pool.max = 1;
     pool.max_starting = 1;
-    pool.cpu_policy = CpuPolicy::kShared;
     r->pool_ = pool.name;
-    EngineOptions options;
-    options.pools = {pool};
-    options.agent_poll = kAgentPoll;
-    options.agent_timeout = kAgentTimeout;
-    options.boot_timeout = kBootTimeout;
-    CpuSetsConfig sets_config;
-    sets_config.dedicated_pools = false;
-    sets_config.shared_pools = true;
-    ARMHIVE_ASSIGN_OR_RETURN(CpuSets sets, make_cpu_sets(host, sets_config));
-    ARMHIVE_ASSIGN_OR_RETURN(CoreAllocator alloc, CoreAllocator::create(host, sets));
-    const Image image = setup.image;
-    r->engine_ = std::make_unique<LeaseEngine>(
-        options, *r->timing_, *r->store_, std::move(alloc),
+    r->options_.pools = {pool};
+    r->options_.agent_poll = kAgentPoll;
+    r->options_.agent_timeout = kAgentTimeout;
+    r->options_.boot_timeout = kBootTimeout;
+    r->host_ = host;
+    r->image_ = setup.image;
+    return r;
+  }
+
+  // A fresh engine per sample: engines reconcile every armhive domain of the host, so two must
+  // never run at once, and none may run while the bare program's guest boots.
+  Status start_engine() {
+    ARMHIVE_ASSIGN_OR_RETURN(CoreAllocator alloc,
+                             CoreAllocator::create(host_, default_cpu_sets(host_)));
+    const Image image = image_;
+    engine_ = std::make_unique<LeaseEngine>(
+        options_, *timing_, *store_, std::move(alloc),
         [image](const std::string&) -> Result<BootImage> {
           return BootImage{image.name,        image.version, image.disk.path, image.kernel.path,
                            image.initrd.path, image.cmdline, image.login_user};
         },
-        r->clock_, nullptr);
-    ARMHIVE_RETURN_IF_ERROR(r->engine_->start());
-    return r;
+        clock_, nullptr);
+    ARMHIVE_RETURN_IF_ERROR(engine_->start());
+    // A running daemon has finished its first reconcile pass long before a request comes.
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    return Status::ok();
   }
+  void stop_engine() {
+    if (engine_) engine_->stop();
+    engine_.reset();
+  }
+  std::optional<VmSpec> last_spec() { return timing_->last_spec(); }
 
   ~ArmhiveRunner() {
-    if (engine_) engine_->stop();
+    stop_engine();
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
 
   Result<Sample> run() {
+    ARMHIVE_RETURN_IF_ERROR(start_engine());
+    Result<Sample> s = sample();
+    stop_engine();
+    return s;
+  }
+
+ private:
+  Result<Sample> sample() {
     LeaseRequest req;
     req.pool = pool_;
     req.owner = "bench";
@@ -345,10 +367,12 @@ class ArmhiveRunner {
     return s;
   }
 
- private:
   ArmhiveRunner() = default;
   std::string dir_;
   std::string pool_;
+  EngineOptions options_;
+  HostTopology host_;
+  Image image_;
   SystemClock clock_;
   std::unique_ptr<LibvirtHypervisor> hv_;
   std::unique_ptr<TimingHypervisor> timing_;
@@ -398,10 +422,13 @@ int run(const std::string& catalog_dir, int rounds, const std::string& out, cons
       std::map<std::string, std::vector<Sample>> samples;
       ConnectPtr raw = conn->get();
       for (int round = 0; round < rounds && rc == 0; ++round) {
-        for (const char* mode : {"bare", "armhive", "armhive-dhcp"}) {
-          Result<Sample> s = std::string(mode) == "bare"      ? run_bare(setup, raw.get(), round)
-                             : std::string(mode) == "armhive" ? (*with)->run()
-                                                              : (*without)->run();
+        for (const char* mode : {"armhive", "armhive-dhcp", "bare"}) {
+          const std::string m = mode;
+          std::optional<VmSpec> spec = (*without)->last_spec();
+          Result<Sample> s = m == "armhive"        ? (*with)->run()
+                             : m == "armhive-dhcp" ? (*without)->run()
+                             : spec                ? run_bare(setup, raw.get(), round, *spec)
+                                    : Result<Sample>(internal_error("no VmSpec recorded"));
           if (!s.is_ok()) {
             rc = fail(s.status().annotate(mode));
             break;
