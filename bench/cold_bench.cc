@@ -405,6 +405,10 @@ int run(const std::string& catalog_dir, int rounds, const std::string& out, cons
   auto host = discover_host(*conn, {});
   if (!host.is_ok()) return fail(host.status());
 
+  // A clean slate: an interrupted run leaves its databases, whose pending leases an engine
+  // would recover and serve first.
+  std::error_code ec;
+  fs::remove_all(state_dir, ec);
   Setup setup{*image, "armhive-bench-cold", state_dir, "armhive-bench-cold-bare", uri};
   const NetworkSpec net{setup.network, "ahbcold0",    "10.79.0.1/24",
                         "10.79.0.10",  "10.79.0.100", 1500};
@@ -489,7 +493,6 @@ int run(const std::string& catalog_dir, int rounds, const std::string& out, cons
     virResetLastError();
   }
   (void)remove_network(*conn, net.name);
-  std::error_code ec;
   fs::remove_all(state_dir, ec);
   return rc;
 }
