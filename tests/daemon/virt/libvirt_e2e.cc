@@ -170,9 +170,9 @@ TEST_CASE(
     // The guest really configures the reserved address (its DHCP exchange gets that one).
     std::string ip_out;
     for (int i = 0; i < 60 && ip_out.find(*reserved + "/") == std::string::npos; ++i) {
-      auto ip =
-          hv->exec(spec.name,
-                   GuestExecRequest{{"/sbin/ip", "-4", "-o", "addr"}, "", std::chrono::seconds(10)});
+      auto ip = hv->exec(
+          spec.name,
+          GuestExecRequest{{"/sbin/ip", "-4", "-o", "addr"}, "", std::chrono::seconds(10)});
       if (ip.is_ok()) ip_out = ip->out;
       if (ip_out.find(*reserved + "/") == std::string::npos) {
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
