@@ -288,6 +288,14 @@ int main(int argc, char** argv) {
               << "\n";
     return 2;
   }
+  // The fleet placement (daemon/core/fleet.h) is not wired into the engine yet: one armhived
+  // drives one libvirt host. Refuse a fleet rather than silently serve only its first host.
+  if (!*token && config->hosts.size() > 1) {
+    std::cerr << "armhived: configuration error in " << config_path << ": " << config->hosts.size()
+              << " [[hosts]] are configured, but this armhived drives one libvirt host;"
+                 " configure one (key hosts)\n";
+    return 2;
+  }
   if (*token) {
     auto db = Database::open(config->database_path());
     if (!db.is_ok()) {
