@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "base/deadline_worker.h"
 #include "base/metrics.h"
 #include "base/process_runner.h"
 #include "base/secret_file.h"
@@ -36,6 +37,9 @@
 
 namespace armhive {
 namespace {
+
+// How long the start waits for libvirt to connect, and then to describe the host.
+constexpr std::chrono::milliseconds kLibvirtStartDeadline = std::chrono::seconds(60);
 
 int fail(const Status& s, std::string_view what) {
   spdlog::critical("{}: {}", what, s.to_string());
@@ -97,9 +101,17 @@ int serve(const DaemonConfig& config) {
   // libvirt: the event loop must exist before any connection.
   auto loop = EventLoop::start();
   if (!loop.is_ok()) return fail(loop.status(), "libvirt event loop");
-  auto probe = Connection::open(config.libvirt_uri);
+  // A stopped libvirtd or a cut link to a remote host never answers: connecting and discovery
+  // run on a worker with a deadline, so the start fails with a clear error instead of hanging.
+  DeadlineWorker connector(config.libvirt_uri);
+  auto probe = connector.call<std::shared_ptr<Connection>>(
+      kLibvirtStartDeadline, [uri = config.libvirt_uri]() -> Result<std::shared_ptr<Connection>> {
+        ARMHIVE_ASSIGN_OR_RETURN(Connection c, Connection::open(uri));
+        return std::make_shared<Connection>(std::move(c));
+      });
   if (!probe.is_ok()) return fail(probe.status(), "connecting to libvirt");
-  auto topology = discover_host(*probe, {});
+  auto topology = connector.call<HostTopology>(
+      kLibvirtStartDeadline, [conn = *probe] { return discover_host(*conn, {}); });
   if (!topology.is_ok()) return fail(topology.status(), "host discovery");
   topology->hostname = config.host_name.empty() ? machine_hostname() : config.host_name;
   SubprocessRunner guard_runner;
@@ -107,7 +119,7 @@ int serve(const DaemonConfig& config) {
     NetworkSpec spec{n.name, n.bridge, n.cidr, n.dhcp_start, n.dhcp_end, n.mtu};
     spec.mode = network_mode_from_string(n.mode).value_or(NetworkMode::kIsolated);
     for (const EgressConfig& e : n.egress) spec.egress.push_back({e.cidr, e.ports});
-    Status s = ensure_network(*probe, spec);
+    Status s = ensure_network(**probe, spec);
     // The guard is armhive's own nftables table: guests never reach host services.
     if (s.is_ok()) s = apply_network_guard(guard_runner, spec);
     if (!s.is_ok()) return fail(s, "network " + n.name);
