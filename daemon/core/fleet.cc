@@ -61,6 +61,20 @@ bool labels_match(const std::map<std::string, std::string>& wanted,
   return true;
 }
 
+FleetRequest fleet_request_for(const PoolConfig& pool, std::string vm_name,
+                               PlacementStrategy strategy) {
+  FleetRequest r;
+  r.vm_name = std::move(vm_name);
+  r.pool = pool.name;
+  r.image = pool.image;
+  r.host_labels = pool.host_labels;
+  r.vcpus = pool.vcpus;
+  r.policy = pool.cpu_policy;
+  r.overcommit = pool.overcommit;
+  r.strategy = strategy;
+  return r;
+}
+
 Status Fleet::add_host(const FleetHostSpec& spec, CoreAllocator cores, TimePoint now) {
   ARMHIVE_RETURN_IF_ERROR(validate_name("name", spec.name));
   ARMHIVE_RETURN_IF_ERROR(validate_labels("labels", spec.labels));

@@ -70,6 +70,10 @@ struct FleetRequest {
   PlacementStrategy strategy = PlacementStrategy::kPack;
 };
 
+// The request for one VM of `pool` (its image, host labels and CPU shape).
+FleetRequest fleet_request_for(const PoolConfig& pool, std::string vm_name,
+                               PlacementStrategy strategy = PlacementStrategy::kPack);
+
 struct FleetPlacement {
   std::string host;
   Placement placement;

@@ -366,6 +366,25 @@ TEST_CASE("fleet: property: with room everywhere a pool is balanced to within on
   }
 }
 
+TEST_CASE("fleet: a pool's configuration gives its VMs' requests", "[fleet]") {
+  PoolConfig pool;
+  pool.name = "tx";
+  pool.image = "debian";
+  pool.vcpus = 4;
+  pool.cpu_policy = CpuPolicy::kShared;
+  pool.overcommit = 2.0;
+  pool.host_labels = {{"board", "thunderx"}};
+  FleetRequest r = fleet_request_for(pool, "tx-1", PlacementStrategy::kSpread);
+  CHECK(r.vm_name == "tx-1");
+  CHECK(r.pool == "tx");
+  CHECK(r.image == "debian");
+  CHECK(r.vcpus == 4);
+  CHECK(r.policy == CpuPolicy::kShared);
+  CHECK(r.overcommit == 2.0);
+  CHECK(r.strategy == PlacementStrategy::kSpread);
+  CHECK(r.host_labels == pool.host_labels);
+}
+
 TEST_CASE("fleet: health names round-trip", "[fleet]") {
   for (HostHealth h : {HostHealth::kUp, HostHealth::kDegraded, HostHealth::kUnreachable,
                        HostHealth::kDraining, HostHealth::kMaintenance}) {
