@@ -209,8 +209,8 @@ TEST_CASE("fleet: adopt records running VMs on their host", "[fleet]") {
 //   record of VMs matches the model's.
 TEST_CASE("fleet: property: random fleets never over-commit and keep the spread bound",
           "[fleet][property]") {
-  const std::vector<std::string> kImages = {"tiny", "debian"};
-  const std::vector<std::string> kBoards = {"honeycomb", "thunderx", "altra"};
+  const std::vector<std::string> images = {"tiny", "debian"};
+  const std::vector<std::string> boards = {"honeycomb", "thunderx", "altra"};
   for (uint32_t seed = 1; seed <= 150; ++seed) {
     INFO("seed " << seed);
     std::mt19937 rng(seed);
@@ -242,8 +242,8 @@ TEST_CASE("fleet: property: random fleets never over-commit and keep the spread 
       CoreAllocator cores = allocator_for(t, cfg);
       std::string name = numbered("h", h);
       shared_capacity[name] = static_cast<int>(cores.sets().shared.size());
-      REQUIRE(f.add_host({name, {{"board", kBoards[pick(3)]}}}, std::move(cores), kT0).is_ok());
-      for (const std::string& img : kImages) {
+      REQUIRE(f.add_host({name, {{"board", boards[pick(3)]}}}, std::move(cores), kT0).is_ok());
+      for (const std::string& img : images) {
         if (pick(3) != 0) REQUIRE(f.set_image(name, img, true).is_ok());
       }
     }
@@ -257,8 +257,8 @@ TEST_CASE("fleet: property: random fleets never over-commit and keep the spread 
     };
     std::vector<Pool> pools;
     for (int p = 0, n = 1 + pick(3); p < n; ++p) {
-      Pool pool{numbered("p", p), {}, kImages[pick(2)], 1 + pick(4), CpuPolicy::kDedicated, 1.0};
-      if (pick(3) == 0) pool.labels = {{"board", kBoards[pick(3)]}};
+      Pool pool{numbered("p", p), {}, images[pick(2)], 1 + pick(4), CpuPolicy::kDedicated, 1.0};
+      if (pick(3) == 0) pool.labels = {{"board", boards[pick(3)]}};
       if (pick(4) == 0) {
         pool.policy = CpuPolicy::kShared;
         pool.overcommit = 1.0 + pick(3);
@@ -315,7 +315,7 @@ TEST_CASE("fleet: property: random fleets never over-commit and keep the spread 
         REQUIRE(f.set_health(h, health, kT0 + Seconds(step)).is_ok());
       } else {
         std::string h = numbered("h", pick(host_count));
-        REQUIRE(f.set_image(h, kImages[pick(2)], pick(2) == 0).is_ok());
+        REQUIRE(f.set_image(h, images[pick(2)], pick(2) == 0).is_ok());
       }
 
       // Invariants over the whole fleet.
