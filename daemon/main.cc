@@ -38,9 +38,6 @@
 namespace armhive {
 namespace {
 
-// How long the start waits for libvirt to connect, and then to describe the host.
-constexpr std::chrono::milliseconds kLibvirtStartDeadline = std::chrono::seconds(60);
-
 int fail(const Status& s, std::string_view what) {
   spdlog::critical("{}: {}", what, s.to_string());
   return 1;
@@ -105,13 +102,13 @@ int serve(const DaemonConfig& config) {
   // run on a worker with a deadline, so the start fails with a clear error instead of hanging.
   DeadlineWorker connector(config.libvirt_uri);
   auto probe = connector.call<std::shared_ptr<Connection>>(
-      kLibvirtStartDeadline, [uri = config.libvirt_uri]() -> Result<std::shared_ptr<Connection>> {
+      config.libvirt_timeout, [uri = config.libvirt_uri]() -> Result<std::shared_ptr<Connection>> {
         ARMHIVE_ASSIGN_OR_RETURN(Connection c, Connection::open(uri));
         return std::make_shared<Connection>(std::move(c));
       });
   if (!probe.is_ok()) return fail(probe.status(), "connecting to libvirt");
   auto topology = connector.call<HostTopology>(
-      kLibvirtStartDeadline, [conn = *probe] { return discover_host(*conn, {}); });
+      config.libvirt_timeout, [conn = *probe] { return discover_host(*conn, {}); });
   if (!topology.is_ok()) return fail(topology.status(), "host discovery");
   topology->hostname = config.host_name.empty() ? machine_hostname() : config.host_name;
   SubprocessRunner guard_runner;

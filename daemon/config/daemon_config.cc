@@ -222,6 +222,10 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     auto strategy = placement_strategy_from_string(placement);
     if (!strategy) return invalid_argument("host.placement", "must be \"pack\" or \"spread\"");
     c.placement = *strategy;
+    ARMHIVE_RETURN_IF_ERROR(r.duration("libvirt_timeout", c.libvirt_timeout));
+    if (c.libvirt_timeout <= std::chrono::milliseconds(0)) {
+      return invalid_argument("host.libvirt_timeout", "must be positive");
+    }
     r.skip("cpus");
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     HostConfig local;

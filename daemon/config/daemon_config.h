@@ -69,6 +69,8 @@ struct DaemonConfig {
   std::string catalog;   // empty: <state_dir>/images
   std::string database;  // empty: <state_dir>/armhive.db
   PlacementStrategy placement = PlacementStrategy::kPack;
+  // How long a libvirt call that can hang (connecting, host discovery) is waited for.
+  std::chrono::milliseconds libvirt_timeout{std::chrono::seconds(60)};
   // [host.cpus] in cpuset syntax; absent: defaults from discovery.
   std::optional<std::string> housekeeping_cpus;
   std::optional<std::string> dedicated_cpus;

@@ -56,6 +56,8 @@ TEST_CASE("configuration errors name the key", "[config]") {
         "server.port");
   CHECK(field_of("[host]\nplacement = \"random\"\n[[pools]]\nname=\"a\"\nimage=\"b\"\n") ==
         "host.placement");
+  CHECK(field_of("[host]\nlibvirt_timeout = \"0s\"\n[[pools]]\nname=\"a\"\nimage=\"b\"\n") ==
+        "host.libvirt_timeout");
   CHECK(field_of("") == "pools");
   CHECK(parse_daemon_config("[[pools]\n").status().field() == "config");
 }
@@ -82,6 +84,8 @@ image = "tiny"
   REQUIRE(defaults.is_ok());
   REQUIRE(defaults->hosts.size() == 1);
   CHECK(defaults->hosts[0].libvirt_uri == "qemu:///system");
+  CHECK(defaults->libvirt_timeout == std::chrono::seconds(60));
+  CHECK(c->libvirt_timeout == std::chrono::seconds(60));
 }
 
 TEST_CASE("[[hosts]] are read with labels and CPU sets; pools select them by labels", "[config]") {
