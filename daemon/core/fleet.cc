@@ -6,14 +6,6 @@
 namespace armhive {
 namespace {
 
-constexpr std::pair<HostHealth, std::string_view> kHealthNames[] = {
-    {HostHealth::kUp, "up"},
-    {HostHealth::kDegraded, "degraded"},
-    {HostHealth::kUnreachable, "unreachable"},
-    {HostHealth::kDraining, "draining"},
-    {HostHealth::kMaintenance, "maintenance"},
-};
-
 std::string format_labels(const std::map<std::string, std::string>& labels) {
   std::string out;
   for (const auto& [k, v] : labels) {
@@ -35,22 +27,6 @@ std::string join_reasons(const std::vector<HostVerdict>& verdicts) {
 }
 
 }  // namespace
-
-std::string_view to_string(HostHealth h) {
-  for (const auto& [value, name] : kHealthNames) {
-    if (value == h) return name;
-  }
-  return "unknown";
-}
-
-std::optional<HostHealth> host_health_from_string(std::string_view s) {
-  for (const auto& [value, name] : kHealthNames) {
-    if (name == s) return value;
-  }
-  return std::nullopt;
-}
-
-bool takes_new_vms(HostHealth h) { return h == HostHealth::kUp || h == HostHealth::kDegraded; }
 
 bool labels_match(const std::map<std::string, std::string>& wanted,
                   const std::map<std::string, std::string>& have) {

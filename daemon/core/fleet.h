@@ -9,6 +9,7 @@
 
 #include "base/result.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/host_health.h"
 #include "daemon/core/lease.h"
 #include "daemon/core/placement.h"
 
@@ -36,17 +37,8 @@ namespace armhive {
 //   at most its share (ceil(n / hosts)). Within the host the CoreAllocator places the cores
 //   (pack/spread, NUMA, L2 clusters, each host's own topology).
 
-enum class HostHealth {
-  kUp,           // connected, calls succeed
-  kDegraded,     // connected, recent calls failed (last_error says which)
-  kUnreachable,  // connection lost or a call missed its deadline
-  kDraining,     // admin: no new VMs, live leases finish
-  kMaintenance,  // admin: no new VMs, nothing expected to run
-};
-std::string_view to_string(HostHealth h);  // "up", "degraded", "unreachable", ...
-std::optional<HostHealth> host_health_from_string(std::string_view s);
-// Whether a host in this state takes new VMs.
-bool takes_new_vms(HostHealth h);
+// Host states (HostHealth, takes_new_vms) and how calls and the admin move them:
+// daemon/core/host_health.h.
 
 // Whether every label in `wanted` is in `have` with the same value.
 bool labels_match(const std::map<std::string, std::string>& wanted,

@@ -385,15 +385,5 @@ TEST_CASE("fleet: a pool's configuration gives its VMs' requests", "[fleet]") {
   CHECK(r.host_labels == pool.host_labels);
 }
 
-TEST_CASE("fleet: health names round-trip", "[fleet]") {
-  for (HostHealth h : {HostHealth::kUp, HostHealth::kDegraded, HostHealth::kUnreachable,
-                       HostHealth::kDraining, HostHealth::kMaintenance}) {
-    CHECK(host_health_from_string(to_string(h)) == h);
-  }
-  CHECK(!host_health_from_string("sideways").has_value());
-  CHECK(!takes_new_vms(HostHealth::kDraining));
-  CHECK(takes_new_vms(HostHealth::kDegraded));
-}
-
 }  // namespace
 }  // namespace armhive
