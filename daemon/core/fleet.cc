@@ -58,7 +58,7 @@ Status Fleet::add_host(const FleetHostSpec& spec, CoreAllocator cores, TimePoint
   Slot slot{FleetHostState{}, std::move(cores)};
   slot.state.name = spec.name;
   slot.state.labels = spec.labels;
-  slot.state.health_since = now;
+  slot.state.health = HostHealthTracker(now);
   hosts_.emplace(spec.name, std::move(slot));
   return Status::ok();
 }
@@ -75,17 +75,9 @@ Status Fleet::remove_host(const std::string& name) {
   return Status::ok();
 }
 
-Status Fleet::set_health(const std::string& name, HostHealth health, TimePoint now,
-                         std::string error) {
+HostHealthTracker* Fleet::health(const std::string& name) {
   auto it = hosts_.find(name);
-  if (it == hosts_.end()) return not_found("no such host", name);
-  FleetHostState& s = it->second.state;
-  if (s.health != health) {
-    s.health = health;
-    s.health_since = now;
-  }
-  if (!error.empty()) s.last_error = std::move(error);
-  return Status::ok();
+  return it == hosts_.end() ? nullptr : &it->second.state.health;
 }
 
 Status Fleet::set_image(const std::string& host, const std::string& image, bool present) {
@@ -112,9 +104,9 @@ Status Fleet::usable(const Slot& slot, const FleetRequest& request) const {
   }
   Status fits = slot.cores.can_ever_fit(request.vcpus, request.policy, request.overcommit);
   if (!fits.is_ok()) return Status(ErrorCode::kUnprocessable, fits.message(), s.name);
-  if (!takes_new_vms(s.health)) {
-    return Status(ErrorCode::kResourceExhausted, "host is " + std::string(to_string(s.health)),
-                  s.name);
+  if (!takes_new_vms(s.health.health())) {
+    return Status(ErrorCode::kResourceExhausted,
+                  "host is " + std::string(to_string(s.health.health())), s.name);
   }
   if (!s.images.count(request.image)) {
     return Status(ErrorCode::kResourceExhausted, "image " + request.image + " not on the host yet",
@@ -151,8 +143,8 @@ Result<FleetPlacement> Fleet::place(const FleetRequest& request) {
     const Slot& slot = hosts_.at(v.host);
     int of_pool = 0;
     for (const auto& [vm, pool] : slot.state.vm_pool) of_pool += pool == request.pool ? 1 : 0;
-    ranked.emplace_back(slot.state.health != HostHealth::kUp, of_pool, -slot.cores.free_dedicated(),
-                        v.host);
+    ranked.emplace_back(slot.state.health.health() != HostHealth::kUp, of_pool,
+                        -slot.cores.free_dedicated(), v.host);
   }
   if (ranked.empty()) {
     std::string why = all.empty() ? "the fleet has no hosts" : join_reasons(all);
@@ -211,7 +203,7 @@ std::vector<std::string> Fleet::hosts_matching(
 std::vector<std::string> Fleet::unreachable_past_grace(TimePoint now, Seconds grace) const {
   std::vector<std::string> out;
   for (const auto& [name, slot] : hosts_) {
-    if (slot.state.health == HostHealth::kUnreachable && now - slot.state.health_since > grace) {
+    if (slot.state.health.past_grace(now, grace)) {
       out.push_back(name);
     }
   }

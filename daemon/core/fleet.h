@@ -80,9 +80,9 @@ struct HostVerdict {
 struct FleetHostState {
   std::string name;
   std::map<std::string, std::string> labels;
-  HostHealth health = HostHealth::kUp;
-  TimePoint health_since;
-  std::string last_error;
+  // How the host is doing: the caller reports its calls' outcomes and the admin's drain /
+  // maintenance through Fleet::health(); placement reads health.health().
+  HostHealthTracker health{TimePoint{}};
   std::set<std::string> images;
   std::map<std::string, std::string> vm_pool;  // VM -> pool, the VMs placed here
 };
@@ -94,10 +94,9 @@ class Fleet {
   // kNotFound for an unknown host; kConflict "drain first" while VMs are placed on it.
   Status remove_host(const std::string& name);
 
-  // Records a health change (and when it happened, for the unreachable grace period).
-  // `error` replaces last_error when not empty. kNotFound for an unknown host.
-  Status set_health(const std::string& name, HostHealth health, TimePoint now,
-                    std::string error = {});
+  // The host's health tracker, for the caller to report calls' outcomes and the admin's
+  // drain / maintenance (daemon/core/host_health.h); nullptr for an unknown host.
+  HostHealthTracker* health(const std::string& name);
   // Marks an image as present (verified) or absent on a host. kNotFound for an unknown host.
   Status set_image(const std::string& host, const std::string& image, bool present);
 
