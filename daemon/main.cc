@@ -26,6 +26,7 @@
 #include "daemon/http/convert.h"
 #include "daemon/http/server.h"
 #include "daemon/http/token_commands.h"
+#include "daemon/startup/startup_runner.h"
 #include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
 #include "daemon/virt/event_loop.h"
@@ -202,6 +203,19 @@ int serve(const DaemonConfig& config) {
                  access_options.port_min, access_options.port_max);
   }
 
+  // Startup commands of leases (daemon/startup): secrets stay in this process's memory.
+  auto startups = StartupRunner::open(
+      engine, **hypervisor, **db, clock, {}, [&audit = **audit](const StartupEvent& e) {
+        spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
+        (void)audit.record("armhived", e.type, e.lease_id, e.detail);
+      });
+  if (!startups.is_ok()) {
+    if (access) access->stop();
+    engine.stop();
+    return fail(startups.status(), "startup commands");
+  }
+  (*startups)->start();
+
   HttpOptions http_options;
   http_options.bind_address = config.bind;
   http_options.port = config.port;
@@ -229,8 +243,16 @@ int serve(const DaemonConfig& config) {
       access->set_ports(id, ports);
     };
   }
+  http_options.lease_startup = [&runner = **startups](const std::string& id,
+                                                      const StartupRequestDto& startup) {
+    return runner.set_startup(id, startup);
+  };
+  http_options.startup_view = [&runner = **startups](const Lease& lease, LeaseDto& dto) {
+    dto.startup = runner.view(lease.id);
+  };
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);
   if (Status s = server.start(); !s.is_ok()) {
+    (*startups)->stop();
     if (access) access->stop();
     engine.stop();
     return fail(s, "HTTP server");
@@ -245,6 +267,7 @@ int serve(const DaemonConfig& config) {
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping (VMs keep running and are re-adopted on restart)", sig);
   server.stop();
+  (*startups)->stop();
   if (access) access->stop();
   if (forwards) forwards->stop();
   engine.stop();

@@ -74,6 +74,9 @@ struct GuestExecRequest {
   std::vector<std::string> argv;  // run directly by the guest agent, no shell
   std::string stdin_data;
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  // "NAME=value" entries given to the process (guest-exec "env"); empty: the agent's own.
+  // Values may be secrets: implementations never log or persist them.
+  std::vector<std::string> env;
 };
 
 struct GuestExecResult {
@@ -132,6 +135,15 @@ class GuestAgent {
                                      const std::vector<std::string>& keys) = 0;
 
   virtual Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) = 0;
+
+  // Starts a guest process and returns its pid at once, without capturing its output (it goes
+  // to the agent's stdio): for commands that run as long as the lease (startup commands). The
+  // call is bounded by the agent timeout; request.timeout is not used.
+  virtual Result<int64_t> exec_start(std::string_view name, const GuestExecRequest& request) = 0;
+  // nullopt while the process started by exec_start runs; its exit code or signal once it
+  // ended (the agent then forgets the pid). Bounded by the agent timeout.
+  virtual Result<std::optional<GuestExecResult>> exec_status(std::string_view name,
+                                                             int64_t pid) = 0;
 };
 
 // A VM's serial console.

@@ -63,6 +63,8 @@ class LibvirtHypervisor final : public Hypervisor {
   // effort, needs /bin/kill in the guest). Each agent call is capped at 10 s, so the call can
   // return up to ~10 s after the timeout.
   Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override;
+  Result<int64_t> exec_start(std::string_view name, const GuestExecRequest& request) override;
+  Result<std::optional<GuestExecResult>> exec_status(std::string_view name, int64_t pid) override;
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
   void set_event_handler(std::function<void(const VmEvent&)> handler) override;
 
