@@ -67,6 +67,13 @@ struct HttpOptions {
   std::function<Status(const std::string& lease_id, const StartupRequestDto& startup)>
       lease_startup;
   std::function<void(const Lease& lease, LeaseDto& dto)> startup_view;
+  // POST /v1/github/webhook (daemon/github): public, authenticated by its X-Hub-Signature-256.
+  // Gets the X-GitHub-Event and X-GitHub-Delivery headers, the signature, the raw body and the
+  // remote address; ok is 202. Unset: the route does not exist.
+  std::function<Status(const std::string& event, const std::string& delivery,
+                       const std::string& signature, const std::string& body,
+                       const std::string& remote)>
+      github_webhook;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,
