@@ -199,7 +199,9 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
         r.integer_as("runner_group_id", gh.runner_group_id, 1, int64_t{1} << 40));
     ARMHIVE_RETURN_IF_ERROR(r.duration("idle_timeout", gh.idle_timeout));
     ARMHIVE_RETURN_IF_ERROR(r.duration("replay_window", gh.replay_window));
-    ARMHIVE_RETURN_IF_ERROR(r.str("runner_command", gh.runner_command));
+    std::vector<std::string> command;
+    ARMHIVE_RETURN_IF_ERROR(r.strings("runner_command", command));
+    if (g->contains("runner_command")) gh.runner_command = std::move(command);
     ARMHIVE_RETURN_IF_ERROR(r.labels("labels", gh.labels));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     if (gh.org.empty() == gh.repo.empty()) {
@@ -212,8 +214,10 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     if (gh.labels.empty()) {
       return invalid_argument("github.labels", "map at least one runs-on label to a pool");
     }
-    if (gh.runner_command.empty() || gh.runner_command.front() != '/') {
-      return invalid_argument("github.runner_command", "must be an absolute path in the image");
+    if (gh.runner_command.empty() || gh.runner_command.front().empty() ||
+        gh.runner_command.front().front() != '/') {
+      return invalid_argument("github.runner_command",
+                              "must be an argv whose program is an absolute path in the image");
     }
     if (gh.idle_timeout < std::chrono::seconds(10)) {
       return invalid_argument("github.idle_timeout", "must be at least 10s");

@@ -52,7 +52,8 @@ struct GithubConfig {
   int64_t runner_group_id = 1;
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds replay_window{std::chrono::hours(24)};
-  std::string runner_command = "/opt/actions-runner/run.sh";
+  // The runner in the image, as an argv (no shell).
+  std::vector<std::string> runner_command{"/opt/actions-runner/run.sh"};
   std::map<std::string, std::string> labels;  // [github.labels] runs-on label -> pool
 };
 

@@ -1,16 +1,13 @@
 #include "daemon/github/github_api.h"
 
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cctype>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -146,16 +143,16 @@ class BeastGithubApi final : public GithubApi {
                             (message.empty() ? "" : " (" + message + ")"));
   }
 
+  // Writes the request and reads the reply on `stream`, then calls done (on the io_context).
   template <typename Stream>
-  asio::awaitable<void> exchange(Stream& stream, const http::request<http::string_body>& req,
-                                 Reply& out) {
-    co_await http::async_write(stream, req, asio::use_awaitable);
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(256 * 1024);
-    co_await http::async_read(stream, buffer, parser, asio::use_awaitable);
-    out.status = static_cast<int>(parser.get().result_int());
-    out.body = parser.get().body();
+  static void exchange(Stream& stream, http::request<http::string_body>& req,
+                       beast::flat_buffer& buffer, http::response_parser<http::string_body>& parser,
+                       std::function<void(beast::error_code)> done) {
+    http::async_write(stream, req, [&stream, &buffer, &parser, done](beast::error_code ec, size_t) {
+      if (ec) return done(ec);
+      http::async_read(stream, buffer, parser,
+                       [done](beast::error_code read_ec, size_t) { done(read_ec); });
+    });
   }
 
   Result<Reply> call(http::verb verb, const std::string& path, std::string body) {
@@ -170,57 +167,70 @@ class BeastGithubApi final : public GithubApi {
     req.prepare_payload();
 
     asio::io_context io;
-    Reply reply;
-    std::optional<Status> failure;
-    const auto deadline = options_.timeout;
-    auto run = [&]() -> asio::awaitable<void> {
-      asio::ip::tcp::resolver resolver(io);
-      auto endpoints = co_await resolver.async_resolve(url_.host, url_.port, asio::use_awaitable);
-      if (!url_.tls) {
-        beast::tcp_stream stream(io);
-        stream.expires_after(deadline);
-        co_await stream.async_connect(endpoints, asio::use_awaitable);
-        co_await exchange(stream, req, reply);
-        co_return;
-      }
-      asio::ssl::context ctx(asio::ssl::context::tls_client);
-      if (options_.ca_file.empty()) {
-        ctx.set_default_verify_paths();
-      } else {
-        ctx.load_verify_file(options_.ca_file);
-      }
-      ctx.set_verify_mode(asio::ssl::verify_peer);
-      beast::ssl_stream<beast::tcp_stream> stream(io, ctx);
-      stream.set_verify_callback(asio::ssl::host_name_verification(url_.host));
-      if (!SSL_set_tlsext_host_name(stream.native_handle(), url_.host.c_str())) {
-        failure = Status(ErrorCode::kUnavailable, "cannot set TLS SNI for " + url_.host);
-        co_return;
-      }
-      beast::get_lowest_layer(stream).expires_after(deadline);
-      co_await beast::get_lowest_layer(stream).async_connect(endpoints, asio::use_awaitable);
-      co_await stream.async_handshake(asio::ssl::stream_base::client, asio::use_awaitable);
-      co_await exchange(stream, req, reply);
+    asio::ip::tcp::resolver resolver(io);
+    asio::ssl::context ctx(asio::ssl::context::tls_client);
+    std::optional<beast::tcp_stream> plain;
+    std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(256 * 1024);
+    beast::error_code result;
+    std::string step = "resolve";
+    bool finished = false;
+    auto done = [&](beast::error_code ec) {
+      result = ec;
+      finished = true;
     };
-    asio::co_spawn(io, run(), [&](std::exception_ptr e) {
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const boost::system::system_error& err) {
-        failure = Status(
-            err.code() == beast::error::timeout ? ErrorCode::kTimeout : ErrorCode::kUnavailable,
-            "GitHub API " + url_.host + ": " + err.code().message());
-      } catch (const std::exception& err) {
-        failure = Status(ErrorCode::kUnavailable, "GitHub API " + url_.host + ": " + err.what());
+    const auto deadline = options_.timeout;
+    if (url_.tls) {
+      boost::system::error_code ec;
+      if (options_.ca_file.empty()) {
+        ctx.set_default_verify_paths(ec);
+      } else {
+        ctx.load_verify_file(options_.ca_file, ec);
       }
-    });
-    // A resolver that hangs is the one step without the stream's deadline: bound the loop too.
-    io.run_for(deadline + std::chrono::seconds(1));
-    if (!io.stopped()) {
-      io.stop();
-      return Status(ErrorCode::kTimeout, "GitHub API " + url_.host + ": no answer in time");
+      if (ec) return Status(ErrorCode::kUnavailable, "TLS trust store: " + ec.message());
+      ctx.set_verify_mode(asio::ssl::verify_peer);
+      tls.emplace(io, ctx);
+      tls->set_verify_callback(asio::ssl::host_name_verification(url_.host));
+      if (!SSL_set_tlsext_host_name(tls->native_handle(), url_.host.c_str())) {
+        return Status(ErrorCode::kUnavailable, "cannot set TLS SNI for " + url_.host);
+      }
+    } else {
+      plain.emplace(io);
     }
-    if (failure) return *failure;
-    return reply;
+    resolver.async_resolve(
+        url_.host, url_.port,
+        [&](beast::error_code ec, const asio::ip::tcp::resolver::results_type& endpoints) {
+          if (ec) return done(ec);
+          step = "connect";
+          beast::tcp_stream& lowest = tls ? beast::get_lowest_layer(*tls) : *plain;
+          lowest.expires_after(deadline);  // one deadline for connect, handshake, write, read
+          lowest.async_connect(endpoints, [&](beast::error_code cec, const auto&) {
+            if (cec) return done(cec);
+            if (!tls) {
+              step = "request";
+              return exchange(*plain, req, buffer, parser, done);
+            }
+            step = "TLS handshake";
+            tls->async_handshake(asio::ssl::stream_base::client, [&](beast::error_code hec) {
+              if (hec) return done(hec);
+              step = "request";
+              exchange(*tls, req, buffer, parser, done);
+            });
+          });
+        });
+    // The resolver is the one step without the stream's deadline: bound the loop too.
+    io.run_for(deadline + std::chrono::seconds(1));
+    if (!finished) {
+      return Status(ErrorCode::kTimeout,
+                    "GitHub API " + url_.host + ": no answer in time (" + step + ")");
+    }
+    if (result) {
+      return Status(result == beast::error::timeout ? ErrorCode::kTimeout : ErrorCode::kUnavailable,
+                    "GitHub API " + url_.host + " (" + step + "): " + result.message());
+    }
+    return Reply{static_cast<int>(parser.get().result_int()), parser.get().body()};
   }
 
   GithubApiOptions options_;

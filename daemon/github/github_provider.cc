@@ -186,7 +186,7 @@ void GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
   const int64_t lease_ms = ms_since(t1);
 
   StartupRequestDto startup;
-  startup.argv = {options_.runner_command};
+  startup.argv = options_.runner_command;
   startup.env[kJitVariable] = StartupEnvVar{jit->encoded_jit_config, true};
   startup.release_on_exit = true;
   Status s = set_startup_(lease->id, startup);

@@ -58,7 +58,7 @@ struct Fixture {
     o.webhook_secret = kSecret;
     o.label_pools = {{"armhive-arm64", "ci"}};
     o.idle_timeout = 300s;
-    o.runner_command = "/opt/actions-runner/run.sh";
+    o.runner_command = {"/opt/actions-runner/run.sh"};
     provider = std::make_unique<GithubProvider>(
         o, *h.engine,
         [this](const std::string& id, const StartupRequestDto& s) {
