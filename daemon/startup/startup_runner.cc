@@ -231,7 +231,15 @@ void StartupRunner::step(const std::string& lease_id) {
     return;
   }
 
-  // Running: has it exited?
+  // Running: has it exited? Asked at most every `poll`.
+  const auto steady = std::chrono::steady_clock::now();
+  if (steady < e.next_status) return;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = active_.find(lease_id); it != active_.end()) {
+      it->second.next_status = steady + options_.poll;
+    }
+  }
   auto status = agent_.exec_status(lease->vm_name, e.pid);
   if (!status.is_ok()) {
     if (status.status().code() != ErrorCode::kInvalidArgument) return;  // agent busy: retry
@@ -286,7 +294,7 @@ void StartupRunner::watch() {
   while (!stop_) {
     poll_once();
     // A lease event (ready, released) wakes the watcher before the poll interval ends.
-    for (const Event& e : leases_.events_since(seq, options_.poll)) seq = std::max(seq, e.seq);
+    for (const Event& e : leases_.events_since(seq, options_.wake)) seq = std::max(seq, e.seq);
   }
 }
 

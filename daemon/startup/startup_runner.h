@@ -21,9 +21,11 @@
 namespace armhive {
 
 struct StartupRunnerOptions {
-  // How often running commands are asked for their status (one guest-exec-status each) and
-  // waiting ones checked for a ready lease. Lease events wake the watcher sooner.
-  std::chrono::milliseconds poll{500};
+  // How often each running command is asked for its status (one guest-exec-status call).
+  std::chrono::milliseconds poll{1000};
+  // How often waiting commands are checked for a ready lease (an in-memory lookup); lease
+  // events wake the watcher sooner.
+  std::chrono::milliseconds wake{100};
 };
 
 // What the runner tells the outside world (audit log, daemon log): type is startup.started,
@@ -80,6 +82,7 @@ class StartupRunner {
     StartupStatusDto status;
     std::map<std::string, std::string> secrets;  // name -> value; memory only
     int64_t pid = 0;
+    std::chrono::steady_clock::time_point next_status{};  // running: when to ask again
   };
 
   StartupRunner(LeaseService& leases, GuestAgent& agent, Database& db, const Clock& clock,
