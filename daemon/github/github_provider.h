@@ -32,7 +32,7 @@ struct GithubProviderOptions {
   // ACTIONS_RUNNER_INPUT_JITCONFIG (actions/runner takes every --option also as
   // ACTIONS_RUNNER_INPUT_<OPTION>), so the configuration is never on a command line.
   std::vector<std::string> runner_command{"/opt/actions-runner/run.sh"};  // argv, no shell
-  std::string owner = "github";  // the leases' owner
+  std::string owner = "github";                                           // the leases' owner
   std::chrono::milliseconds sweep_period{std::chrono::seconds(5)};
 };
 
