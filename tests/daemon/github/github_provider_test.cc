@@ -155,8 +155,8 @@ TEST_CASE(
     "[github]") {
   Fixture f;
   const std::string body = job_body("queued", 2002);
-  Status unsigned_ = f.provider->deliver("workflow_job", "d-1", "", body, "192.0.2.1");
-  CHECK(unsigned_.code() == ErrorCode::kUnauthenticated);
+  Status no_signature = f.provider->deliver("workflow_job", "d-1", "", body, "192.0.2.1");
+  CHECK(no_signature.code() == ErrorCode::kUnauthenticated);
   Status forged = f.provider->deliver("workflow_job", "d-1", webhook_signature("guess", body), body,
                                       "192.0.2.1");
   CHECK(forged.code() == ErrorCode::kUnauthenticated);
