@@ -49,9 +49,16 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
   }
   std::unique_ptr<Database> db(new Database(raw, path));
   sqlite3_busy_timeout(raw, 5000);
+  // The first statements read the file: a file that is not a database (or is damaged) fails
+  // here, and the operator needs to know which file.
   for (const char* pragma :
        {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON", "PRAGMA synchronous=NORMAL"}) {
-    ARMHIVE_RETURN_IF_ERROR(db->execute(pragma));
+    if (Status s = db->execute(pragma); !s.is_ok()) return s.annotate("database " + path);
+  }
+  if (path != ":memory:" && !path.empty()) {
+    ARMHIVE_ASSIGN_OR_RETURN(db->checkpointer_,
+                             WalCheckpointer::start(path, std::chrono::milliseconds(200)));
+    ARMHIVE_RETURN_IF_ERROR(db->execute("PRAGMA wal_autocheckpoint=0"));
   }
   ARMHIVE_RETURN_IF_ERROR(db->execute(
       "CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT NOT NULL, step INTEGER NOT "
@@ -59,7 +66,10 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
   return db;
 }
 
-Database::~Database() { sqlite3_close_v2(db_); }
+Database::~Database() {
+  checkpointer_.reset();
+  sqlite3_close_v2(db_);
+}
 
 Status Database::error(std::string_view what) const {
   return unavailable(std::string(what) + ": " + sqlite3_errmsg(db_), path_);
