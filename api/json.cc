@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "api/startup_json.h"
 #include "base/base64.h"
 #include "base/json_reader.h"
 #include "base/utf8.h"
@@ -132,6 +133,11 @@ Status parse_lease(const json& j, const std::string& prefix, LeaseDto& l) {
     l.ssh = std::move(s);
   }
   AH_TRY(r.objects("forwards", l.forwards, parse_forward));
+  if (const json* startup = r.find("startup")) {
+    StartupStatusDto s;
+    AH_TRY(parse_startup_status(*startup, r.field("startup"), s));
+    l.startup = std::move(s);
+  }
   AH_TRY(r.objects("history", l.history, parse_transition));
   return Status::ok();
 }
@@ -331,13 +337,14 @@ json to_json(const LeaseCreateRequest& r) {
       {"pool", r.pool}, {"ssh_keys", r.ssh_keys}, {"labels", r.labels}, {"purpose", r.purpose}};
   if (r.ttl_seconds) j["ttl"] = *r.ttl_seconds;
   if (!r.ports.empty()) j["ports"] = r.ports;
+  if (r.startup) j["startup"] = to_json(*r.startup);
   return j;
 }
 
 Result<LeaseCreateRequest> lease_create_from_json(const json& j) {
   JsonReader r(j, "");
   AH_TRY(r.require_object());
-  AH_TRY(r.only({"pool", "ttl", "ssh_keys", "labels", "purpose", "ports"}));
+  AH_TRY(r.only({"pool", "ttl", "ssh_keys", "labels", "purpose", "ports", "startup"}));
   LeaseCreateRequest out;
   AH_TRY(r.str("pool", out.pool, true));
   AH_TRY(check_name("pool", out.pool));
@@ -363,6 +370,9 @@ Result<LeaseCreateRequest> lease_create_from_json(const json& j) {
     if (out.ports[i] < 1 || out.ports[i] > 65535) {
       return invalid_argument("ports[" + std::to_string(i) + "]", "must be a TCP port, 1-65535");
     }
+  }
+  if (const json* startup = r.find("startup")) {
+    ARMHIVE_ASSIGN_OR_RETURN(out.startup, startup_request_from_json(*startup, "startup"));
   }
   return out;
 }
@@ -450,6 +460,7 @@ json to_json(const LeaseDto& l) {
       j["forwards"].push_back({{"guest_port", f.guest_port}, {"host", f.host}, {"port", f.port}});
     }
   }
+  if (l.startup) j["startup"] = to_json(*l.startup);
   for (const auto& t : l.history) {
     j["history"].push_back({{"from", t.from}, {"to", t.to}, {"at", t.at}, {"reason", t.reason}});
   }

@@ -24,9 +24,12 @@
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/catalog_image_source.h"
 #include "daemon/engine/lease_engine.h"
+#include "daemon/github/github_api.h"
+#include "daemon/github/github_provider.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/server.h"
 #include "daemon/http/token_commands.h"
+#include "daemon/startup/startup_runner.h"
 #include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
 #include "daemon/virt/event_loop.h"
@@ -47,6 +50,44 @@ std::string machine_hostname() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
   return buf;
+}
+
+// The GitHub provider of a [github] table: its token and webhook secret read from their 0600
+// files (check_secret_files refused wider modes), the REST client and the provider, started.
+Status start_github(const GithubConfig& config, LeaseService& leases, StartupRunner& startups,
+                    AuditLog& audit, const Clock& clock, std::unique_ptr<GithubApi>& api,
+                    std::unique_ptr<GithubProvider>& provider) {
+  for (const std::string* path : {&config.token_file, &config.webhook_secret_file}) {
+    if (Status s = check_secret_file(*path, "a [github] secret file"); !s.is_ok()) return s;
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(std::string token, read_token_file(config.token_file));
+  ARMHIVE_ASSIGN_OR_RETURN(std::string secret, read_token_file(config.webhook_secret_file));
+  GithubApiOptions api_options;
+  api_options.api_url = config.api_url;
+  api_options.scope = config.org.empty() ? "repos/" + config.repo : "orgs/" + config.org;
+  api_options.token = std::move(token);
+  ARMHIVE_ASSIGN_OR_RETURN(api, make_github_api(std::move(api_options)));
+  GithubProviderOptions options;
+  options.webhook_secret = std::move(secret);
+  options.label_pools = config.labels;
+  options.runner_group_id = config.runner_group_id;
+  options.idle_timeout = std::chrono::duration_cast<Seconds>(config.idle_timeout);
+  options.replay_window = std::chrono::duration_cast<Seconds>(config.replay_window);
+  options.runner_command = config.runner_command;
+  provider = std::make_unique<GithubProvider>(
+      std::move(options), leases,
+      [&startups](const std::string& id, const StartupRequestDto& startup) {
+        return startups.set_startup(id, startup);
+      },
+      *api, clock,
+      [&audit](const GithubEvent& e) {
+        spdlog::info("github: {} {} {}", e.type, e.lease_id, e.detail);
+        (void)audit.record("github", e.type, e.lease_id, e.detail);
+      });
+  provider->start();
+  spdlog::info("github: webhooks on /v1/github/webhook for {} via {}",
+               config.org.empty() ? config.repo : config.org, config.api_url);
+  return Status::ok();
 }
 
 // The admin token behind `bootstrap_token_file`: an operator-provided secret in that file is
@@ -211,6 +252,32 @@ int serve(const DaemonConfig& config) {
                  access_options.port_min, access_options.port_max);
   }
 
+  // Startup commands of leases (daemon/startup): secrets stay in this process's memory.
+  auto startups = StartupRunner::open(
+      engine, **hypervisor, **db, clock, {}, [&audit = **audit](const StartupEvent& e) {
+        spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
+        (void)audit.record("armhived", e.type, e.lease_id, e.detail);
+      });
+  if (!startups.is_ok()) {
+    if (access) access->stop();
+    engine.stop();
+    return fail(startups.status(), "startup commands");
+  }
+  (*startups)->start();
+
+  // [github]: workflow_job webhooks -> just-in-time runners in leased VMs (daemon/github).
+  std::unique_ptr<GithubApi> github_api;
+  std::unique_ptr<GithubProvider> github;
+  if (config.github.enabled) {
+    Status s = start_github(config.github, engine, **startups, **audit, clock, github_api, github);
+    if (!s.is_ok()) {
+      (*startups)->stop();
+      if (access) access->stop();
+      engine.stop();
+      return fail(s, "github");
+    }
+  }
+
   HttpOptions http_options;
   http_options.bind_address = config.bind;
   http_options.port = config.port;
@@ -238,8 +305,24 @@ int serve(const DaemonConfig& config) {
       access->set_ports(id, ports);
     };
   }
+  http_options.lease_startup = [&runner = **startups](const std::string& id,
+                                                      const StartupRequestDto& startup) {
+    return runner.set_startup(id, startup);
+  };
+  http_options.startup_view = [&runner = **startups](const Lease& lease, LeaseDto& dto) {
+    dto.startup = runner.view(lease.id);
+  };
+  if (github) {
+    http_options.github_webhook = [&github](const std::string& event, const std::string& delivery,
+                                            const std::string& signature, const std::string& body,
+                                            const std::string& remote) {
+      return github->deliver(event, delivery, signature, body, remote);
+    };
+  }
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);
   if (Status s = server.start(); !s.is_ok()) {
+    if (github) github->stop();
+    (*startups)->stop();
     if (access) access->stop();
     engine.stop();
     return fail(s, "HTTP server");
@@ -254,6 +337,8 @@ int serve(const DaemonConfig& config) {
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping (VMs keep running and are re-adopted on restart)", sig);
   server.stop();
+  if (github) github->stop();
+  (*startups)->stop();
   if (access) access->stop();
   if (forwards) forwards->stop();
   engine.stop();

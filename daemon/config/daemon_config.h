@@ -42,6 +42,22 @@ struct AccessConfig {
   int max_extra_ports = 4;  // guest ports besides SSH one lease may ask for (pools' access_ports)
 };
 
+// [github]: the GitHub Actions provider (daemon/github). Exactly one of org / repo.
+struct GithubConfig {
+  bool enabled = false;                            // the [github] table is present
+  std::string api_url = "https://api.github.com";  // https://HOST/api/v3 for Enterprise Server
+  std::string org;
+  std::string repo;                 // "owner/name"
+  std::string token_file;           // fine-grained token, 0600
+  std::string webhook_secret_file;  // the webhook's secret, 0600
+  int64_t runner_group_id = 1;
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds replay_window{std::chrono::hours(24)};
+  // The runner in the image, as an argv (no shell).
+  std::vector<std::string> runner_command{"/opt/actions-runner/run.sh"};
+  std::map<std::string, std::string> labels;  // [github.labels] runs-on label -> pool
+};
+
 // [[hosts]]: one libvirt host of the fleet armhived drives. Without [[hosts]] the fleet is the
 // one host of [host] (name, libvirt_uri, [host.cpus]), as it always was.
 struct HostConfig {
@@ -80,6 +96,7 @@ struct DaemonConfig {
   std::chrono::milliseconds reconcile_period{std::chrono::seconds(30)};
   int threads = 4;
   AccessConfig access;
+  GithubConfig github;
   // [[hosts]]; never empty after parsing: without [[hosts]], the one host of [host]. With a
   // single [[hosts]] entry, host_name / libvirt_uri / the *_cpus fields above are its values.
   std::vector<HostConfig> hosts;

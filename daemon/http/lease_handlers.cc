@@ -48,6 +48,7 @@ bool settled(const Lease& l) { return l.state == LeaseState::kReady || is_termin
 Result<LeaseDto> lease_dto(const ServerContext& ctx, const Lease& l) {
   LeaseDto d = to_dto(l);
   if (ctx.options.lease_view) ARMHIVE_RETURN_IF_ERROR(ctx.options.lease_view(l, d));
+  if (ctx.options.startup_view) ctx.options.startup_view(l, d);
   return d;
 }
 
@@ -203,8 +204,17 @@ Status create_lease(ServerContext& ctx, Call& c) {
     }
     ARMHIVE_RETURN_IF_ERROR(ctx.options.check_ports(r.pool, in.ports));
   }
+  if (in.startup && !ctx.options.lease_startup) {
+    return invalid_argument("startup", "this server runs no startup commands");
+  }
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.leases.create_lease(r));
   if (!in.ports.empty()) ctx.options.lease_ports(lease.id, in.ports);
+  if (in.startup) {
+    if (Status s = ctx.options.lease_startup(lease.id, *in.startup); !s.is_ok()) {
+      (void)ctx.leases.release_lease(lease.id);  // a lease without its command must not linger
+      return s;
+    }
+  }
   if (!key.empty()) {
     // A concurrent first use of the key with another request may have won the race.
     ARMHIVE_ASSIGN_OR_RETURN(std::string first, ctx.tokens.remember_request(who.name, key, print));
@@ -212,7 +222,8 @@ Status create_lease(ServerContext& ctx, Call& c) {
   }
   ctx.audit_action(who, "lease.create", lease.id,
                    "pool=" + lease.pool + " ttl=" + std::to_string(lease.ttl.count()) +
-                       (key.empty() ? "" : " idempotency_key=" + key));
+                       (key.empty() ? "" : " idempotency_key=" + key) +
+                       (in.startup ? " startup=" + in.startup->argv[0] : ""));
   auto dto = lease_dto(ctx, lease);
   if (!dto.is_ok()) {
     // No way in (e.g. the access port range is exhausted): the lease must not linger.

@@ -61,6 +61,19 @@ struct HttpOptions {
   // refused (the server forwards nothing).
   std::function<Status(const std::string& pool, const std::vector<int>& ports)> check_ports;
   std::function<void(const std::string& lease_id, const std::vector<int>& ports)> lease_ports;
+  // A lease's startup command ("startup", daemon/startup): recorded right after the lease is
+  // created (an error releases the lease again and is the response), and shown in its JSON by
+  // startup_view. Unset: "startup" is refused.
+  std::function<Status(const std::string& lease_id, const StartupRequestDto& startup)>
+      lease_startup;
+  std::function<void(const Lease& lease, LeaseDto& dto)> startup_view;
+  // POST /v1/github/webhook (daemon/github): public, authenticated by its X-Hub-Signature-256.
+  // Gets the X-GitHub-Event and X-GitHub-Delivery headers, the signature, the raw body and the
+  // remote address; ok is 202. Unset: the route does not exist.
+  std::function<Status(const std::string& event, const std::string& delivery,
+                       const std::string& signature, const std::string& body,
+                       const std::string& remote)>
+      github_webhook;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,
