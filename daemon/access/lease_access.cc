@@ -10,10 +10,10 @@ namespace armhive {
 
 namespace {
 
-// Prints the guest's SSH host public keys: OpenSSH's .pub files, or dropbear's keys (the tiny
-// image makes them in /run/dropbear at boot). A constant script: nothing from a request in it.
+// Prints the guest's SSH host public keys: OpenSSH's .pub files (the tiny image makes them in
+// /run/ssh at boot), or dropbear's keys. A constant script: nothing from a request in it.
 constexpr const char* kHostKeysScript =
-    "for k in /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat \"$k\"; done; "
+    "for k in /run/ssh/ssh_host_*_key.pub /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat \"$k\"; done; "
     "for k in /run/dropbear/*_host_key /etc/dropbear/dropbear_*_host_key; do "
     "[ -f \"$k\" ] && dropbearkey -y -f \"$k\"; done; true";
 
