@@ -16,6 +16,7 @@
 #include "base/version.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
+#include "daemon/access/ssh_ca.h"
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/bench/lease_target_resolver.h"
 #include "daemon/config/daemon_config.h"
@@ -181,6 +182,7 @@ int serve(const DaemonConfig& config) {
   // [access]: per-lease forwards from the host to the guests' SSH.
   std::unique_ptr<ForwardTable> forwards;
   std::unique_ptr<LeaseAccess> access;
+  std::unique_ptr<SshCertificateAuthority> ssh_ca;
   if (config.access.enabled) {
     AccessOptions access_options;
     access_options.listen_address = config.access.listen;
@@ -197,6 +199,13 @@ int serve(const DaemonConfig& config) {
     }
     forwards = std::move(table).value();
     access = std::make_unique<LeaseAccess>(engine, *forwards, config.access.max_extra_ports);
+    auto ca = SshCertificateAuthority::open(config.ssh_ca_key_path(), runner);
+    if (!ca.is_ok()) {
+      engine.stop();
+      return fail(ca.status(), "SSH certificate authority");
+    }
+    ssh_ca = std::move(ca).value();
+    access->set_user_ca(ssh_ca->public_key());
     access->start();
     spdlog::info("access forwards on {} ports {}-{}", access_options.listen_address,
                  access_options.port_min, access_options.port_max);
@@ -227,6 +236,21 @@ int serve(const DaemonConfig& config) {
     };
     http_options.lease_ports = [&access](const std::string& id, const std::vector<int>& ports) {
       access->set_ports(id, ports);
+    };
+    http_options.ssh_certificate = [&access, &ssh_ca, &clock](
+                                       const Lease& lease, const std::string& token,
+                                       const std::string& public_key) -> Result<SshCertificateDto> {
+      ARMHIVE_ASSIGN_OR_RETURN(SshCertificate cert, ssh_ca->sign(public_key, lease.id, token,
+                                                                 clock.now(), lease.expires_at));
+      // The guest must accept it before the client tries it.
+      ARMHIVE_RETURN_IF_ERROR(access->install_trust(lease));
+      return SshCertificateDto{cert.certificate,
+                               lease.login_user,
+                               cert.principal,
+                               cert.key_id,
+                               cert.serial,
+                               to_rfc3339(cert.valid_after),
+                               to_rfc3339(cert.valid_before)};
     };
   }
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <sstream>
 
+#include "daemon/access/ssh_ca.h"
+
 namespace armhive {
 
 namespace {
@@ -13,9 +15,20 @@ namespace {
 // Prints the guest's SSH host public keys: OpenSSH's .pub files (the tiny image makes them in
 // /run/ssh at boot), or dropbear's keys. A constant script: nothing from a request in it.
 constexpr const char* kHostKeysScript =
-    "for k in /run/ssh/ssh_host_*_key.pub /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat \"$k\"; done; "
+    "for k in /run/ssh/ssh_host_*_key.pub /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat "
+    "\"$k\"; done; "
     "for k in /run/dropbear/*_host_key /etc/dropbear/dropbear_*_host_key; do "
     "[ -f \"$k\" ] && dropbearkey -y -f \"$k\"; done; true";
+
+// Writes the lease's SSH trust ($1: the CA public key, $2: the principal) where the tiny image's
+// sshd_config looks; each file is replaced whole (rename), so sshd never reads half of one. A
+// constant script: the values travel as arguments, never inside it.
+constexpr const char* kTrustScript =
+    "set -e; umask 022; d=/run/armhive/ssh; mkdir -p \"$d\"; "
+    "printf '%s\\n' \"$1\" > \"$d/user_ca.pub.new\"; printf '%s\\n' \"$2\" > "
+    "\"$d/principals.new\"; "
+    "mv -f \"$d/user_ca.pub.new\" \"$d/user_ca.pub\"; mv -f \"$d/principals.new\" "
+    "\"$d/principals\"";
 
 bool base64_text(const std::string& s) {
   if (s.empty()) return false;
@@ -172,6 +185,29 @@ std::vector<std::string> LeaseAccess::host_keys(const Lease& lease) {
   return keys;
 }
 
+void LeaseAccess::set_user_ca(std::string public_key) { user_ca_ = std::move(public_key); }
+
+Status LeaseAccess::install_trust(const Lease& lease) {
+  if (user_ca_.empty()) return Status::ok();
+  {
+    std::lock_guard lock(mu_);
+    if (trusted_.count(lease.id)) return Status::ok();
+  }
+  GuestExecRequest req;
+  req.argv = {"sh", "-c", kTrustScript, "sh", user_ca_, lease_principal(lease.id)};
+  req.timeout = std::chrono::seconds(20);
+  auto r = leases_.exec(lease.id, req);
+  if (!r.is_ok()) return r.status().annotate("writing the lease's SSH trust into the guest");
+  if (r->exit_code != 0) {
+    return unavailable("the guest did not take the SSH trust (exit " +
+                           std::to_string(r->exit_code) + "): " + r->err.substr(0, 200),
+                       lease.id);
+  }
+  std::lock_guard lock(mu_);
+  trusted_.insert(lease.id);
+  return Status::ok();
+}
+
 void LeaseAccess::on_event(const Event& event) {
   if (event.lease_id.empty() || event.type.rfind("lease.", 0) != 0) return;
   const std::string state = event.type.substr(6);
@@ -187,6 +223,9 @@ void LeaseAccess::on_event(const Event& event) {
     if (!ep.is_ok()) {
       spdlog::warn("lease {}: no SSH forward: {}", lease->id, ep.status().to_string());
     }
+    if (Status s = install_trust(*lease); !s.is_ok()) {
+      spdlog::warn("lease {}: SSH trust not written yet: {}", lease->id, s.to_string());
+    }
     return;
   }
   auto s = lease_state_from_string(state);
@@ -195,6 +234,7 @@ void LeaseAccess::on_event(const Event& event) {
     std::lock_guard lock(mu_);
     keys_.erase(event.lease_id);
     ports_.erase(event.lease_id);
+    trusted_.erase(event.lease_id);
   }
 }
 
@@ -209,7 +249,12 @@ void LeaseAccess::watch() {
   ready.include_ended = false;
   ready.limit = 100000;
   if (auto list = leases_.list_leases(ready); list.is_ok()) {
-    for (const Lease& l : *list) (void)ssh_endpoint(l);
+    for (const Lease& l : *list) {
+      (void)ssh_endpoint(l);
+      if (Status st = install_trust(l); !st.is_ok()) {
+        spdlog::warn("lease {}: SSH trust not written: {}", l.id, st.to_string());
+      }
+    }
   }
   // Forwards of leases that are no longer ready (ended while the watcher was not looking).
   for (const std::string& id : forwards_.leases()) {
@@ -219,6 +264,7 @@ void LeaseAccess::watch() {
       std::lock_guard lock(mu_);
       keys_.erase(id);
       ports_.erase(id);
+      trusted_.erase(id);
     }
   }
   std::map<std::string, std::chrono::steady_clock::time_point> next_try;

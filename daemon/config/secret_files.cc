@@ -13,6 +13,9 @@ std::vector<SecretFile> secret_files(const DaemonConfig& config) {
         {config.bootstrap_token_file, "the bootstrap token file ([server] bootstrap_token_file)"});
   }
   if (!config.tls_key.empty()) out.push_back({config.tls_key, "the TLS key ([server] tls_key)"});
+  if (config.access.enabled) {
+    out.push_back({config.ssh_ca_key_path(), "the SSH CA key ([access] ssh_ca_key)"});
+  }
   return out;
 }
 

@@ -320,6 +320,30 @@ Status renew_lease(ServerContext& ctx, Call& c) {
   return write_lease(ctx, c, renewed);
 }
 
+// Order: the body (400 naming the field), then the lease (404 when not the caller's), then
+// whether certificates are offered (503) and the lease is ready (409).
+Status ssh_certificate(ServerContext& ctx, Call& c) {
+  const std::string& id = c.req.path_params[0];
+  ARMHIVE_ASSIGN_OR_RETURN(json body, parse_json(c.req.body));
+  ARMHIVE_ASSIGN_OR_RETURN(SshCertificateRequest in, ssh_certificate_request_from_json(body));
+  ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.visible_lease(c.who, id));
+  if (!ctx.options.ssh_certificate) {
+    return unavailable("this armhived has no SSH certificate authority (configure [access])");
+  }
+  if (lease.state != LeaseState::kReady) {
+    return conflict("lease " + id + " is " + std::string(to_string(lease.state)) +
+                        ": certificates are issued for ready leases only",
+                    id);
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(SshCertificateDto cert,
+                           ctx.options.ssh_certificate(lease, c.who.name, in.public_key));
+  ctx.audit_action(c.who, "ssh.certificate", id,
+                   "serial=" + std::to_string(cert.serial) + " principal=" + cert.principal +
+                       " valid_before=" + cert.valid_before);
+  write_json(c.res, 200, to_json(cert));
+  return Status::ok();
+}
+
 Status release_lease(ServerContext& ctx, Call& c) {
   const std::string& id = c.req.path_params[0];
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.visible_lease(c.who, id));
@@ -365,6 +389,7 @@ void add_lease_routes(Router& router, ServerContext& ctx) {
   router.add({"DELETE", "/v1/leases/{id}", Access::kWrite, h(release_lease)});
   router.add({"POST", "/v1/leases/{id}/renew", Access::kWrite, h(renew_lease), true});
   router.add({"POST", "/v1/leases/{id}/exec", Access::kWrite, h(exec), true});
+  router.add({"POST", "/v1/leases/{id}/ssh-certificate", Access::kWrite, h(ssh_certificate), true});
   router.add({"GET", "/v1/leases/{id}/console", Access::kRead, h(console)});
 }
 

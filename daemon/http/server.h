@@ -61,6 +61,12 @@ struct HttpOptions {
   // refused (the server forwards nothing).
   std::function<Status(const std::string& pool, const std::vector<int>& ports)> check_ports;
   std::function<void(const std::string& lease_id, const std::vector<int>& ports)> lease_ports;
+  // Issues an SSH user certificate for a ready lease the caller may see (daemon/access: the CA;
+  // writes the lease's trust into its guest first). `token` names the caller for the key id.
+  // Unset: POST /v1/leases/{id}/ssh-certificate is 503. Called from worker threads.
+  std::function<Result<SshCertificateDto>(const Lease& lease, const std::string& token,
+                                          const std::string& public_key)>
+      ssh_certificate;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,
