@@ -13,6 +13,7 @@
 #include "cli/command_group.h"
 #include "cli/config.h"
 #include "cli/output.h"
+#include "cli/table.h"
 
 namespace armhive {
 namespace {
@@ -100,6 +101,12 @@ class GuestCommands final : public CommandGroup {
                         : "")
                 << "\n";
       return kExitApi;
+    }
+    if (r->purpose == "dev" && !dry_run_) {
+      // A developer's VM goes away at expiry with everything on it: say when, up front.
+      std::cerr << "armhive: dev lease " << r->id << " ends " << relative_time(r->expires_at)
+                << " (" << r->expires_at << "); extend it with `armhive lease renew " << r->id
+                << " --ttl 1h`\n";
     }
     std::vector<std::string> args{"ssh"};
     if (!r->ssh->known_hosts.empty()) {

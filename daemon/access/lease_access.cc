@@ -30,6 +30,17 @@ constexpr const char* kTrustScript =
     "mv -f \"$d/user_ca.pub.new\" \"$d/user_ca.pub\"; mv -f \"$d/principals.new\" "
     "\"$d/principals\"";
 
+// Writes $1 to every pseudo-terminal of the guest (the SSH sessions), as wall does without
+// needing utmp. A constant script: the text travels as an argument.
+constexpr const char* kWallScript =
+    "for t in /dev/pts/[0-9]*; do [ -c \"$t\" ] && printf '\\r\\n%s\\r\\n' \"$1\" "
+    "2>/dev/null > \"$t\"; done; true";
+
+const Clock& system_clock_instance() {
+  static const SystemClock clock;
+  return clock;
+}
+
 bool base64_text(const std::string& s) {
   if (s.empty()) return false;
   for (char c : s) {
@@ -68,11 +79,12 @@ std::string known_hosts_lines(const std::string& host, int port,
 }
 
 LeaseAccess::LeaseAccess(LeaseService& leases, ForwardTable& forwards, int max_extra_ports,
-                         int guest_ssh_port)
+                         int guest_ssh_port, const Clock* clock)
     : leases_(leases),
       forwards_(forwards),
       max_extra_ports_(max_extra_ports),
-      guest_ssh_port_(guest_ssh_port) {}
+      guest_ssh_port_(guest_ssh_port),
+      clock_(clock != nullptr ? *clock : system_clock_instance()) {}
 
 Status LeaseAccess::check_ports(const std::string& pool, const std::vector<int>& ports) {
   if (static_cast<int>(ports.size()) > max_extra_ports_) {
@@ -208,6 +220,25 @@ Status LeaseAccess::install_trust(const Lease& lease) {
   return Status::ok();
 }
 
+void LeaseAccess::warn_expiring() {
+  std::set<std::string> live;
+  for (const std::string& id : forwards_.leases()) {
+    auto l = leases_.get_lease(id);
+    if (!l.is_ok() || l->state != LeaseState::kReady || l->purpose != Purpose::kDev) continue;
+    live.insert(id);
+    const TimePoint now = clock_.now();
+    if (due_expiry_warning(warned_[id], l->expires_at, now) == 0) continue;
+    GuestExecRequest req;
+    req.argv = {"sh", "-c", kWallScript, "sh", expiry_warning_text(id, l->expires_at, now)};
+    req.timeout = std::chrono::seconds(10);
+    auto r = leases_.exec(id, req);
+    if (!r.is_ok()) {
+      spdlog::warn("lease {}: expiry warning not shown: {}", id, r.status().to_string());
+    }
+  }
+  std::erase_if(warned_, [&](const auto& kv) { return !live.count(kv.first); });
+}
+
 void LeaseAccess::on_event(const Event& event) {
   if (event.lease_id.empty() || event.type.rfind("lease.", 0) != 0) return;
   const std::string state = event.type.substr(6);
@@ -268,6 +299,7 @@ void LeaseAccess::watch() {
     }
   }
   std::map<std::string, std::chrono::steady_clock::time_point> next_try;
+  auto next_warning_check = std::chrono::steady_clock::now();
   while (!stop_) {
     for (const Event& e : leases_.events_since(seq, std::chrono::milliseconds(500))) {
       seq = std::max(seq, e.seq);
@@ -291,6 +323,10 @@ void LeaseAccess::watch() {
       if (l.is_ok() && l->state == LeaseState::kReady) (void)host_keys(*l);
     }
     next_try.swap(still);
+    if (now >= next_warning_check) {
+      warn_expiring();
+      next_warning_check = now + std::chrono::seconds(5);
+    }
   }
 }
 
