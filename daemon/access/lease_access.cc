@@ -14,9 +14,13 @@ namespace {
 
 // Prints the guest's SSH host public keys: OpenSSH's .pub files (the tiny image makes them in
 // /run/ssh at boot), or dropbear's keys. A constant script: nothing from a request in it.
+// The tiny image's keys in /run/ssh count only once sshd has written its pid file, which it
+// does after binding port 22: the keys exist a moment before sshd listens, and a client given
+// them then would be refused.
 constexpr const char* kHostKeysScript =
-    "for k in /run/ssh/ssh_host_*_key.pub /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat "
-    "\"$k\"; done; "
+    "[ -s /run/sshd.pid ] && for k in /run/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && "
+    "cat \"$k\"; done; "
+    "for k in /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat \"$k\"; done; "
     "for k in /run/dropbear/*_host_key /etc/dropbear/dropbear_*_host_key; do "
     "[ -f \"$k\" ] && dropbearkey -y -f \"$k\"; done; true";
 

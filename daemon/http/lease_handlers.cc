@@ -7,6 +7,7 @@
 
 #include "api/json.h"
 #include "base/validation.h"
+#include "daemon/core/dev_limits.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/event_hub.h"
 #include "daemon/http/handlers.h"
@@ -38,6 +39,10 @@ Status check_idempotency_key(const std::string& key) {
     }
   }
   return Status::ok();
+}
+
+DevLimits dev_limits_of(const TokenInfo& t) {
+  return {t.dev_max_leases, t.dev_max_ttl, t.dev_max_lifetime};
 }
 
 bool settled(const Lease& l) { return l.state == LeaseState::kReady || is_terminal(l.state); }
@@ -170,9 +175,40 @@ Status create_lease(ServerContext& ctx, Call& c) {
   // Count-then-create must not interleave for one token, or concurrent creates could all
   // pass the count. Creating returns at once (the engine provisions asynchronously), so one
   // lock for quota-limited tokens costs little.
+  const bool dev = r.purpose == Purpose::kDev;
+  const DevLimits dev_limits = dev_limits_of(who);
+  if (dev && dev_limits.max_ttl.count() > 0) {
+    if (!r.ttl) {
+      for (const auto& p : ctx.leases.pools()) {
+        if (p.config.name == r.pool && p.config.default_ttl > dev_limits.max_ttl) {
+          r.ttl = dev_limits.max_ttl;
+        }
+      }
+    }
+    if (r.ttl)
+      ARMHIVE_RETURN_IF_ERROR(check_dev_create({0, dev_limits.max_ttl, {}}, who.name, 0, *r.ttl));
+  }
   std::unique_lock<std::mutex> quota_lock;
-  if (who.max_leases > 0) {
+  if (dev && dev_limits.max_leases > 0) {
     quota_lock = std::unique_lock(ctx.quota_mu);
+    LeaseFilter mine;
+    mine.owner = who.name;
+    mine.include_ended = false;
+    mine.limit = kMaxLeaseListLimit;
+    ARMHIVE_ASSIGN_OR_RETURN(auto active, ctx.leases.list_leases(mine));
+    size_t held = 0;
+    bool replay = false;
+    for (const auto& l : active) {
+      if (l.purpose == Purpose::kDev && !is_terminal(l.state)) ++held;
+      replay = replay || (!key.empty() && l.idempotency_key == key);
+    }
+    if (!replay) {
+      ARMHIVE_RETURN_IF_ERROR(
+          check_dev_create({dev_limits.max_leases, {}, {}}, who.name, held, Seconds(0)));
+    }
+  }
+  if (who.max_leases > 0) {
+    if (!quota_lock.owns_lock()) quota_lock = std::unique_lock(ctx.quota_mu);
     bool replay = false;
     if (!key.empty()) {
       LeaseFilter mine;
@@ -309,7 +345,10 @@ Status renew_lease(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(json body, parse_json(c.req.body));
   ARMHIVE_ASSIGN_OR_RETURN(LeaseRenewRequest in, lease_renew_from_json(body));
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.visible_lease(c.who, id));
-  (void)lease;
+  if (lease.purpose == Purpose::kDev) {
+    ARMHIVE_RETURN_IF_ERROR(check_dev_renew(dev_limits_of(c.who), c.who.name, lease, ctx.now(),
+                                            Seconds(in.ttl_seconds)));
+  }
   if (c.who.max_ttl.count() > 0 && in.ttl_seconds > c.who.max_ttl.count()) {
     return exhausted("token \"" + c.who.name + "\" may lease for at most " +
                      format_duration(c.who.max_ttl.count()) + "; asked for " +
