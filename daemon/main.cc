@@ -189,10 +189,12 @@ int serve(const DaemonConfig& config) {
     access_options.advertise_host = config.access.advertise;
     access_options.port_min = config.access.port_min;
     access_options.port_max = config.access.port_max;
-    auto table = ForwardTable::start(access_options, [&audit = **audit](const AccessEvent& e) {
-      spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
-      (void)audit.record("armhived", e.type, e.lease_id, e.detail);
-    });
+    auto table =
+        ForwardTable::start(access_options, [&audit = **audit, &engine](const AccessEvent& e) {
+          spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
+          (void)audit.record("armhived", e.type, e.lease_id, e.detail);
+          engine.record_event(e.lease_id, e.type, e.detail);
+        });
     if (!table.is_ok()) {
       engine.stop();
       return fail(table.status(), "access forwards");
@@ -237,13 +239,15 @@ int serve(const DaemonConfig& config) {
     http_options.lease_ports = [&access](const std::string& id, const std::vector<int>& ports) {
       access->set_ports(id, ports);
     };
-    http_options.ssh_certificate = [&access, &ssh_ca, &clock](
+    http_options.ssh_certificate = [&access, &ssh_ca, &clock, &engine](
                                        const Lease& lease, const std::string& token,
                                        const std::string& public_key) -> Result<SshCertificateDto> {
       ARMHIVE_ASSIGN_OR_RETURN(SshCertificate cert, ssh_ca->sign(public_key, lease.id, token,
                                                                  clock.now(), lease.expires_at));
       // The guest must accept it before the client tries it.
       ARMHIVE_RETURN_IF_ERROR(access->install_trust(lease));
+      engine.record_event(lease.id, "ssh.certificate",
+                          "serial=" + std::to_string(cert.serial) + " principal=" + cert.principal);
       return SshCertificateDto{cert.certificate,
                                lease.login_user,
                                cert.principal,
