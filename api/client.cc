@@ -118,6 +118,9 @@ Result<Client::Response> Client::call(const std::string& method, const std::stri
   out.status = res->status;
   out.content_type = res->get_header_value("Content-Type");
   out.body = std::move(res->body);
+  if (options_.on_response) {
+    options_.on_response({method, path, out.status, out.content_type, out.body});
+  }
   return out;
 }
 

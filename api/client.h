@@ -16,12 +16,25 @@ namespace armhive {
 
 inline constexpr std::string_view kDefaultServer = "http://127.0.0.1:8470";
 
+// One request and the server's answer, as the client saw it (for ClientOptions::on_response).
+struct ClientExchange {
+  const std::string& method;
+  const std::string& path;  // with the query
+  int status;
+  const std::string& content_type;
+  const std::string& body;
+};
+
 struct ClientOptions {
   std::string server{kDefaultServer};  // http://host:port or https://host:port
   std::string token;                   // "ah_..." bearer token
   std::chrono::seconds timeout{30};    // connect/read/write timeout of ordinary calls
   std::string ca_file;                 // https: trust this CA bundle instead of the system's
   bool insecure = false;               // https: skip certificate verification
+  // Called after every answered request, on the calling thread, before the answer is decoded
+  // (tracing; the e2e suite records what the daemon sent for its contract check). Must not
+  // throw; empty: nothing.
+  std::function<void(const ClientExchange&)> on_response;
 };
 
 struct LeaseQuery {

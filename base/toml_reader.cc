@@ -4,6 +4,18 @@
 
 namespace armhive {
 
+Result<toml::table> parse_toml(std::string_view text, std::string_view field,
+                               std::string_view source) {
+  try {
+    return toml::parse(text);
+  } catch (const toml::parse_error& e) {
+    return invalid_argument(
+        std::string(field),
+        std::string(source) + ": line " + std::to_string(e.source().begin.line) + ", column " +
+            std::to_string(e.source().begin.column) + ": " + std::string(e.description()));
+  }
+}
+
 const toml::node* TomlReader::get(std::string_view key) {
   seen_.insert(std::string(key));
   return table_.get(key);

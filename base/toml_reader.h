@@ -20,6 +20,11 @@ namespace armhive {
 // reader of the daemon's configuration and the image recipes. Absent keys leave `out` as it
 // is. It remembers the keys it was asked for, so no_unknown_keys() can refuse the rest.
 // Borrows the table; one thread at a time.
+// Parses TOML text; a syntax error is kInvalidArgument on `field` saying
+// "<source>: line L, column C: <what>" so the user can open the file at the spot.
+[[nodiscard]] Result<toml::table> parse_toml(std::string_view text, std::string_view field,
+                                             std::string_view source);
+
 class TomlReader {
  public:
   TomlReader(const toml::table& table, std::string prefix)

@@ -1,12 +1,14 @@
 #include "cli/config.h"
 
-#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+
+#include "base/toml_reader.h"
 
 namespace armhive {
 namespace {
@@ -36,36 +38,22 @@ Result<FileSettings> read_config(const std::string& path, bool required) {
     if (required) return invalid_argument("config", "no config file " + path);
     return out;
   }
-  toml::table t;
-  try {
-    t = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    return invalid_argument("config", path + ":" + std::to_string(e.source().begin.line) + ": " +
-                                          std::string(e.description()));
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return invalid_argument("config", "cannot read " + path);
+  ARMHIVE_ASSIGN_OR_RETURN(toml::table t, parse_toml(text, "config", path));
+  TomlReader r(t, "");
+  if (Status known = r.only({"server", "token", "token_file", "ca_file", "insecure"});
+      !known.is_ok()) {
+    return invalid_argument("config", path + ": unknown key \"" + known.field() +
+                                          "\" (server, token, token_file, ca_file, insecure)");
   }
-  for (auto&& [k, v] : t) {
-    std::string key(k.str());
-    if (key == "insecure") {
-      auto b = v.value<bool>();
-      if (!b) return invalid_argument("config", path + ": insecure must be true or false");
-      out.insecure = *b;
-      continue;
-    }
-    auto s = v.value<std::string>();
-    if (!s) return invalid_argument("config", path + ": " + key + " must be a string");
-    if (key == "server") {
-      out.server = *s;
-    } else if (key == "token") {
-      out.token = *s;
-    } else if (key == "token_file") {
-      out.token_file = *s;
-    } else if (key == "ca_file") {
-      out.ca_file = *s;
-    } else {
-      return invalid_argument("config", path + ": unknown key \"" + key +
-                                            "\" (server, token, token_file, ca_file, insecure)");
-    }
-  }
+  Status st = r.str("server", out.server);
+  if (st.is_ok()) st = r.str("token", out.token);
+  if (st.is_ok()) st = r.str("token_file", out.token_file);
+  if (st.is_ok()) st = r.str("ca_file", out.ca_file);
+  if (st.is_ok()) st = r.boolean("insecure", out.insecure);
+  if (!st.is_ok()) return invalid_argument("config", path + ": " + st.field() + " " + st.message());
   return out;
 }
 

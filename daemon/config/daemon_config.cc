@@ -4,7 +4,6 @@
 
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "base/toml_reader.h"
 #include "base/validation.h"
@@ -107,15 +106,7 @@ Status parse_egress(const toml::table& net_table, const std::string& prefix, Net
 }  // namespace
 
 Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text);
-  } catch (const toml::parse_error& err) {
-    std::ostringstream msg;
-    msg << err.description() << " at line " << err.source().begin.line << ", column "
-        << err.source().begin.column;
-    return invalid_argument("config", msg.str());
-  }
+  ARMHIVE_ASSIGN_OR_RETURN(toml::table root, parse_toml(toml_text, "config", "config"));
   DaemonConfig c;
   Status st;
   TomlReader top(root, "");

@@ -49,9 +49,11 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
   }
   std::unique_ptr<Database> db(new Database(raw, path));
   sqlite3_busy_timeout(raw, 5000);
+  // The first statements read the file: a file that is not a database (or is damaged) fails
+  // here, and the operator needs to know which file.
   for (const char* pragma :
        {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON", "PRAGMA synchronous=NORMAL"}) {
-    ARMHIVE_RETURN_IF_ERROR(db->execute(pragma));
+    if (Status s = db->execute(pragma); !s.is_ok()) return s.annotate("database " + path);
   }
   ARMHIVE_RETURN_IF_ERROR(db->execute(
       "CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT NOT NULL, step INTEGER NOT "

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "base/toml_reader.h"
 #include "daemon/images/sha256.h"
@@ -73,14 +72,7 @@ std::string_view recipe_kind_name(RecipeKind kind) {
 }
 
 Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) {
-  toml::table root;
-  try {
-    root = toml::parse(text);
-  } catch (const toml::parse_error& e) {
-    std::ostringstream msg;
-    msg << "TOML syntax error at line " << e.source().begin.line << ": " << e.description();
-    return invalid_argument("recipe", msg.str());
-  }
+  ARMHIVE_ASSIGN_OR_RETURN(toml::table root, parse_toml(text, "recipe", "recipe"));
   TomlReader top(root, "");
   ARMHIVE_RETURN_IF_ERROR(
       top.only({"name", "version", "arch", "kind", "suite", "variant", "packages", "exclude",

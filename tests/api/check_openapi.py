@@ -2,7 +2,11 @@
 """Validates api/openapi.yaml and, given a directory of recorded responses, checks that every
 response the daemon really sent matches the contract.
 
-usage: check_openapi.py SPEC [RESPONSES_DIR]
+usage: check_openapi.py [--partial] SPEC [RESPONSES_DIR]
+
+--partial: the responses are a sample (the e2e suite's, from whichever e2e tests ran), so an
+operation without a recorded 2xx answer is not a failure, and no responses at all is "nothing
+to check".
 
 Each recorded response is a JSON file {method, path, status, content_type, body} written by
 the in-process HTTP tests (tests/daemon/http/api_fixture.cc); `body` is the parsed JSON, a list
@@ -134,7 +138,7 @@ def template_regex(path):
     return re.compile("^" + re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(path)) + "$")
 
 
-def check_responses(doc, directory, err):
+def check_responses(doc, directory, err, partial=False):
     converted = to_json_schema(copy.deepcopy(doc))
     components = converted.get("components", {})
     templates = [(template_regex(p), p) for p in doc.get("paths", {})]
@@ -190,7 +194,7 @@ def check_responses(doc, directory, err):
             validate(rec["body"], schema, components, where, err)
     for path, item in doc.get("paths", {}).items():
         for method in METHODS:
-            if method in item and (method, path) not in exercised:
+            if not partial and method in item and (method, path) not in exercised:
                 err(f"{method.upper()} {path}: no successful response recorded (untested)")
 
 
@@ -204,6 +208,8 @@ def validate(instance, schema, components, where, err):
 
 
 def main(argv):
+    partial = "--partial" in argv
+    argv = [a for a in argv if a != "--partial"]
     if len(argv) not in (2, 3):
         print(__doc__, file=sys.stderr)
         return 2
@@ -212,7 +218,11 @@ def main(argv):
     errors, err = fail_list()
     check_structure(doc, err)
     if len(argv) == 3:
-        check_responses(doc, argv[2], err)
+        if partial and not glob.glob(os.path.join(argv[2], "*.json")):
+            print(f"openapi: no responses recorded in {argv[2]} (no e2e test that talks to "
+                  "armhived ran): nothing to check")
+            return 0
+        check_responses(doc, argv[2], err, partial)
     for e in errors:
         print(e)
     if errors:

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/support/files.h"
+#include "tests/support/response_recorder.h"
 
 namespace armhive {
 namespace fs = std::filesystem;
@@ -90,6 +91,9 @@ std::unique_ptr<Client> DaemonProcess::client_with(const std::string& token) con
   o.server = "http://127.0.0.1:" + std::to_string(port_);
   o.token = token;
   o.timeout = std::chrono::seconds(60);
+  o.on_response = [](const ClientExchange& x) {
+    record_response(x.method, x.path, x.status, x.content_type, x.body);
+  };
   auto c = Client::create(o);
   if (!c.is_ok()) return nullptr;
   return std::move(c).value();

@@ -29,80 +29,21 @@ using nlohmann::json;
 
 TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chromium renders",
           "[bench][e2e]") {
-  const fs::path e2e_state = env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e");
-  const Image image = e2e_tiny_image();
-
-  const fs::path state = e2e_state / "bench-e2e";
-  const fs::path artifacts = e2e_state / "artifacts";
+  const fs::path artifacts =
+      fs::path(env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e")) / "artifacts";
   fs::create_directories(artifacts);
-  NetworkSpec net{"armhive-bench-e2e", "ahbenche2e0",  "10.231.9.1/24",
-                  "10.231.9.10",       "10.231.9.100", 1500};
-  E2eHypervisor e2e = open_e2e_hypervisor(env_or("ARMHIVE_BENCH_E2E_URI", "qemu:///system"), state,
-                                          "armhive-bench-e2e", net);
-  const HostTopology& host = e2e.host;
-  std::unique_ptr<LibvirtHypervisor>& hv = e2e.hv;
-
-  VmSpec spec;
-  spec.name = "armhive-bench-e2e-1";
-  spec.vm_id = "vm-bench-e2e-1";
-  spec.pool = "bench";
-  spec.base_disk = image.disk.path;
-  spec.kernel = image.kernel.path;
-  spec.initrd = image.initrd.path;
-  spec.cmdline = image.cmdline + " armhive.hostname=bench-e2e";
-  spec.vcpus = 2;
-  spec.memory_mib = 512;
-  spec.network = net.name;
-  spec.mtu = net.mtu;
-  Status created = hv->create_vm(spec);
-  INFO(created.to_string());
-  REQUIRE(created.is_ok());
-
-  // Whatever happens below, the VM and the network go away.
-  struct Cleanup {
-    LibvirtHypervisor& hv;
-    std::string vm, net;
-    ~Cleanup() {
-      (void)hv.destroy_vm(vm);
-      (void)remove_network(hv.connection(), net);
-    }
-  } cleanup{*hv, spec.name, net.name};
-
-  bool agent = false;
-  for (auto deadline = SteadyClock::now() + std::chrono::seconds(240);
-       SteadyClock::now() < deadline;) {
-    if (hv->ping_agent(spec.name, std::chrono::seconds(2)).is_ok()) {
-      agent = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  INFO("console: " << hv->console_log(spec.name, 3000).value_or(""));
-  REQUIRE(agent);
-  Result<std::string> addr = unavailable("no address yet");
-  for (int i = 0; i < 120 && !addr.is_ok(); ++i) {
-    addr = hv->guest_address(spec.name);
-    if (!addr.is_ok()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  REQUIRE(addr.is_ok());
-
-  LeaseTarget target;
-  target.vm_name = spec.name;
-  target.address = *addr;
-  target.pool = spec.pool;
-  target.host = host.hostname;
-  target.host_arch = host.arch;
-  target.guest_arch = "aarch64";
-  target.vcpus = spec.vcpus;
-  target.mtu = spec.mtu;
-  target.emulated = host.accel != Accel::kKvm;
-  if (!image.corpus_path.empty()) {
-    target.corpus_path = image.corpus_path;
-    target.corpus_bytes = image.corpus_bytes;
-    target.corpus_seed = image.corpus_seed;
-    target.corpus_sha256 = image.corpus_sha256;
-    target.corpus_description = "tiny image corpus";
-  }
+  E2eGuest guest;
+  guest.boot({.tag = "bench",
+              .net = {"armhive-bench-e2e", "ahbenche2e0", "10.231.9.1/24", "10.231.9.10",
+                      "10.231.9.100", 1500},
+              .vcpus = 2,
+              .memory_mib = 512});
+  LibvirtHypervisor* hv = &guest.hv();
+  const HostTopology& host = guest.host();
+  const VmSpec& spec = guest.spec();
+  const fs::path& state = guest.state();
+  LeaseTarget target = guest.target();
+  target.corpus_description = "tiny image corpus";
 
   SubprocessRunner processes;
   SystemClock clock;

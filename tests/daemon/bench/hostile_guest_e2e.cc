@@ -132,68 +132,17 @@ void set_lie(Hypervisor& hv, const std::string& vm, const std::string& tool,
 
 TEST_CASE("a lying guest fails its benchmark runs clearly and the runner keeps serving",
           "[hostile][e2e]") {
-  const fs::path e2e_state = env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e");
-  const Image image = e2e_tiny_image();
-  const fs::path state = e2e_state / "hostile-e2e";
-  NetworkSpec net{"armhive-hostile-e2e", "ahhostile0",    "10.231.10.1/24",
-                  "10.231.10.10",        "10.231.10.100", 1500};
-  E2eHypervisor e2e = open_e2e_hypervisor(env_or("ARMHIVE_BENCH_E2E_URI", "qemu:///system"), state,
-                                          "armhive-hostile-e2e", net);
-  LibvirtHypervisor& hv = *e2e.hv;
-
-  VmSpec spec;
-  spec.name = "armhive-hostile-e2e-1";
-  spec.vm_id = "vm-hostile-e2e-1";
-  spec.pool = "hostile";
-  spec.base_disk = image.disk.path;
-  spec.kernel = image.kernel.path;
-  spec.initrd = image.initrd.path;
-  spec.cmdline = image.cmdline + " armhive.hostname=hostile-e2e";
-  spec.vcpus = 1;
-  spec.memory_mib = 512;
-  spec.network = net.name;
-  spec.mtu = net.mtu;
-  Status created = hv.create_vm(spec);
-  INFO(created.to_string());
-  REQUIRE(created.is_ok());
-  struct Cleanup {
-    LibvirtHypervisor& hv;
-    std::string vm, net;
-    ~Cleanup() {
-      (void)hv.destroy_vm(vm);
-      (void)remove_network(hv.connection(), net);
-    }
-  } cleanup{hv, spec.name, net.name};
-
-  bool agent = false;
-  for (auto deadline = SteadyClock::now() + 240s; SteadyClock::now() < deadline;) {
-    if (hv.ping_agent(spec.name, 2s).is_ok()) {
-      agent = true;
-      break;
-    }
-    std::this_thread::sleep_for(500ms);
-  }
-  INFO("console: " << hv.console_log(spec.name, 3000).value_or(""));
-  REQUIRE(agent);
-  Result<std::string> addr = unavailable("no address yet");
-  for (int i = 0; i < 120 && !addr.is_ok(); ++i) {
-    addr = hv.guest_address(spec.name);
-    if (!addr.is_ok()) std::this_thread::sleep_for(500ms);
-  }
-  REQUIRE(addr.is_ok());
-
-  LeaseTarget target;
-  target.vm_name = spec.name;
-  target.address = *addr;
-  target.pool = spec.pool;
-  target.host = e2e.host.hostname;
-  target.host_arch = e2e.host.arch;
-  target.guest_arch = "aarch64";
-  target.vcpus = spec.vcpus;
-  target.mtu = spec.mtu;
-  target.emulated = e2e.host.accel != Accel::kKvm;
-  target.corpus_path = image.corpus_path;
-  target.corpus_bytes = image.corpus_bytes;
+  E2eGuest guest;
+  guest.boot({.tag = "hostile",
+              .net = {"armhive-hostile-e2e", "ahhostile0", "10.231.10.1/24", "10.231.10.10",
+                      "10.231.10.100", 1500},
+              .pool = "hostile",
+              .vcpus = 1,
+              .memory_mib = 512});
+  LibvirtHypervisor& hv = guest.hv();
+  const VmSpec& spec = guest.spec();
+  const fs::path& state = guest.state();
+  LeaseTarget target = guest.target();
   REQUIRE_FALSE(target.corpus_path.empty());
 
   install_wrapper(hv, spec.name, "zstd", kZstdWrapper);

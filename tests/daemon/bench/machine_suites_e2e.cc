@@ -30,71 +30,31 @@ using nlohmann::json;
 // One guest for every case of this file; built on first use, torn down at exit.
 struct SharedGuest {
   fs::path state, artifacts;
-  NetworkSpec net{"armhive-suites-e2e", "ahsuitese2e0",  "10.231.11.1/24",
-                  "10.231.11.10",       "10.231.11.100", 1500};
-  E2eHypervisor e2e;
-  VmSpec spec;
+  E2eGuest guest;
   LeaseTarget target;
   SubprocessRunner processes;
   SystemClock clock;
-  std::unique_ptr<BenchmarkRunner> runner;
+  std::unique_ptr<BenchmarkRunner> runner;  // declared after the guest: destroyed before it
   bool ready = false;
 
-  ~SharedGuest() {
-    runner.reset();
-    if (e2e.hv) {
-      (void)e2e.hv->destroy_vm(spec.name);
-      (void)remove_network(e2e.hv->connection(), net.name);
-    }
-  }
-
   void boot() {
-    const fs::path e2e_state = env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e");
-    const Image image = e2e_tiny_image();
-    state = e2e_state / "bench-suites-e2e";
-    artifacts = e2e_state / "artifacts";
+    artifacts = fs::path(env_or("ARMHIVE_E2E_STATE", "/var/lib/armhive/e2e")) / "artifacts";
     fs::create_directories(artifacts);
-    e2e = open_e2e_hypervisor(env_or("ARMHIVE_BENCH_E2E_URI", "qemu:///system"), state,
-                              "armhive-suites-e2e", net);
-    spec.name = "armhive-suites-e2e-1";
-    spec.vm_id = "vm-suites-e2e-1";
-    spec.pool = "bench";
-    spec.base_disk = image.disk.path;
-    spec.kernel = image.kernel.path;
-    spec.initrd = image.initrd.path;
-    spec.cmdline = image.cmdline + " armhive.hostname=suites-e2e";
-    spec.vcpus = 2;
-    spec.memory_mib = 1024;  // three 128 MiB arrays (4x this host's 32 MiB L3) and the rest
-    spec.network = net.name;
-    spec.mtu = net.mtu;
-    Status created = e2e.hv->create_vm(spec);
-    INFO(created.to_string());
-    REQUIRE(created.is_ok());
-    bool agent = false;
-    for (auto deadline = SteadyClock::now() + std::chrono::seconds(240);
-         SteadyClock::now() < deadline;) {
-      if (e2e.hv->ping_agent(spec.name, std::chrono::seconds(2)).is_ok()) {
-        agent = true;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-    INFO("console: " << e2e.hv->console_log(spec.name, 3000).value_or(""));
-    REQUIRE(agent);
-    target.vm_name = spec.name;
-    target.pool = spec.pool;
-    target.host = e2e.host.hostname;
-    target.host_arch = e2e.host.arch;
-    target.guest_arch = "aarch64";
-    target.vcpus = spec.vcpus;
-    target.mtu = spec.mtu;
-    target.emulated = e2e.host.accel != Accel::kKvm;
-    target.disk_path = (state / "vms" / "overlays" / (spec.name + ".qcow2")).string();
+    guest.boot({.tag = "suites",
+                .net = {"armhive-suites-e2e", "ahsuitese2e0", "10.231.11.1/24", "10.231.11.10",
+                        "10.231.11.100", 1500},
+                .vcpus = 2,
+                // three 128 MiB arrays (4x this host's 32 MiB L3) and the rest
+                .memory_mib = 1024,
+                .wait_address = false});
+    state = guest.state();
+    target = guest.target();
+    target.disk_path = (state / "vms" / "overlays" / (guest.spec().name + ".qcow2")).string();
     BenchmarkRunnerOptions o;
     o.runs_dir = (state / "runs").string();
     o.zstd_timeout = std::chrono::minutes(5);
     runner = std::make_unique<BenchmarkRunner>(
-        *e2e.hv, processes, [this](const std::string&) -> Result<LeaseTarget> { return target; },
+        guest.hv(), processes, [this](const std::string&) -> Result<LeaseTarget> { return target; },
         clock, o);
     REQUIRE(runner->load().is_ok());
     ready = true;
@@ -146,7 +106,7 @@ struct SharedGuest {
 
   // The raw output of a guest command, kept as a fixture capture.
   void capture(const std::vector<std::string>& argv, const std::string& name) {
-    auto r = e2e.hv->exec(spec.name, {.argv = argv, .timeout = std::chrono::minutes(5)});
+    auto r = guest.hv().exec(guest.spec().name, {.argv = argv, .timeout = std::chrono::minutes(5)});
     REQUIRE(r.is_ok());
     fs::create_directories(artifacts / "captures");
     std::ofstream(artifacts / "captures" / name) << r->out << r->err;
@@ -240,8 +200,8 @@ TEST_CASE("storage suite on a real guest: fio with direct I/O on the qcow2 overl
   CHECK(median_of(st, "storage.guest.seq_read.mb_s") > 0);
   CHECK(median_of(st, "storage.guest.rand_read_4k.iops") > 0);
   // The test file is gone.
-  auto ls = g.e2e.hv->exec(g.spec.name,
-                           {.argv = {"ls", "/var/tmp"}, .timeout = std::chrono::seconds(30)});
+  auto ls = g.guest.hv().exec(g.guest.spec().name,
+                              {.argv = {"ls", "/var/tmp"}, .timeout = std::chrono::seconds(30)});
   REQUIRE(ls.is_ok());
   CHECK(ls->out.find("armhive-fio") == std::string::npos);
   g.capture({"fio", "--name=randread", "--filename=/var/tmp/capture.dat", "--size=16M", "--bs=4k",

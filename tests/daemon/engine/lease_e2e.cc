@@ -273,6 +273,67 @@ TEST_CASE("kill -9 of the daemon while provisioning: restart converges, nothing 
   daemon.kill(SIGTERM);
 }
 
+TEST_CASE("an unreadable database at start: armhived refuses to start and no VM is touched",
+          "[recovery]") {
+  std::string state = e2e_state() + "/lease-baddb";
+  DaemonProcess daemon(state, e2e_state() + "/images", 18473, pool_toml(1));
+  REQUIRE(daemon.start().is_ok());
+  auto api = daemon.client();
+  REQUIRE(eventually([&] { return api->pools().is_ok() && (*api->pools())[0].warm == 1; }, 240s));
+  LeaseCreateRequest req;
+  req.pool = "ci";
+  req.ssh_keys = {make_key(state)};
+  auto lease = api->create_lease(req);
+  REQUIRE(lease.is_ok());
+  REQUIRE(lease->state == "ready");
+  const std::string vm = lease->vm->name;
+  const pid_t qemu = qemu_pid(vm);
+  REQUIRE(qemu > 0);
+  daemon.kill(SIGKILL);
+
+  // The database's header overwritten (a disk error, a bad restore): the copy is put back later.
+  const std::string db = state + "/armhive.db";
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    if (fs::exists(db + suffix)) {
+      fs::copy_file(db + suffix, db + suffix + ".good", fs::copy_options::overwrite_existing);
+    }
+  }
+  // (Without its write-ahead log: SQLite would read page 1 from the log and never see it.)
+  fs::remove(db + "-wal");
+  fs::remove(db + "-shm");
+  {
+    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
+    REQUIRE(f);
+    const std::string garbage(100, '\x5a');
+    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  Status refused = daemon.start(60s);
+  INFO(daemon.log());
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK_FALSE(daemon.running());
+  CHECK(daemon.full_log().find("armhive.db") != std::string::npos);
+  // Nothing was destroyed on partial knowledge: the same QEMU process, the same files.
+  CHECK(qemu_pid(vm) == qemu);
+  CHECK(vm_files(state).count(vm));
+
+  // Restored, the daemon adopts the VM and the lease is as it was.
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    fs::remove(db + suffix);
+    if (fs::exists(db + suffix + ".good")) fs::rename(db + suffix + ".good", db + suffix);
+  }
+  REQUIRE(daemon.start().is_ok());
+  api = daemon.client();
+  auto again = api->get_lease(lease->id);
+  REQUIRE(again.is_ok());
+  CHECK(again->state == "ready");
+  REQUIRE(again->vm.has_value());
+  CHECK(again->vm->name == vm);
+  CHECK(qemu_pid(vm) == qemu);
+  REQUIRE(api->release_lease(lease->id).is_ok());
+  REQUIRE(eventually([&] { return !vm_files(state).count(vm); }, 60s));
+  daemon.kill(SIGTERM);
+}
+
 TEST_CASE("kill -9 of a guest's QEMU fails its lease and the pool refills", "[crash]") {
   std::string state = e2e_state() + "/lease-crash";
   DaemonProcess daemon(state, e2e_state() + "/images", 18472, pool_toml(1));

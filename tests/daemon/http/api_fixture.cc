@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/response_recorder.h"
+
 namespace armhive {
 namespace {
 
@@ -17,41 +19,6 @@ std::string must(Result<std::string> r) {
     std::abort();
   }
   return *r;
-}
-
-void record(const std::string& method, const std::string& path, const HttpReply& reply) {
-  const char* dir = std::getenv("ARMHIVE_API_RESPONSES_DIR");
-  if (dir == nullptr || *dir == '\0') return;
-  static std::atomic<int> counter{0};
-  std::filesystem::create_directories(dir);
-  nlohmann::json body;
-  if (reply.content_type.find("json") != std::string::npos) {
-    if (reply.content_type.find("ndjson") != std::string::npos) {
-      body = nlohmann::json::array();
-      size_t pos = 0;
-      while (pos < reply.body.size()) {
-        size_t nl = reply.body.find('\n', pos);
-        std::string line = reply.body.substr(pos, nl - pos);
-        if (!line.empty()) body.push_back(nlohmann::json::parse(line, nullptr, false));
-        if (nl == std::string::npos) break;
-        pos = nl + 1;
-      }
-    } else {
-      body = nlohmann::json::parse(reply.body, nullptr, false);
-    }
-  } else {
-    body = reply.body.substr(0, 4096);
-  }
-  std::string q = path.substr(0, path.find('?'));
-  nlohmann::json j = {{"method", method},
-                      {"path", q},
-                      {"status", reply.status},
-                      {"content_type", reply.content_type},
-                      {"body", body}};
-  char name[64];
-  std::snprintf(name, sizeof name, "/%d-%06d.json", static_cast<int>(getpid()), ++counter);
-  std::ofstream(std::string(dir) + name)
-      << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -107,7 +74,7 @@ HttpReply ApiFixture::request(const std::string& method, const std::string& path
   reply.content_type = res->get_header_value("Content-Type");
   reply.body = res->body;
   for (const auto& [k, v] : res->headers) reply.headers[k] = v;
-  record(method, path, reply);
+  record_response(method, path, reply.status, reply.content_type, reply.body);
   return reply;
 }
 
