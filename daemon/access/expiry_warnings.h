@@ -12,9 +12,9 @@ namespace armhive {
 // When a developer lease's guest warns its logged-in users that the VM is about to go: 15 and
 // 2 minutes before expiry. Pure; the caller (LeaseAccess's watcher) keeps what was sent.
 inline const std::vector<std::chrono::minutes>& expiry_warning_marks() {
-  static const std::vector<std::chrono::minutes> marks{std::chrono::minutes(15),
-                                                       std::chrono::minutes(2)};
-  return marks;
+  static const std::vector<std::chrono::minutes> kMarks{std::chrono::minutes(15),
+                                                        std::chrono::minutes(2)};
+  return kMarks;
 }
 
 // What has been said to one lease's guest, for the expiry it was said about: a renew moves the

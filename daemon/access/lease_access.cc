@@ -41,8 +41,8 @@ constexpr const char* kWallScript =
     "2>/dev/null > \"$t\"; done; true";
 
 const Clock& system_clock_instance() {
-  static const SystemClock clock;
-  return clock;
+  static const SystemClock kClock;
+  return kClock;
 }
 
 bool base64_text(const std::string& s) {
