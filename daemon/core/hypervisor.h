@@ -37,6 +37,9 @@ struct VmSpec {
   uint64_t memory_mib = 512;
   uint64_t disk_gib = 0;            // overlay virtual size; 0 = the base image's size
   std::string network = "default";  // libvirt network name
+  // The NIC's MAC, "52:54:00:xx:xx:xx" style; empty: the hypervisor picks one (LibvirtHypervisor
+  // also reserves the VM's address under it before boot, see daemon/virt/dhcp_reservation.h).
+  std::string mac;
   int mtu = 1500;
   int net_queues = 1;
   std::vector<int> vcpu_pins;      // host CPU for vCPU i; empty = not pinned
