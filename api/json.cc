@@ -390,6 +390,41 @@ Result<LeaseRenewRequest> lease_renew_from_json(const json& j) {
   return out;
 }
 
+json to_json(const SshCertificateRequest& r) { return {{"public_key", r.public_key}}; }
+
+Result<SshCertificateRequest> ssh_certificate_request_from_json(const json& j) {
+  JsonReader r(j, "");
+  AH_TRY(r.require_object());
+  AH_TRY(r.only({"public_key"}));
+  SshCertificateRequest out;
+  AH_TRY(r.str("public_key", out.public_key, /*required=*/true));
+  return out;
+}
+
+json to_json(const SshCertificateDto& c) {
+  return {{"certificate", c.certificate},
+          {"user", c.user},
+          {"principal", c.principal},
+          {"key_id", c.key_id},
+          {"serial", c.serial},
+          {"valid_after", c.valid_after},
+          {"valid_before", c.valid_before}};
+}
+
+Result<SshCertificateDto> ssh_certificate_from_json(const json& j) {
+  JsonReader r(j, "");
+  AH_TRY(r.require_object());
+  SshCertificateDto c;
+  AH_TRY(r.str("certificate", c.certificate, true));
+  AH_TRY(r.str("user", c.user));
+  AH_TRY(r.str("principal", c.principal));
+  AH_TRY(r.str("key_id", c.key_id));
+  AH_TRY(r.integer("serial", c.serial));
+  AH_TRY(r.str("valid_after", c.valid_after));
+  AH_TRY(r.str("valid_before", c.valid_before));
+  return c;
+}
+
 json to_json(const ExecRequestDto& r) {
   json j = {{"argv", r.argv}, {"timeout_s", r.timeout_s}};
   if (!r.stdin_data.empty()) put_bytes(j, "stdin", r.stdin_data);

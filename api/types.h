@@ -76,6 +76,23 @@ struct LeaseRenewRequest {
   int64_t ttl_seconds = 0;
 };
 
+// POST /v1/leases/{id}/ssh-certificate
+struct SshCertificateRequest {
+  std::string public_key;  // "ssh-ed25519 AAAA... [comment]"
+};
+
+// An OpenSSH user certificate for one lease: its principal opens only that lease's VM, and it
+// expires with the lease (renew and ask again for a longer one).
+struct SshCertificateDto {
+  std::string certificate;  // the -cert.pub line for the key that was sent
+  std::string user;         // the guest's login user
+  std::string principal;    // "lease-<id>"
+  std::string key_id;
+  uint64_t serial = 0;
+  std::string valid_after;   // RFC 3339
+  std::string valid_before;  // RFC 3339: the lease's expiry when issued
+};
+
 struct VmDto {
   std::string name;
   std::string address;

@@ -17,6 +17,7 @@
 #include "base/version.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
+#include "daemon/access/ssh_ca.h"
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/bench/lease_target_resolver.h"
 #include "daemon/config/daemon_config.h"
@@ -231,22 +232,32 @@ int serve(const DaemonConfig& config) {
   // [access]: per-lease forwards from the host to the guests' SSH.
   std::unique_ptr<ForwardTable> forwards;
   std::unique_ptr<LeaseAccess> access;
+  std::unique_ptr<SshCertificateAuthority> ssh_ca;
   if (config.access.enabled) {
     AccessOptions access_options;
     access_options.listen_address = config.access.listen;
     access_options.advertise_host = config.access.advertise;
     access_options.port_min = config.access.port_min;
     access_options.port_max = config.access.port_max;
-    auto table = ForwardTable::start(access_options, [&audit = **audit](const AccessEvent& e) {
-      spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
-      (void)audit.record("armhived", e.type, e.lease_id, e.detail);
-    });
+    auto table =
+        ForwardTable::start(access_options, [&audit = **audit, &engine](const AccessEvent& e) {
+          spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
+          (void)audit.record("armhived", e.type, e.lease_id, e.detail);
+          engine.record_event(e.lease_id, e.type, e.detail);
+        });
     if (!table.is_ok()) {
       engine.stop();
       return fail(table.status(), "access forwards");
     }
     forwards = std::move(table).value();
     access = std::make_unique<LeaseAccess>(engine, *forwards, config.access.max_extra_ports);
+    auto ca = SshCertificateAuthority::open(config.ssh_ca_key_path(), runner);
+    if (!ca.is_ok()) {
+      engine.stop();
+      return fail(ca.status(), "SSH certificate authority");
+    }
+    ssh_ca = std::move(ca).value();
+    access->set_user_ca(ssh_ca->public_key());
     access->start();
     spdlog::info("access forwards on {} ports {}-{}", access_options.listen_address,
                  access_options.port_min, access_options.port_max);
@@ -303,6 +314,23 @@ int serve(const DaemonConfig& config) {
     };
     http_options.lease_ports = [&access](const std::string& id, const std::vector<int>& ports) {
       access->set_ports(id, ports);
+    };
+    http_options.ssh_certificate = [&access, &ssh_ca, &clock, &engine](
+                                       const Lease& lease, const std::string& token,
+                                       const std::string& public_key) -> Result<SshCertificateDto> {
+      ARMHIVE_ASSIGN_OR_RETURN(SshCertificate cert, ssh_ca->sign(public_key, lease.id, token,
+                                                                 clock.now(), lease.expires_at));
+      // The guest must accept it before the client tries it.
+      ARMHIVE_RETURN_IF_ERROR(access->install_trust(lease));
+      engine.record_event(lease.id, "ssh.certificate",
+                          "serial=" + std::to_string(cert.serial) + " principal=" + cert.principal);
+      return SshCertificateDto{cert.certificate,
+                               lease.login_user,
+                               cert.principal,
+                               cert.key_id,
+                               cert.serial,
+                               to_rfc3339(cert.valid_after),
+                               to_rfc3339(cert.valid_before)};
     };
   }
   http_options.lease_startup = [&runner = **startups](const std::string& id,

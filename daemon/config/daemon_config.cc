@@ -277,6 +277,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_min", c.access.port_min, 1, 65535));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_max", c.access.port_max, 1, 65535));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_extra_ports", c.access.max_extra_ports, 0, 64));
+    ARMHIVE_RETURN_IF_ERROR(r.str("ssh_ca_key", c.access.ssh_ca_key));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     if (c.access.port_min > c.access.port_max) {
       return invalid_argument("access.port_max", "must not be below port_min");

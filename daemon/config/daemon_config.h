@@ -40,6 +40,8 @@ struct AccessConfig {
   int port_min = 22000;            // forwards take ports from [port_min, port_max]
   int port_max = 22999;
   int max_extra_ports = 4;  // guest ports besides SSH one lease may ask for (pools' access_ports)
+  // The SSH user CA's private key (0600; created on first start). Empty: <state_dir>/ssh_ca_key.
+  std::string ssh_ca_key;
 };
 
 // [github]: the GitHub Actions provider (daemon/github). Exactly one of org / repo.
@@ -105,6 +107,9 @@ struct DaemonConfig {
   std::vector<PoolConfig> pools;
 
   std::string catalog_dir() const { return catalog.empty() ? state_dir + "/images" : catalog; }
+  std::string ssh_ca_key_path() const {
+    return access.ssh_ca_key.empty() ? state_dir + "/ssh_ca_key" : access.ssh_ca_key;
+  }
   std::string database_path() const {
     return database.empty() ? state_dir + "/armhive.db" : database;
   }

@@ -20,6 +20,9 @@ std::vector<SecretFile> secret_files(const DaemonConfig& config) {
     out.push_back({config.github.webhook_secret_file,
                    "the GitHub webhook secret ([github] webhook_secret_file)"});
   }
+  if (config.access.enabled) {
+    out.push_back({config.ssh_ca_key_path(), "the SSH CA key ([access] ssh_ca_key)"});
+  }
   return out;
 }
 

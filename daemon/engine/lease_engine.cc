@@ -645,6 +645,13 @@ std::vector<HostView> LeaseEngine::hosts() {
   return {view};
 }
 
+void LeaseEngine::record_event(const std::string& lease_id, std::string type, std::string detail) {
+  MutexLock lock(mu_);
+  auto it = leases_.find(lease_id);
+  if (it == leases_.end()) return;
+  emit_locked(std::move(type), it->second.lease, std::move(detail));
+}
+
 std::vector<Event> LeaseEngine::events_since(uint64_t after, std::chrono::milliseconds timeout) {
   MutexLock lock(mu_);
   changed_.wait_for(lock, timeout, [&]() REQUIRES(mu_) {

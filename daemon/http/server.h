@@ -14,6 +14,7 @@
 
 namespace armhive {
 
+class Clock;
 class LeaseService;
 class BenchmarkService;
 class TokenStore;
@@ -50,6 +51,9 @@ struct HttpOptions {
   std::chrono::seconds max_wait{300};               // cap on ?wait=ready&timeout=
   std::chrono::milliseconds event_keepalive{5000};  // newline on an idle event stream
   std::string version = std::string(kVersion);
+  // The wall clock for dev lease lifetimes (renew's hard maximum); null: the system clock. Not
+  // owned; outlives the server.
+  const Clock* clock = nullptr;
   // Receives one line per request and per server error; may be empty. Called from worker
   // threads concurrently.
   std::function<void(std::string_view line)> log;
@@ -74,6 +78,12 @@ struct HttpOptions {
                        const std::string& signature, const std::string& body,
                        const std::string& remote)>
       github_webhook;
+  // Issues an SSH user certificate for a ready lease the caller may see (daemon/access: the CA;
+  // writes the lease's trust into its guest first). `token` names the caller for the key id.
+  // Unset: POST /v1/leases/{id}/ssh-certificate is 503. Called from worker threads.
+  std::function<Result<SshCertificateDto>(const Lease& lease, const std::string& token,
+                                          const std::string& public_key)>
+      ssh_certificate;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,
