@@ -18,6 +18,7 @@
 #include "daemon/virt/network.h"
 #include "daemon/virt/network_guard.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/e2e_daemon.h"
 #include "tests/support/outside_netns.h"
 
 namespace armhive {
@@ -25,11 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-std::string e2e_state() {
-  const char* s = std::getenv("ARMHIVE_E2E_STATE");
-  return s ? s : "/tmp/armhive-e2e";
-}
 
 // One API port per test case: the daemon names its storage pool after it.
 constexpr int kNatApiPort = 18490;
@@ -92,16 +88,6 @@ void write(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
   REQUIRE(out.good());
-}
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(500ms);
-  }
-  return pred();
 }
 
 // ssh from outside, verifying the host key against `known_hosts` only.

@@ -20,6 +20,7 @@
 #include "base/process_runner.h"
 #include "daemon/github/webhook_signature.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/e2e_daemon.h"
 
 namespace armhive {
 namespace {
@@ -28,44 +29,9 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
 
-std::string e2e_state() {
-  const char* s = std::getenv("ARMHIVE_E2E_STATE");
-  return s ? s : "/tmp/armhive-e2e";
-}
-
 std::string source_dir() {
   const char* s = std::getenv("ARMHIVE_SOURCE_DIR");
   return s ? s : ARMHIVE_SOURCE_DIR;
-}
-
-// One warm VM on one dedicated core of this 2-CPU machine.
-const std::string kPool = R"(
-[host.cpus]
-housekeeping = "0"
-dedicated = "1"
-
-[[pools]]
-name = "ci"
-image = "tiny"
-vcpus = 1
-memory_mib = 384
-network = "armhive"
-max = 1
-max_starting = 1
-default_ttl = "10m"
-max_ttl = "1h"
-cpu_policy = "dedicated"
-min_warm = 1
-)";
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(250ms);
-  }
-  return pred();
 }
 
 std::string random_hex(size_t bytes) {
@@ -143,7 +109,8 @@ TEST_CASE(
     "startup: a lease's command runs in the guest with its environment; release_on_exit "
     "ends the lease; a bad argv is 400",
     "[github-e2e]") {
-  DaemonProcess daemon(e2e_state() + "/startup", e2e_state() + "/images", 18490, kPool);
+  DaemonProcess daemon(e2e_state() + "/startup", e2e_state() + "/images", 18490,
+                       one_core_pool_toml(1));
   Status started = daemon.start();
   INFO(daemon.log());
   REQUIRE(started.is_ok());
@@ -294,7 +261,8 @@ runner_command = ["/bin/sh", "-c", "echo \"$ACTIONS_RUNNER_INPUT_JITCONFIG\" > /
 [github.labels]
 armhive-arm64 = "ci"
 )";
-  DaemonProcess daemon(dir + "/state", e2e_state() + "/images", 18491, kPool + github);
+  DaemonProcess daemon(dir + "/state", e2e_state() + "/images", 18491,
+                       one_core_pool_toml(1) + github);
   Status started = daemon.start();
   INFO(daemon.log());
   REQUIRE(started.is_ok());
