@@ -1,6 +1,6 @@
 // LeaseEngine: the public operations (create, renew, release, wait, events) and start/stop.
 // Over ~600 lines on purpose for now: the engine is being recomposed around the pure fleet
-// placement (daemon/core/fleet.h, issue #13), which replaces its single CoreAllocator and moves
+// placement (daemon/core/fleet.h), which replaces its single CoreAllocator and moves
 // hand-out and refill decisions out of this file; splitting it before that would split it twice.
 #include "daemon/engine/lease_engine.h"
 
