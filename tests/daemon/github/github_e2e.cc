@@ -109,7 +109,7 @@ TEST_CASE(
     "startup: a lease's command runs in the guest with its environment; release_on_exit "
     "ends the lease; a bad argv is 400",
     "[github-e2e]") {
-  DaemonProcess daemon(e2e_state() + "/startup", e2e_state() + "/images", 18490,
+  DaemonProcess daemon(e2e_state() + "/startup", e2e_state() + "/images", 18480,
                        one_core_pool_toml(1));
   Status started = daemon.start();
   INFO(daemon.log());
@@ -261,7 +261,7 @@ runner_command = ["/bin/sh", "-c", "echo \"$ACTIONS_RUNNER_INPUT_JITCONFIG\" > /
 [github.labels]
 armhive-arm64 = "ci"
 )";
-  DaemonProcess daemon(dir + "/state", e2e_state() + "/images", 18491,
+  DaemonProcess daemon(dir + "/state", e2e_state() + "/images", 18481,
                        one_core_pool_toml(1) + github);
   Status started = daemon.start();
   INFO(daemon.log());
@@ -276,8 +276,8 @@ armhive-arm64 = "ci"
 
   // A forged delivery: 401, nothing asked of GitHub, nothing leased, audited.
   const std::string queued = job("queued", 9001);
-  CHECK(post_webhook(18491, dir, "d-forged", queued, webhook_signature("guess", queued)) == 401);
-  CHECK(post_webhook(18491, dir, "d-unsigned", queued, "") == 401);
+  CHECK(post_webhook(18481, dir, "d-forged", queued, webhook_signature("guess", queued)) == 401);
+  CHECK(post_webhook(18481, dir, "d-unsigned", queued, "") == 401);
   std::this_thread::sleep_for(1s);
   CHECK(standin.requests().empty());
   CHECK(api->list_leases({}).value().items.empty());
@@ -292,8 +292,8 @@ armhive-arm64 = "ci"
 
   // The real one.
   const auto t0 = std::chrono::steady_clock::now();
-  REQUIRE(post_webhook(18491, dir, "d-1", queued, webhook_signature(secret, queued)) == 202);
-  CHECK(post_webhook(18491, dir, "d-1", queued, webhook_signature(secret, queued)) == 409);
+  REQUIRE(post_webhook(18481, dir, "d-1", queued, webhook_signature(secret, queued)) == 202);
+  CHECK(post_webhook(18481, dir, "d-1", queued, webhook_signature(secret, queued)) == 409);
   LeaseQuery mine;
   mine.labels = {{"github.job", "9001"}};
   std::string lease_id;
@@ -336,9 +336,9 @@ armhive-arm64 = "ci"
 
   // The job runs, then completes: the lease ends.
   const std::string running = job("in_progress", 9001, "armhive-9001");
-  REQUIRE(post_webhook(18491, dir, "d-2", running, webhook_signature(secret, running)) == 202);
+  REQUIRE(post_webhook(18481, dir, "d-2", running, webhook_signature(secret, running)) == 202);
   const std::string done = job("completed", 9001, "armhive-9001");
-  REQUIRE(post_webhook(18491, dir, "d-3", done, webhook_signature(secret, done)) == 202);
+  REQUIRE(post_webhook(18481, dir, "d-3", done, webhook_signature(secret, done)) == 202);
   REQUIRE(eventually(
       [&] {
         auto l = api->get_lease(lease_id);
