@@ -82,6 +82,14 @@ Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::open(
   ARMHIVE_ASSIGN_OR_RETURN(Connection conn, Connection::open(options.uri));
   std::unique_ptr<LibvirtHypervisor> h(new LibvirtHypervisor(std::move(options), std::move(conn)));
   ARMHIVE_ASSIGN_OR_RETURN(h->events_, DomainEvents::attach(h->connection_));
+  // A storage pool of this name on another directory (another armhived's, or an old
+  // configuration's) would fail every create for ever: refuse at once, naming both paths. Other
+  // failures are left to create_vm, which retries them.
+  if (!h->options_.storage_pool.empty()) {
+    auto pool = ensure_dir_pool(h->connection_, h->options_.storage_pool,
+                                (fs::path(h->options_.state_dir) / "overlays").string());
+    if (!pool.is_ok() && pool.status().code() == ErrorCode::kConflict) return pool.status();
+  }
   return h;
 }
 
