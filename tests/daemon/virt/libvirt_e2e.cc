@@ -39,6 +39,14 @@ std::vector<VmInfo> only(const std::vector<VmInfo>& all, const std::string& name
   return out;
 }
 
+// Whether `name` still has files or an address reservation (reservations are per libvirt
+// network, and other stages' VMs may hold some on theirs, so only this VM's are asked about).
+bool has_vm_files(LibvirtHypervisor& hv, const std::string& name) {
+  auto left = hv.list_vm_files();
+  REQUIRE(left.is_ok());
+  return std::find(left->begin(), left->end(), name) != left->end();
+}
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -263,16 +271,7 @@ TEST_CASE(
   CHECK(saw(spec.name, VmEventKind::kStopped));
   CHECK(hv->connection().lookup_domain(spec.name).status().code() == ErrorCode::kNotFound);
   CHECK(only(*hv->list_vms(), spec.name).empty());
-  {
-    // Its own files and address reservation are gone (reservations are per libvirt network, and
-    // other e2e daemons' VMs may hold some on theirs).
-    auto left = hv->list_vm_files();
-    REQUIRE(left.is_ok());
-    std::string names;
-    for (const std::string& n : *left) names += n + " ";
-    INFO("vm files and reservations left: " << names);
-    CHECK(std::find(left->begin(), left->end(), spec.name) == left->end());
-  }
+  CHECK_FALSE(has_vm_files(*hv, spec.name));
   CHECK_FALSE(fs::exists(overlay));
   CHECK_FALSE(fs::exists(proc));
   auto released = find_dhcp_host(hv->connection(), net.name, spec.name);
@@ -321,16 +320,7 @@ TEST_CASE("a UEFI guest starts on AAVMF with its own vars file, removed with it"
   REQUIRE(hv->destroy_vm(spec.name).is_ok());
   CHECK_FALSE(fs::exists(paths.nvram));
   CHECK_FALSE(fs::exists(paths.overlay));
-  {
-    // Its own files and address reservation are gone (reservations are per libvirt network, and
-    // other e2e daemons' VMs may hold some on theirs).
-    auto left = hv->list_vm_files();
-    REQUIRE(left.is_ok());
-    std::string names;
-    for (const std::string& n : *left) names += n + " ";
-    INFO("vm files and reservations left: " << names);
-    CHECK(std::find(left->begin(), left->end(), spec.name) == left->end());
-  }
+  CHECK_FALSE(has_vm_files(*hv, spec.name));
   CHECK(remove_network(hv->connection(), net.name).is_ok());
   fs::remove_all(state);
 }
@@ -434,16 +424,7 @@ TEST_CASE("after libvirtd restarts, the hypervisor reconnects and still sees its
     CHECK(cv.wait_for(lock, std::chrono::seconds(30), [&] { return stopped; }));
   }
   CHECK(only(*hv->list_vms(), spec.name).empty());
-  {
-    // Its own files and address reservation are gone (reservations are per libvirt network, and
-    // other e2e daemons' VMs may hold some on theirs).
-    auto left = hv->list_vm_files();
-    REQUIRE(left.is_ok());
-    std::string names;
-    for (const std::string& n : *left) names += n + " ";
-    INFO("vm files and reservations left: " << names);
-    CHECK(std::find(left->begin(), left->end(), spec.name) == left->end());
-  }
+  CHECK_FALSE(has_vm_files(*hv, spec.name));
   CHECK(remove_network(hv->connection(), net.name).is_ok());
   fs::remove_all(state);
 }
