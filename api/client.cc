@@ -287,6 +287,109 @@ Result<std::string> Client::console(const std::string& id, size_t max_bytes) {
   return call_ok("GET", path);
 }
 
+Result<FileTransferDto> Client::put_file(
+    const std::string& id, const std::string& path, bool tar, uint64_t size,
+    const std::string& sha256,
+    const std::function<Result<std::string>(uint64_t offset, size_t max)>& read) {
+  httplib::Client cli(options_.server);
+  cli.set_connection_timeout(options_.timeout);
+  // The answer comes after the guest checked and moved (or unpacked) the file.
+  cli.set_read_timeout(std::max(options_.timeout, std::chrono::seconds(600)));
+  cli.set_write_timeout(options_.timeout);
+  if (!options_.ca_file.empty()) cli.set_ca_cert_path(options_.ca_file.c_str());
+  if (options_.insecure) cli.enable_server_certificate_verification(false);
+  httplib::Headers h;
+  if (!options_.token.empty()) h.emplace("Authorization", "Bearer " + options_.token);
+  h.emplace("User-Agent", "armhive-cli");
+  std::string target = "/v1/leases/" + path_id(id) + "/files?path=" + url_encode(path);
+  if (!sha256.empty()) target += "&sha256=" + sha256;
+  Status read_status;
+  auto res = cli.Put(
+      target, h, static_cast<size_t>(size),
+      [&](size_t offset, size_t length, httplib::DataSink& sink) {
+        auto piece = read(offset, std::min<size_t>(length, 256 * 1024));
+        if (!piece.is_ok()) {
+          read_status = piece.status();
+          return false;
+        }
+        if (piece->empty()) {
+          read_status = unavailable("the local file ended early (did it change?)");
+          return false;
+        }
+        return sink.write(piece->data(), piece->size());
+      },
+      tar ? "application/x-tar" : "application/octet-stream");
+  if (!read_status.is_ok()) return read_status;
+  if (!res) return status_from_http_error(res.error(), options_.server);
+  if (options_.on_response) {
+    options_.on_response(
+        {"PUT", target, res->status, res->get_header_value("Content-Type"), res->body});
+  }
+  if (res->status < 200 || res->status >= 300) return status_from_response(res->status, res->body);
+  return decode<FileTransferDto>(Result<std::string>(std::move(res->body)),
+                                 file_transfer_from_json);
+}
+
+Status Client::get_file(const std::string& id, const std::string& path,
+                        const std::function<Status(const std::string& kind, uint64_t size,
+                                                   const std::string& sha256)>& on_begin,
+                        const std::function<Status(std::string_view data)>& on_data) {
+  httplib::Client cli(options_.server);
+  cli.set_connection_timeout(options_.timeout);
+  // Directories are packed (and files checksummed) in the guest before the first byte.
+  cli.set_read_timeout(std::max(options_.timeout, std::chrono::seconds(600)));
+  if (!options_.ca_file.empty()) cli.set_ca_cert_path(options_.ca_file.c_str());
+  if (options_.insecure) cli.enable_server_certificate_verification(false);
+  httplib::Headers h;
+  if (!options_.token.empty()) h.emplace("Authorization", "Bearer " + options_.token);
+  h.emplace("User-Agent", "armhive-cli");
+  const std::string target = "/v1/leases/" + path_id(id) + "/files?path=" + url_encode(path);
+  int http_status = 0;
+  std::string error_body, content_type;
+  Status callback_status;
+  auto res = cli.Get(
+      target, h,
+      [&](const httplib::Response& r) {
+        http_status = r.status;
+        content_type = r.get_header_value("Content-Type");
+        if (r.status != 200) return true;
+        uint64_t size = 0;
+        try {
+          size = std::stoull(r.get_header_value("X-Armhive-Size"));
+        } catch (const std::exception&) {
+          callback_status = unavailable("the server sent no X-Armhive-Size");
+          return false;
+        }
+        callback_status = on_begin(r.get_header_value("X-Armhive-Kind"), size,
+                                   r.get_header_value("X-Armhive-Sha256"));
+        return callback_status.is_ok();
+      },
+      [&](const char* data, size_t len) {
+        if (http_status != 200) {
+          error_body.append(data, len);
+          return error_body.size() < kMaxBodyBytes;
+        }
+        callback_status = on_data(std::string_view(data, len));
+        return callback_status.is_ok();
+      });
+  if (!callback_status.is_ok()) return callback_status;
+  if (!res) {
+    if (http_status == 200) {
+      return unavailable(
+          "the download broke off before its end (the server's checks failed, "
+          "or the connection was lost)");
+    }
+    return status_from_http_error(res.error(), options_.server);
+  }
+  if (http_status != 200) {
+    if (options_.on_response) {
+      options_.on_response({"GET", target, http_status, content_type, error_body});
+    }
+    return status_from_response(http_status, error_body);
+  }
+  return Status::ok();
+}
+
 Result<std::vector<PoolDto>> Client::pools() {
   return decode<std::vector<PoolDto>>(call_ok("GET", "/v1/pools"), pools_from_json);
 }

@@ -87,6 +87,22 @@ class Client {
       const std::string& id, const ExecRequestDto& request,
       const std::function<void(std::string_view stream, std::string_view data)>& on_output);
   Result<std::string> console(const std::string& id, size_t max_bytes = 0);
+
+  // PUT /v1/leases/{id}/files: `size` bytes pulled from `read(offset, max)` (which returns
+  // what it read, at most max; an error stops the upload) sent as they are read, never held
+  // whole. `tar`: a tar stream unpacked into the directory `path`. `sha256` (hex, may be empty)
+  // is checked by the server against what it received.
+  Result<FileTransferDto> put_file(
+      const std::string& id, const std::string& path, bool tar, uint64_t size,
+      const std::string& sha256,
+      const std::function<Result<std::string>(uint64_t offset, size_t max)>& read);
+  // GET /v1/leases/{id}/files: `on_begin(kind, size, guest_sha256)` once, then `on_data` for
+  // each piece as it arrives (returning an error stops the download). A stream broken off
+  // midway (the server's checks failed) is kUnavailable.
+  Status get_file(const std::string& id, const std::string& path,
+                  const std::function<Status(const std::string& kind, uint64_t size,
+                                             const std::string& sha256)>& on_begin,
+                  const std::function<Status(std::string_view data)>& on_data);
   Result<std::vector<PoolDto>> pools();
   Result<std::vector<HostDto>> hosts();
   Result<std::string> hosts_svg();

@@ -32,6 +32,8 @@ Status parse_pool(const json& j, const std::string& prefix, PoolDto& p) {
   AH_TRY(r.integer("starting", p.starting));
   AH_TRY(r.integer("leased", p.leased));
   AH_TRY(r.integer("pending_leases", p.pending_leases));
+  AH_TRY(r.integer("files_max_bytes", p.files_max_bytes));
+  AH_TRY(r.str("files_path_prefix", p.files_path_prefix));
   return Status::ok();
 }
 
@@ -132,7 +134,9 @@ json to_json(const PoolDto& p) {
           {"warm", p.warm},
           {"starting", p.starting},
           {"leased", p.leased},
-          {"pending_leases", p.pending_leases}};
+          {"pending_leases", p.pending_leases},
+          {"files_max_bytes", p.files_max_bytes},
+          {"files_path_prefix", p.files_path_prefix}};
 }
 
 Result<PoolDto> pool_from_json(const json& j) {

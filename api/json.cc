@@ -300,6 +300,21 @@ Result<SshCertificateRequest> ssh_certificate_request_from_json(const json& j) {
   return out;
 }
 
+json to_json(const FileTransferDto& f) {
+  return {{"path", f.path}, {"kind", f.kind}, {"bytes", f.bytes}, {"sha256", f.sha256}};
+}
+
+Result<FileTransferDto> file_transfer_from_json(const json& j) {
+  JsonReader r(j, "");
+  AH_TRY(r.require_object());
+  FileTransferDto f;
+  AH_TRY(r.str("path", f.path, true));
+  AH_TRY(r.str("kind", f.kind, true));
+  AH_TRY(r.integer("bytes", f.bytes));
+  AH_TRY(r.str("sha256", f.sha256, true));
+  return f;
+}
+
 json to_json(const SshCertificateDto& c) {
   return {{"certificate", c.certificate},
           {"user", c.user},

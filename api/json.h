@@ -29,6 +29,8 @@ nlohmann::json to_json(const LeaseRenewRequest& r);
 Result<LeaseRenewRequest> lease_renew_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const SshCertificateRequest& r);
 Result<SshCertificateRequest> ssh_certificate_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const FileTransferDto& f);
+Result<FileTransferDto> file_transfer_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const SshCertificateDto& c);
 Result<SshCertificateDto> ssh_certificate_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const ExecRequestDto& r);

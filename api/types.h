@@ -83,6 +83,15 @@ struct SshCertificateRequest {
 
 // An OpenSSH user certificate for one lease: its principal opens only that lease's VM, and it
 // expires with the lease (renew and ask again for a longer one).
+// The answer to PUT /v1/leases/{id}/files: what was written and its checksum, which the server
+// computed while streaming and the guest's sha256sum confirmed.
+struct FileTransferDto {
+  std::string path;  // in the guest
+  std::string kind;  // "file" or "tar" (a directory, unpacked at path)
+  uint64_t bytes = 0;
+  std::string sha256;
+};
+
 struct SshCertificateDto {
   std::string certificate;  // the -cert.pub line for the key that was sent
   std::string user;         // the guest's login user
@@ -168,6 +177,9 @@ struct PoolDto {
   int starting = 0;
   int leased = 0;
   int pending_leases = 0;
+  // [pools.files]: what `armhive cp` may move (the CLI checks before sending a byte).
+  int64_t files_max_bytes = 0;
+  std::string files_path_prefix = "/";
 };
 
 struct CoreDto {

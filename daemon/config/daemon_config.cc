@@ -8,6 +8,7 @@
 
 #include "base/toml_reader.h"
 #include "base/validation.h"
+#include "daemon/core/file_policy.h"
 #include "daemon/core/fleet.h"
 
 namespace armhive {
@@ -19,6 +20,20 @@ const toml::table* subtable(const toml::table& t, std::string_view key, Status& 
   if (!n) return nullptr;
   if (!n->is_table()) status = invalid_argument(prefix + std::string(key), "must be a table");
   return n->as_table();
+}
+
+// [pools.files]: what `armhive cp` may do in the pool's VMs.
+Status parse_pool_files(const toml::table& pool, const std::string& prefix, FilePolicy& f) {
+  const toml::node* n = pool.get("files");
+  if (!n) return Status::ok();
+  if (!n->is_table()) return invalid_argument(prefix + "files", "must be a table");
+  TomlReader r(*n->as_table(), prefix + "files.");
+  ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_bytes", f.max_bytes, 0, int64_t{1} << 50));
+  ARMHIVE_RETURN_IF_ERROR(r.str("path_prefix", f.path_prefix));
+  ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+  ARMHIVE_ASSIGN_OR_RETURN(f.path_prefix,
+                           normalize_path_prefix(r.field("path_prefix"), f.path_prefix));
+  return Status::ok();
 }
 
 Status parse_pool(const toml::table& t, const std::string& prefix, PoolConfig& p) {
@@ -54,7 +69,9 @@ Status parse_pool(const toml::table& t, const std::string& prefix, PoolConfig& p
   ARMHIVE_RETURN_IF_ERROR(r.labels("host_labels", p.host_labels));
   ARMHIVE_RETURN_IF_ERROR(validate_labels(r.field("host_labels"), p.host_labels));
   r.skip("access_ports");
+  r.skip("files");
   ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+  ARMHIVE_RETURN_IF_ERROR(parse_pool_files(t, prefix, p.files));
   if (const toml::node* ports = t.get("access_ports")) {
     if (!ports->is_array()) return invalid_argument(r.field("access_ports"), "must be an array");
     size_t j = 0;

@@ -27,4 +27,18 @@ Result<GuestExecResult> GuestAgent::exec_stream(std::string_view name,
   return r;
 }
 
+Result<GuestFileTransfer> GuestAgent::put_file(std::string_view name, const GuestFilePut& put,
+                                               ByteSource& source) {
+  (void)put;
+  (void)source;
+  return unavailable("this hypervisor cannot transfer guest files", std::string(name));
+}
+
+Result<GuestFileTransfer> GuestAgent::get_file(std::string_view name, const std::string& path,
+                                               ByteSink& sink) {
+  (void)path;
+  (void)sink;
+  return unavailable("this hypervisor cannot transfer guest files", std::string(name));
+}
+
 }  // namespace armhive

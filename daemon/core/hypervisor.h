@@ -110,6 +110,43 @@ class ExecSink {
   virtual bool cancelled() { return false; }
 };
 
+// Guest file transfer (GuestAgent::put_file/get_file). What goes in or comes out is a single
+// file or, for a directory, a tar stream of it.
+enum class GuestFileKind { kFile, kTar };
+
+// The bytes of an upload, pulled piece by piece (an HTTP body as it arrives, so a large file
+// never sits whole in memory). Called on the transferring thread only.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // At most `max` bytes; an empty string once the source is exhausted. An error (the client
+  // went away, its deadline passed) ends the transfer.
+  virtual Result<std::string> read(size_t max) = 0;
+};
+
+// Receives a download piece by piece. Called on the transferring thread only.
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  // Once, before the first write: what follows, its size and the guest's sha256 of it.
+  virtual Status begin(GuestFileKind kind, uint64_t size, const std::string& sha256) = 0;
+  // The guest's untrusted bytes, only valid during the call; an error stops the transfer.
+  virtual Status write(std::string_view data) = 0;
+};
+
+struct GuestFilePut {
+  std::string path;  // absolute; the file, or the directory a tar stream is unpacked into
+  GuestFileKind kind = GuestFileKind::kFile;
+  uint64_t size = 0;   // exactly this many bytes follow (the Content-Length)
+  std::string sha256;  // the sender's checksum (lowercase hex); empty: none given
+};
+
+struct GuestFileTransfer {
+  GuestFileKind kind = GuestFileKind::kFile;
+  uint64_t bytes = 0;
+  std::string sha256;  // computed while streaming and equal to the guest's sha256sum
+};
+
 // Every Hypervisor refuses other names with kInvalidArgument (field "name"): 1-63 characters of
 // [a-z0-9-], not starting with '-' (they become file names and XML text).
 Status validate_domain_name(std::string_view name);
@@ -164,6 +201,20 @@ class GuestAgent {
   // hour there); LibvirtHypervisor streams (daemon/virt/guest_exec_stream.h).
   virtual Result<GuestExecResult> exec_stream(std::string_view name,
                                               const GuestExecRequest& request, ExecSink& sink);
+
+  // Writes `put.size` bytes from `source` to put.path in the guest (parent directories made)
+  // or, for kTar, unpacks them into the directory put.path. The bytes go to a temporary file
+  // first that is checked (size, the sha256 computed while streaming against the guest's
+  // sha256sum and against put.sha256) before it is moved into place or unpacked, and removed
+  // in every case: a failed transfer leaves nothing behind. The default: kUnavailable.
+  virtual Result<GuestFileTransfer> put_file(std::string_view name, const GuestFilePut& put,
+                                             ByteSource& source);
+  // Streams the guest's file at `path` (or a tar of the directory) to `sink`: begin() with
+  // the guest's size and sha256sum, then the bytes, each chunk checked; a guest that sends
+  // more or other bytes than it announced ends the transfer with an error. kNotFound naming
+  // `path` when nothing is there. The default: kUnavailable.
+  virtual Result<GuestFileTransfer> get_file(std::string_view name, const std::string& path,
+                                             ByteSink& sink);
 
   // Starts a guest process and returns its pid at once, without capturing its output (it goes
   // to the agent's stdio): for commands that run as long as the lease (startup commands). The

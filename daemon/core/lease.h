@@ -77,6 +77,12 @@ struct LeaseRequest {
 
 enum class CpuPolicy { kDedicated, kShared };
 
+// What `armhive cp` may do in a pool's VMs ([pools.files]).
+struct FilePolicy {
+  uint64_t max_bytes = uint64_t{1} << 30;  // per transfer (a tar stream counts whole)
+  std::string path_prefix = "/";           // absolute, normalised; guest paths must lie under it
+};
+
 struct PoolConfig {
   std::string name;
   std::string image;  // catalogue name, e.g. "tiny"
@@ -97,6 +103,7 @@ struct PoolConfig {
   std::map<std::string, std::string> host_labels;
   // Guest TCP ports besides SSH that a lease may ask to have forwarded (daemon/access).
   std::vector<int> access_ports;
+  FilePolicy files;
 };
 
 struct PoolStatus {

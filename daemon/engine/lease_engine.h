@@ -110,6 +110,11 @@ class LeaseEngine final : public LeaseService {
   Result<GuestExecResult> exec_stream(const std::string& lease_id, const GuestExecRequest& request,
                                       ExecSink& sink) override;
   Result<std::string> console(const std::string& lease_id, size_t max_bytes) override;
+  // Off the strand, as exec() (lease_engine_files.cc).
+  Result<GuestFileTransfer> put_file(const std::string& lease_id, const GuestFilePut& put,
+                                     ByteSource& source) override;
+  Result<GuestFileTransfer> get_file(const std::string& lease_id, const std::string& path,
+                                     ByteSink& sink) override;
   std::vector<PoolStatus> pools() override;
   std::vector<HostView> hosts() override;
   std::vector<Event> events_since(uint64_t after, std::chrono::milliseconds timeout) override;

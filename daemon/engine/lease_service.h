@@ -113,6 +113,25 @@ class LeaseService {
   }
   virtual Result<std::string> console(const std::string& lease_id, size_t max_bytes) = 0;
 
+  // `armhive cp` into and out of a ready lease's VM (GuestAgent::put_file/get_file has the
+  // transfer's contract) under its pool's [pools.files] policy: the path must pass
+  // check_guest_path (400/403 naming `path`) and the size check_transfer_size (413 naming
+  // files.max_bytes), both checked before anything is read from `source` or sent to the
+  // guest; a download's size is checked when the guest announces it, before sink.write().
+  // 409 when the lease is not ready. The defaults: kUnavailable (a service without guests).
+  virtual Result<GuestFileTransfer> put_file(const std::string& lease_id, const GuestFilePut& put,
+                                             ByteSource& source) {
+    (void)put;
+    (void)source;
+    return unavailable("this service cannot transfer guest files", lease_id);
+  }
+  virtual Result<GuestFileTransfer> get_file(const std::string& lease_id, const std::string& path,
+                                             ByteSink& sink) {
+    (void)path;
+    (void)sink;
+    return unavailable("this service cannot transfer guest files", lease_id);
+  }
+
   virtual std::vector<PoolStatus> pools() = 0;
   virtual std::vector<HostView> hosts() = 0;
 

@@ -6,8 +6,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <condition_variable>
 #include <deque>
+#include <limits>
 #include <optional>
+
+#include "base/thread_annotations.h"
 
 namespace armhive {
 namespace {
@@ -21,6 +25,8 @@ constexpr size_t kHeaderLimit = 16 * 1024;
 constexpr size_t kMaxQueuedStreamBytes = 8 << 20;  // a stream reader this far behind is dropped
 constexpr std::chrono::seconds kOverCapHeaderTimeout{2};
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+constexpr uint64_t kNoBodyLimit = std::numeric_limits<uint64_t>::max();
+constexpr size_t kStreamedBodyPiece = 64 * 1024;  // bytes per read of a streamed body
 
 tcp::socket& lowest_socket(beast::tcp_stream& s) { return s.socket(); }
 tcp::socket& lowest_socket(beast::ssl_stream<beast::tcp_stream>& s) {
@@ -30,6 +36,73 @@ beast::tcp_stream& tcp_layer(beast::tcp_stream& s) { return s; }
 beast::tcp_stream& tcp_layer(beast::ssl_stream<beast::tcp_stream>& s) {
   return beast::get_lowest_layer(s);
 }
+
+// The body of a Route::streamed_body request, handed from the connection's strand to the
+// handler's thread. A read() that finds nothing buffered asks the strand for one more piece
+// (`pull`) and waits for it, so at most one piece (64 KiB) is buffered per request: the client
+// is held back by TCP, not by our memory.
+//
+// Threading: read() on the handler's thread; deliver()/fail() on the connection's strand.
+class StreamedBody final : public ByteSource {
+ public:
+  StreamedBody(std::function<void()> pull, std::chrono::milliseconds timeout)
+      : pull_(std::move(pull)), timeout_(timeout) {}
+
+  Result<std::string> read(size_t max) override {
+    MutexLock lock(mu_);
+    if (pending_.empty() && !done_ && error_.is_ok()) {
+      if (!pulling_) {
+        pulling_ = true;
+        lock.unlock();
+        pull_();
+        lock.lock();
+      }
+      bool ready = cv_.wait_for(lock, timeout_, [this]() REQUIRES(mu_) {
+        return !pending_.empty() || done_ || !error_.is_ok();
+      });
+      if (!ready) {
+        return Status(ErrorCode::kTimeout, "the request body stalled: nothing arrived for " +
+                                               std::to_string(timeout_.count() / 1000) + " s");
+      }
+    }
+    if (!pending_.empty()) {
+      size_t n = std::min(max, pending_.size());
+      std::string out = pending_.substr(0, n);
+      pending_.erase(0, n);
+      return out;
+    }
+    if (!error_.is_ok()) return error_;
+    return std::string();
+  }
+
+  void deliver(std::string data, bool done) {
+    {
+      MutexLock lock(mu_);
+      pending_ += data;
+      done_ = done_ || done;
+      pulling_ = false;
+    }
+    cv_.notify_all();
+  }
+  void fail(Status status) {
+    {
+      MutexLock lock(mu_);
+      if (error_.is_ok() && !done_) error_ = std::move(status);
+      pulling_ = false;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  const std::function<void()> pull_;
+  const std::chrono::milliseconds timeout_;
+  Mutex mu_;
+  std::condition_variable_any cv_;
+  std::string pending_ GUARDED_BY(mu_);
+  bool done_ GUARDED_BY(mu_) = false;
+  bool pulling_ GUARDED_BY(mu_) = false;
+  Status error_ GUARDED_BY(mu_);
+};
 
 template <class Stream>
 class HttpConnection final : public ClientConnection,
@@ -79,6 +152,10 @@ class HttpConnection final : public ClientConnection,
     void end_stream() override {
       net::post(c_->stream_.get_executor(), [c = c_] { c->queue_chunk({}, true); });
     }
+    void abort_stream() override {
+      net::post(c_->stream_.get_executor(), [c = c_] { c->close(); });
+    }
+    size_t queued_bytes() const override { return c_->queued_bytes_.load(); }
     net::any_io_executor executor() override { return c_->stream_.get_executor(); }
     void on_abort(std::function<void()> callback) override {
       net::post(c_->stream_.get_executor(), [c = c_, cb = std::move(callback)]() mutable {
@@ -116,7 +193,10 @@ class HttpConnection final : public ClientConnection,
     state_ = State::kReading;
     parser_.emplace();
     parser_->header_limit(kHeaderLimit);
-    parser_->body_limit(env_.options.max_body_bytes);
+    // No body limit while the header is read: a Route::streamed_body request may be of any
+    // size. The others get max_body_bytes in on_header, before their body is read. (Not
+    // boost::none: Beast 1.74 compares a Content-Length with it as "greater", i.e. too large.)
+    parser_->body_limit(kNoBodyLimit);
     auto deadline =
         requests_ == 0
             ? env_.options.header_timeout
@@ -153,10 +233,14 @@ class HttpConnection final : public ClientConnection,
     }
     if (ec) return refuse(invalid_argument("request", "malformed HTTP request"));
     auto& msg = parser_->get();
+    if (const HttpRequest head = partial(); env_.pipeline.streams_body(head.method, head.path)) {
+      return dispatch_streamed();
+    }
     if (msg.has_content_length() && parser_->content_length() &&
         *parser_->content_length() > env_.options.max_body_bytes) {
       return refuse(too_large());
     }
+    parser_->body_limit(env_.options.max_body_bytes);
     if (parser_->is_done()) return dispatch();
     auto read_body = [self = this->shared_from_this()] {
       tcp_layer(self->stream_).expires_after(self->env_.options.read_timeout);
@@ -210,6 +294,85 @@ class HttpConnection final : public ClientConnection,
     req.remote_addr = remote_;
     env_.pipeline.dispatch(std::move(req), std::make_shared<Reply>(this->shared_from_this()),
                            env_.over_cap);
+  }
+
+  // A Route::streamed_body request: dispatched after its header; the handler pulls the body
+  // through a StreamedBody (pull_body reads one piece per pull). `Expect: 100-continue` is
+  // answered on the first pull, so a request refused before its body is read (413 against
+  // the pool's limit) had not a byte of it sent by a client that waits for the 100.
+  void dispatch_streamed() {
+    state_ = State::kHandling;
+    ++requests_;
+    on_abort_ = nullptr;
+    tcp_layer(stream_).expires_never();
+    auto& msg = parser_->get();
+    keep_alive_ = false;  // the body may be left unread: the connection ends with the answer
+    version_ = msg.version();
+    HttpRequest req;
+    req.method = std::string(msg.method_string());
+    req.target = std::string(msg.target());
+    parse_target(req.target, req);
+    for (const auto& f : msg) {
+      req.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    }
+    if (msg.has_content_length() && parser_->content_length()) {
+      req.content_length = *parser_->content_length();
+    }
+    req.remote_addr = remote_;
+    expect_continue_ = beast::iequals(msg[http::field::expect], "100-continue");
+    body_done_ = parser_->is_done();
+    body_parser_.emplace(std::move(*parser_));
+    body_parser_->body_limit(kNoBodyLimit);
+    parser_.reset();
+    std::weak_ptr<HttpConnection> weak = this->shared_from_this();
+    auto body = std::make_shared<StreamedBody>(
+        [weak] {
+          if (auto c = weak.lock()) {
+            net::post(c->stream_.get_executor(), [c] { c->pull_body(); });
+          }
+        },
+        std::chrono::duration_cast<std::chrono::milliseconds>(env_.options.read_timeout) +
+            std::chrono::seconds(1));
+    body_ = body;
+    req.body_source = std::move(body);
+    env_.pipeline.dispatch(std::move(req), std::make_shared<Reply>(this->shared_from_this()),
+                           env_.over_cap);
+  }
+
+  void pull_body() {
+    auto body = body_.lock();
+    if (!body) return;
+    if (state_ == State::kClosed) {
+      return body->fail(unavailable("the client went away before its body was read"));
+    }
+    if (body_done_ || body_parser_->is_done()) return body->deliver({}, true);
+    if (expect_continue_) {
+      expect_continue_ = false;
+      net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                       [self = this->shared_from_this()](beast::error_code e, size_t) {
+                         if (e) return self->close();
+                         self->pull_body();
+                       });
+      return;
+    }
+    body_piece_.resize(kStreamedBodyPiece);
+    body_parser_->get().body().data = body_piece_.data();
+    body_parser_->get().body().size = body_piece_.size();
+    tcp_layer(stream_).expires_after(env_.options.read_timeout);
+    http::async_read_some(
+        stream_, buffer_, *body_parser_,
+        [self = this->shared_from_this()](beast::error_code ec, size_t) {
+          auto b = self->body_.lock();
+          if (!b) return;
+          if (ec == http::error::need_buffer) ec = {};
+          if (ec) {
+            b->fail(Status(ErrorCode::kUnavailable,
+                           "the request body could not be read (" + ec.message() + ")"));
+            return self->close();
+          }
+          size_t got = self->body_piece_.size() - self->body_parser_->get().body().size;
+          b->deliver(self->body_piece_.substr(0, got), self->body_parser_->is_done());
+        });
   }
 
   void write_response(HttpResponse r) {
@@ -283,6 +446,7 @@ class HttpConnection final : public ClientConnection,
   void close() {
     if (state_ == State::kClosed) return;
     state_ = State::kClosed;
+    if (auto b = body_.lock()) b->fail(unavailable("the client went away"));
     beast::error_code ignored;
     lowest_socket(stream_).shutdown(tcp::socket::shutdown_both, ignored);
     lowest_socket(stream_).close(ignored);
@@ -304,6 +468,12 @@ class HttpConnection final : public ClientConnection,
   std::string remote_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  // A streamed body's parser, the piece it reads into and the handler's end of it.
+  std::optional<http::request_parser<http::buffer_body>> body_parser_;
+  std::string body_piece_;
+  std::weak_ptr<StreamedBody> body_;
+  bool expect_continue_ = false;
+  bool body_done_ = false;
   State state_ = State::kReading;
   size_t requests_ = 0;
   bool keep_alive_ = true;
@@ -312,7 +482,7 @@ class HttpConnection final : public ClientConnection,
   std::optional<http::response<http::empty_body>> stream_head_;
   std::optional<http::response_serializer<http::empty_body>> serializer_;
   std::deque<Chunk> chunks_;
-  size_t queued_bytes_ = 0;
+  std::atomic<size_t> queued_bytes_ = 0;  // written on the strand, read by queued_bytes()
   bool writing_ = false;
 };
 

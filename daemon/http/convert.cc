@@ -98,6 +98,8 @@ PoolDto to_dto(const PoolStatus& p) {
   d.starting = p.starting;
   d.leased = p.leased;
   d.pending_leases = p.pending_leases;
+  d.files_max_bytes = static_cast<int64_t>(p.config.files.max_bytes);
+  d.files_path_prefix = p.config.files.path_prefix;
   return d;
 }
 

@@ -1,12 +1,16 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "daemon/core/hypervisor.h"
 
 namespace armhive {
 
@@ -20,7 +24,12 @@ struct HttpRequest {
   // ("label=k=v" keeps "k=v"); a bare "wait" has an empty value.
   std::vector<std::pair<std::string, std::string>> query;
   std::vector<std::pair<std::string, std::string>> headers;  // names as sent
-  std::string body;
+  std::string body;  // empty on a Route::streamed_body route: read body_source instead
+  // Route::streamed_body only: the body as it arrives (read on the handler's thread, each
+  // read bounded by read_timeout; an error once the client went away), and its declared
+  // Content-Length (nullopt: none was sent, e.g. a chunked body).
+  std::shared_ptr<ByteSource> body_source;
+  std::optional<uint64_t> content_length;
   std::string remote_addr;
   std::vector<std::string> path_params;  // the {id} segments of the matched route, in order
 
@@ -61,6 +70,12 @@ class Exchange {
   virtual void begin_stream(HttpResponse head) = 0;
   virtual void write_chunk(std::string data) = 0;
   virtual void end_stream() = 0;
+  // Ends a begun stream without its last chunk, so the client sees it broken off (a download
+  // whose source failed midway) rather than complete.
+  virtual void abort_stream() = 0;
+  // Bytes handed to write_chunk() not yet written to the socket: a producer that can wait
+  // (a download) keeps this bounded instead of being dropped at 8 MiB.
+  virtual size_t queued_bytes() const = 0;
   // The connection's serialised executor, for timers of the waiting request.
   virtual boost::asio::any_io_executor executor() = 0;
   // Called once, on the connection's executor, when the connection ends before the answer

@@ -50,6 +50,8 @@ class RecordingExchange final : public Exchange {
   }
   void write_chunk(std::string data) override { inner_->write_chunk(std::move(data)); }
   void end_stream() override { inner_->end_stream(); }
+  void abort_stream() override { inner_->abort_stream(); }
+  size_t queued_bytes() const override { return inner_->queued_bytes(); }
   boost::asio::any_io_executor executor() override { return inner_->executor(); }
   void on_abort(std::function<void()> callback) override { inner_->on_abort(std::move(callback)); }
 
@@ -176,6 +178,11 @@ void Pipeline::run(const Route& route, const HttpRequest& req,
     exchange->respond(
         problem_response(internal_error("internal error while handling the request")));
   }
+}
+
+bool Pipeline::streams_body(std::string_view method, std::string_view path) const {
+  Router::Match m = router_.match(method, path);
+  return m.route != nullptr && m.route->streamed_body;
 }
 
 HttpResponse Pipeline::refuse(const HttpRequest& partial, const Status& status) {

@@ -32,6 +32,9 @@ class Pipeline {
   // A reply the connection makes before the request is complete (413 while the body is
   // read, 400 for a malformed request), recorded like every other.
   HttpResponse refuse(const HttpRequest& partial, const Status& status);
+  // Whether the route of this request reads its body itself (Route::streamed_body): then the
+  // connection dispatches after the header, without max_body_bytes.
+  bool streams_body(std::string_view method, std::string_view path) const;
 
  private:
   void run(const Route& route, const HttpRequest& req, const std::shared_ptr<Exchange>& exchange);

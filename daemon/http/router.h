@@ -40,6 +40,10 @@ struct Route {
   bool json_body = false;  // POST with a JSON body: a non-empty body must be application/json
   // Answered on the connection's thread without a worker: cheap and touching no service.
   bool on_io_thread = false;
+  // The body is not read before the handler runs: it reads HttpRequest::body_source itself,
+  // in pieces and without max_body_bytes (an upload of any size that never sits in memory).
+  // The connection is closed after the answer (the body may be left unread).
+  bool streamed_body = false;
   // Served also on connections over the caps (health and metrics stay reachable).
   bool over_cap = false;
 };

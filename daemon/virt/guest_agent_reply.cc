@@ -141,4 +141,17 @@ Result<GuestFileChunk> parse_guest_file_read(std::string_view reply, size_t max_
   return chunk;
 }
 
+Status parse_guest_file_write(std::string_view reply, size_t written) {
+  constexpr const char* kCommand = "guest-file-write";
+  ARMHIVE_ASSIGN_OR_RETURN(json r, reply_return(reply, kCommand));
+  ARMHIVE_ASSIGN_OR_RETURN(int64_t count,
+                           integer_member(r, "count", 0, INT64_MAX - 1, std::nullopt, kCommand));
+  if (static_cast<uint64_t>(count) != written) {
+    return internal_error("the guest agent's guest-file-write reply: \"count\" is " +
+                          std::to_string(count) + " for a write of " + std::to_string(written) +
+                          " bytes");
+  }
+  return Status::ok();
+}
+
 }  // namespace armhive

@@ -35,4 +35,9 @@ struct GuestFileChunk {
 // rejected.
 Result<GuestFileChunk> parse_guest_file_read(std::string_view reply, size_t max_count);
 
+// A `guest-file-write` reply ({"return":{"count":N,"eof":B}}) for a write of `written` bytes:
+// the count the guest says it wrote, which must be exactly `written` (a short or inflated
+// count is rejected: the caller cannot tell which bytes landed).
+Status parse_guest_file_write(std::string_view reply, size_t written);
+
 }  // namespace armhive

@@ -16,6 +16,7 @@
 #include "daemon/virt/error.h"
 #include "daemon/virt/guest_agent_reply.h"
 #include "daemon/virt/guest_exec_stream.h"
+#include "daemon/virt/guest_file_transfer.h"
 #include "daemon/virt/handles.h"
 #include "daemon/virt/storage.h"
 
@@ -512,6 +513,38 @@ Result<GuestExecResult> LibvirtHypervisor::exec_stream(std::string_view name,
     return Status(r.status().code(), r.status().message(), n, r.status().field());
   }
   return r;
+}
+
+namespace {
+
+template <class T>
+Result<T> with_domain(Result<T> r, const std::string& name) {
+  if (!r.is_ok() && r.status().context().empty()) {
+    return Status(r.status().code(), r.status().message(), name, r.status().field());
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<GuestFileTransfer> LibvirtHypervisor::put_file(std::string_view name,
+                                                      const GuestFilePut& put, ByteSource& source) {
+  ARMHIVE_RETURN_IF_ERROR(check_name(name));
+  const std::string n(name);
+  AgentCall agent = [this, &n](const std::string& cmd, std::chrono::milliseconds timeout) {
+    return agent_command(n, cmd, timeout);
+  };
+  return with_domain(put_guest_file(agent, put, source), n);
+}
+
+Result<GuestFileTransfer> LibvirtHypervisor::get_file(std::string_view name,
+                                                      const std::string& path, ByteSink& sink) {
+  ARMHIVE_RETURN_IF_ERROR(check_name(name));
+  const std::string n(name);
+  AgentCall agent = [this, &n](const std::string& cmd, std::chrono::milliseconds timeout) {
+    return agent_command(n, cmd, timeout);
+  };
+  return with_domain(get_guest_file(agent, path, sink), n);
 }
 
 Result<std::string> LibvirtHypervisor::console_log(std::string_view name, size_t max_bytes) {

@@ -67,6 +67,11 @@ class LibvirtHypervisor final : public Hypervisor {
   // effort, needs /bin/kill in the guest). Each agent call is capped at 10 s, so the call can
   // return up to ~10 s after the timeout.
   Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override;
+  // Through the agent's file calls (guest_file_transfer.h).
+  Result<GuestFileTransfer> put_file(std::string_view name, const GuestFilePut& put,
+                                     ByteSource& source) override;
+  Result<GuestFileTransfer> get_file(std::string_view name, const std::string& path,
+                                     ByteSink& sink) override;
   // Output through guest files read while the command runs (guest_exec_stream.h).
   Result<GuestExecResult> exec_stream(std::string_view name, const GuestExecRequest& request,
                                       ExecSink& sink) override;

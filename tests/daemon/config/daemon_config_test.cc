@@ -45,6 +45,32 @@ labels = { arch = "aarch64" }
   CHECK(p.labels.at("arch") == "aarch64");
 }
 
+TEST_CASE("[pools.files] limits what armhive cp may move", "[config][files]") {
+  const std::string head = R"(
+[host]
+state_dir = "/tmp/x"
+[[pools]]
+name = "ci"
+image = "tiny"
+)";
+  auto c =
+      parse_daemon_config(head + "[pools.files]\nmax_bytes = 1000\npath_prefix = \"/work//\"\n");
+  REQUIRE(c.is_ok());
+  CHECK(c->pools[0].files.max_bytes == 1000);
+  CHECK(c->pools[0].files.path_prefix == "/work");
+  auto d = parse_daemon_config(head);
+  REQUIRE(d.is_ok());
+  CHECK(d->pools[0].files.max_bytes == uint64_t{1} << 30);
+  CHECK(d->pools[0].files.path_prefix == "/");
+  for (const char* bad :
+       {"path_prefix = \"work\"", "path_prefix = \"/a/../b\"", "max_bytes = -1", "colour = 1"}) {
+    INFO(bad);
+    auto e = parse_daemon_config(head + "[pools.files]\n" + bad + "\n");
+    REQUIRE_FALSE(e.is_ok());
+    CHECK(e.status().field().rfind("pools[0].files.", 0) == 0);
+  }
+}
+
 TEST_CASE("configuration errors name the key", "[config]") {
   auto field_of = [](const char* text) { return parse_daemon_config(text).status().field(); };
   CHECK(field_of("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\nmax = 0\n") == "pools[0].max");

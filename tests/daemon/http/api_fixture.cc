@@ -59,10 +59,18 @@ HttpReply ApiFixture::request(const std::string& method, const std::string& path
   httplib::Client cli(url());
   cli.set_read_timeout(std::chrono::seconds(60));
   httplib::Headers h;
-  for (const auto& [k, v] : headers) h.emplace(k, v);
+  std::string put_type = "application/octet-stream";  // PUT: its Content-Type header, if any
+  for (const auto& [k, v] : headers) {
+    if (method == "PUT" && k == "Content-Type") {
+      put_type = v;
+    } else {
+      h.emplace(k, v);
+    }
+  }
   if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
   httplib::Result res = method == "GET"    ? cli.Get(path, h)
                         : method == "POST" ? cli.Post(path, h, body, "application/json")
+                        : method == "PUT"  ? cli.Put(path, h, body, put_type)
                                            : cli.Delete(path, h);
   HttpReply reply;
   if (!res) {

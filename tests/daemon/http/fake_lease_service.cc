@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "daemon/core/file_policy.h"
+#include "daemon/virt/guest_file_transfer.h"
+
 namespace armhive {
 namespace {
 
@@ -25,7 +28,9 @@ FakeLeaseService::FakeLeaseService() : now_(from_unix_ms(1'790'000'000'000)) {
   tiny.max = 4;
   tiny.default_ttl = Seconds(3600);
   tiny.max_ttl = Seconds(8 * 3600);
+  tiny.files.max_bytes = 1 << 20;
   PoolConfig slow = tiny;
+  slow.files.path_prefix = "/work";
   slow.name = "slow";
   slow.min_warm = 0;
   slow.max_ttl = Seconds(2 * 3600);
@@ -333,6 +338,38 @@ void FakeLeaseService::add_warm_pool(const std::string& name) {
   PoolConfig p = pools_["tiny"];
   p.name = name;
   pools_[name] = p;
+}
+
+Result<PoolConfig> FakeLeaseService::ready_pool(const std::string& lease_id) {
+  std::lock_guard lock(mu_);
+  for (const auto& l : leases_) {
+    if (l.id != lease_id) continue;
+    if (l.state != LeaseState::kReady) {
+      return conflict("lease \"" + lease_id + "\" is " + std::string(to_string(l.state)) +
+                      ", not ready");
+    }
+    return pools_.at(l.pool);
+  }
+  return not_found("no lease \"" + lease_id + "\"");
+}
+
+Result<GuestFileTransfer> FakeLeaseService::put_file(const std::string& lease_id,
+                                                     const GuestFilePut& put, ByteSource& source) {
+  ARMHIVE_ASSIGN_OR_RETURN(PoolConfig pool, ready_pool(lease_id));
+  GuestFilePut checked = put;
+  ARMHIVE_ASSIGN_OR_RETURN(checked.path, check_guest_path(pool.files, put.path));
+  ARMHIVE_RETURN_IF_ERROR(check_transfer_size(pool.files, pool.name, put.size));
+  AgentCall agent = std::ref(guest_);
+  return put_guest_file(agent, checked, source);
+}
+
+Result<GuestFileTransfer> FakeLeaseService::get_file(const std::string& lease_id,
+                                                     const std::string& path, ByteSink& sink) {
+  ARMHIVE_ASSIGN_OR_RETURN(PoolConfig pool, ready_pool(lease_id));
+  ARMHIVE_ASSIGN_OR_RETURN(std::string checked, check_guest_path(pool.files, path));
+  PolicyCheckedSink limited(sink, pool.files, pool.name);
+  AgentCall agent = std::ref(guest_);
+  return get_guest_file(agent, checked, limited);
 }
 
 GuestExecRequest FakeLeaseService::last_exec() const {

@@ -7,6 +7,7 @@
 
 #include "daemon/bench/benchmark_service.h"
 #include "daemon/engine/lease_service.h"
+#include "tests/support/memory_guest_agent.h"
 
 namespace armhive {
 
@@ -15,6 +16,9 @@ namespace armhive {
 //   "slow": leases stay pending until make_ready(id) (for long-poll tests), max ttl 2h
 // Guest exec: "echo A B" -> "A B\n"; "cat" -> stdin; "false" -> exit 1; "binary" -> bytes
 // that are not UTF-8; "sleep" -> timed out; "exit N" -> exit N.
+// Guest files: one in-memory guest (tests/support/memory_guest_agent.h, shared by all leases)
+// behind the real transfer (daemon/virt/guest_file_transfer.h) and the real pool policy
+// (daemon/core/file_policy.h): "tiny" allows 1 MiB anywhere, "slow" 1 MiB under /work.
 // Thread-safe; waits are real condition-variable waits with the given timeouts.
 class FakeLeaseService final : public LeaseService {
  public:
@@ -29,6 +33,11 @@ class FakeLeaseService final : public LeaseService {
   Result<GuestExecResult> exec(const std::string& lease_id,
                                const GuestExecRequest& request) override;
   Result<std::string> console(const std::string& lease_id, size_t max_bytes) override;
+  Result<GuestFileTransfer> put_file(const std::string& lease_id, const GuestFilePut& put,
+                                     ByteSource& source) override;
+  Result<GuestFileTransfer> get_file(const std::string& lease_id, const std::string& path,
+                                     ByteSink& sink) override;
+  MemoryGuestAgent& guest() { return guest_; }
   std::vector<PoolStatus> pools() override;
   std::vector<HostView> hosts() override;
   std::vector<Event> events_since(uint64_t after, std::chrono::milliseconds timeout) override;
@@ -44,6 +53,8 @@ class FakeLeaseService final : public LeaseService {
 
  private:
   void event_locked(const std::string& type, const Lease& l);
+  // The pool policy of a ready lease, or why there is none (404, 409).
+  Result<PoolConfig> ready_pool(const std::string& lease_id);
   void transition_locked(Lease& l, LeaseState to, const std::string& reason);
 
   mutable std::mutex mu_;
@@ -57,6 +68,7 @@ class FakeLeaseService final : public LeaseService {
   uint64_t next_seq_ = 1;
   GuestExecRequest last_exec_;
   TimePoint now_;
+  MemoryGuestAgent guest_;
 };
 
 // A BenchmarkService double: runs are created queued and reported as succeeded when read.
