@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "base/process_runner.h"
 #include "daemon/images/catalog.h"
@@ -46,9 +47,13 @@ std::string human(uint64_t bytes) {
 }
 
 int cmd_build(const std::string& recipe_path, const std::string& catalog, const std::string& cache,
-              bool force, bool keep_work) {
+              bool force, bool keep_work, const std::vector<std::string>& archives) {
   auto recipe = armhive::load_recipe(recipe_path);
   if (!recipe.is_ok()) return fail(recipe.status());
+  for (const std::string& a : archives) {
+    armhive::Status s = armhive::set_archive_source(*recipe, a);
+    if (!s.is_ok()) return fail(s);
+  }
   armhive::SubprocessRunner runner;
   armhive::AptPackageIndex index(runner);
   armhive::ImageBuilder builder(runner, index);
@@ -145,6 +150,7 @@ int main(int argc, char** argv) {
   std::string cache = env_or("ARMHIVE_DEB_CACHE", armhive::DebCache::kDefaultDir);
   std::string recipe, name;
   bool force = false, keep_work = false, json = false;
+  std::vector<std::string> archives;  // --archive NAME=PATH
 
   auto* build = app.add_subcommand("build", "build a recipe into the catalogue");
   build->add_option("recipe", recipe, "recipe file (images/recipes/NAME.toml)")->required();
@@ -152,6 +158,9 @@ int main(int argc, char** argv) {
   build->add_option("--cache", cache, "downloaded .deb cache")->capture_default_str();
   build->add_flag("--force", force, "rebuild even if the catalogue is up to date");
   build->add_flag("--keep-work", keep_work, "keep the scratch directory (debugging)");
+  build->add_option("--archive", archives,
+                    "NAME=PATH: the tarball of the recipe's [[archives]] NAME (its sha256 is "
+                    "pinned in the recipe)");
 
   auto* list = app.add_subcommand("list", "list catalogued images");
   list->add_option("--catalog", catalog, "image catalogue directory")->capture_default_str();
@@ -166,7 +175,7 @@ int main(int argc, char** argv) {
   verify->add_option("--catalog", catalog, "image catalogue directory")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
-  if (*build) return cmd_build(recipe, catalog, cache, force, keep_work);
+  if (*build) return cmd_build(recipe, catalog, cache, force, keep_work, archives);
   if (*list) return cmd_list(catalog);
   if (*inspect) return cmd_inspect(name, catalog, json);
   if (*verify) return cmd_verify(name, catalog);

@@ -14,6 +14,7 @@
 
 #include "base/utc_time.h"
 #include "daemon/images/sha256.h"
+#include "images/builder/archive.h"
 #include "images/builder/corpus.h"
 #include "images/builder/deb_cache.h"
 #include "images/builder/disk_builder.h"
@@ -352,6 +353,11 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
         break;
       }
     }
+  }
+  for (const auto& a : recipe.archives) {
+    ARMHIVE_ASSIGN_OR_RETURN(fs::path p, in_root(rootfs, a.path));
+    say("unpacking archive " + a.name + " into " + a.path);
+    ARMHIVE_RETURN_IF_ERROR(unpack_archive(runner_, a, p));
   }
   std::string corpus_sha;
   if (!recipe.corpus_path.empty()) {

@@ -77,7 +77,7 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
   ARMHIVE_RETURN_IF_ERROR(
       top.only({"name", "version", "arch", "kind", "suite", "variant", "packages", "exclude",
                 "kernel", "boot", "cmdline", "login_user", "disk_size_mib", "prune",
-                "compress_kernel", "initramfs", "corpus", "files"}));
+                "compress_kernel", "initramfs", "corpus", "files", "archives"}));
 
   Recipe r;
   Sha256 hash;
@@ -242,8 +242,57 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
       r.files.push_back(std::move(f));
     }
   }
+  if (const toml::node* n = root.get("archives")) {
+    const toml::array* arr = n->as_array();
+    if (arr == nullptr) return invalid_argument("archives", "must be [[archives]] tables");
+    for (const auto& e : *arr) {
+      const toml::table* t = e.as_table();
+      if (t == nullptr) return invalid_argument("archives", "must be [[archives]] tables");
+      TomlReader sub(*t, "archives.");
+      ARMHIVE_RETURN_IF_ERROR(sub.only({"name", "path", "source", "sha256"}));
+      RecipeArchive a;
+      ARMHIVE_RETURN_IF_ERROR(sub.str("name", a.name));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("path", a.path));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("source", a.source));
+      ARMHIVE_RETURN_IF_ERROR(sub.str("sha256", a.sha256));
+      if (!valid_name(a.name))
+        return invalid_argument("archives.name", "must match [a-z0-9][a-z0-9.-]*");
+      if (!valid_guest_path(a.path) || a.path == "/")
+        return invalid_argument("archives.path",
+                                "\"" + a.path + "\" is not an absolute guest directory");
+      if (a.sha256.size() != 64 ||
+          a.sha256.find_first_not_of("0123456789abcdef") != std::string::npos)
+        return invalid_argument("archives.sha256",
+                                a.name + ": pin the tarball's sha256 (64 lowercase hex digits)");
+      if (!a.source.empty() && !fs::path(a.source).is_absolute()) {
+        if (base_dir.empty() || a.source.find("..") != std::string::npos)
+          return invalid_argument("archives.source",
+                                  a.name + ": source must be absolute or relative to the recipe");
+        a.source = (fs::path(base_dir) / a.source).string();
+      }
+      // The pin, not the location, is what the image depends on.
+      hash.update(std::string_view("\0archive", 8));
+      hash.update(a.name);
+      hash.update(a.path);
+      hash.update(a.sha256);
+      r.archives.push_back(std::move(a));
+    }
+  }
   r.sha256 = hash.hex_digest();
   return r;
+}
+
+Status set_archive_source(Recipe& recipe, const std::string& name_eq_path) {
+  size_t eq = name_eq_path.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == name_eq_path.size())
+    return invalid_argument("archive", "must be NAME=PATH");
+  const std::string name = name_eq_path.substr(0, eq);
+  for (RecipeArchive& a : recipe.archives) {
+    if (a.name != name) continue;
+    a.source = fs::absolute(name_eq_path.substr(eq + 1)).string();
+    return Status::ok();
+  }
+  return invalid_argument("archive", "recipe " + recipe.name + " has no archive '" + name + "'");
 }
 
 Result<Recipe> load_recipe(const std::string& path) {

@@ -30,6 +30,17 @@ struct RecipeFile {
   uint32_t mode = 0644;
 };
 
+// A tarball the operator supplies (e.g. GitHub's actions-runner-linux-arm64-*.tar.gz, which
+// cannot be fetched here), unpacked into the root filesystem at `path`. Its sha256 is pinned in
+// the recipe; the tarball's location is `source` (absolute, or relative to the recipe) unless
+// the command line names it (`armhive-image build --archive NAME=PATH`).
+struct RecipeArchive {
+  std::string name;    // [a-z0-9][a-z0-9.-]*: what --archive NAME=PATH refers to
+  std::string path;    // absolute guest directory it is unpacked into
+  std::string source;  // the tarball on the build host; may be empty until --archive sets it
+  std::string sha256;  // pinned: 64 lowercase hex digits
+};
+
 struct Recipe {
   std::string name;  // [a-z0-9][a-z0-9.-]*: the catalogue directory name
   std::string version;
@@ -49,8 +60,9 @@ struct Recipe {
   uint64_t disk_size_mib = 512;
   std::vector<std::string> prune;  // kDebs: guest paths removed from the assembled tree
   std::vector<RecipeFile> files;
-  bool compress_kernel = false;  // store the kernel gzip-compressed (QEMU inflates it)
-  std::string corpus_path;       // empty: no benchmark corpus
+  std::vector<RecipeArchive> archives;  // unpacked after the files (below them, beside them)
+  bool compress_kernel = false;         // store the kernel gzip-compressed (QEMU inflates it)
+  std::string corpus_path;              // empty: no benchmark corpus
   uint64_t corpus_bytes = 0;
   uint64_t corpus_seed = 0;
 
@@ -67,5 +79,9 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir);
 Result<Recipe> load_recipe(const std::string& path);
 
 std::string_view recipe_kind_name(RecipeKind kind);
+
+// Sets the source of archive `name` from `armhive-image build --archive NAME=PATH`;
+// kInvalidArgument naming `archive` when the recipe has no such archive.
+Status set_archive_source(Recipe& recipe, const std::string& name_eq_path);
 
 }  // namespace armhive
