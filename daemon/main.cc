@@ -58,15 +58,29 @@ std::string machine_hostname() {
 Status start_github(const GithubConfig& config, LeaseService& leases, StartupRunner& startups,
                     AuditLog& audit, const Clock& clock, std::unique_ptr<GithubApi>& api,
                     std::unique_ptr<GithubProvider>& provider) {
-  for (const std::string* path : {&config.token_file, &config.webhook_secret_file}) {
+  for (const std::string* path :
+       {&config.token_file, &config.app_private_key_file, &config.webhook_secret_file}) {
+    if (path->empty()) continue;  // token_file or the App's key, not both
     if (Status s = check_secret_file(*path, "a [github] secret file"); !s.is_ok()) return s;
   }
-  ARMHIVE_ASSIGN_OR_RETURN(std::string token, read_token_file(config.token_file));
   ARMHIVE_ASSIGN_OR_RETURN(std::string secret, read_token_file(config.webhook_secret_file));
   GithubApiOptions api_options;
   api_options.api_url = config.api_url;
   api_options.scope = config.org.empty() ? "repos/" + config.repo : "orgs/" + config.org;
-  api_options.token = std::move(token);
+  if (config.app_id > 0) {
+    std::ifstream key_in(config.app_private_key_file, std::ios::binary);
+    std::string key((std::istreambuf_iterator<char>(key_in)), std::istreambuf_iterator<char>());
+    if (!key_in && !key_in.eof()) {
+      return unavailable("cannot read " + config.app_private_key_file,
+                         "github.app_private_key_file");
+    }
+    api_options.app_id = config.app_id;
+    api_options.app_private_key = std::move(key);
+    api_options.installation_id = config.installation_id;
+    api_options.clock = &clock;
+  } else {
+    ARMHIVE_ASSIGN_OR_RETURN(api_options.token, read_token_file(config.token_file));
+  }
   ARMHIVE_ASSIGN_OR_RETURN(api, make_github_api(std::move(api_options)));
   GithubProviderOptions options;
   options.webhook_secret = std::move(secret);

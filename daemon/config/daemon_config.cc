@@ -310,6 +310,10 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.str("org", gh.org));
     ARMHIVE_RETURN_IF_ERROR(r.str("repo", gh.repo));
     ARMHIVE_RETURN_IF_ERROR(r.str("token_file", gh.token_file));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("app_id", gh.app_id, 1, int64_t{1} << 53));
+    ARMHIVE_RETURN_IF_ERROR(r.str("app_private_key_file", gh.app_private_key_file));
+    ARMHIVE_RETURN_IF_ERROR(
+        r.integer_as("installation_id", gh.installation_id, 1, int64_t{1} << 53));
     ARMHIVE_RETURN_IF_ERROR(r.str("webhook_secret_file", gh.webhook_secret_file));
     ARMHIVE_RETURN_IF_ERROR(
         r.integer_as("runner_group_id", gh.runner_group_id, 1, int64_t{1} << 40));
@@ -323,7 +327,19 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     if (gh.org.empty() == gh.repo.empty()) {
       return invalid_argument("github.org", "set exactly one of github.org and github.repo");
     }
-    if (gh.token_file.empty()) return invalid_argument("github.token_file", "is required");
+    const bool app = gh.app_id > 0 || !gh.app_private_key_file.empty() || gh.installation_id > 0;
+    if (app == !gh.token_file.empty()) {
+      return invalid_argument("github.token_file",
+                              "set either token_file or a GitHub App (app_id, "
+                              "app_private_key_file, installation_id)");
+    }
+    if (app && (gh.app_id <= 0 || gh.app_private_key_file.empty() || gh.installation_id <= 0)) {
+      return invalid_argument(
+          gh.app_id <= 0                    ? "github.app_id"
+          : gh.app_private_key_file.empty() ? "github.app_private_key_file"
+                                            : "github.installation_id",
+          "a GitHub App needs app_id, app_private_key_file and installation_id");
+    }
     if (gh.webhook_secret_file.empty()) {
       return invalid_argument("github.webhook_secret_file", "is required");
     }

@@ -49,8 +49,12 @@ struct GithubConfig {
   bool enabled = false;                            // the [github] table is present
   std::string api_url = "https://api.github.com";  // https://HOST/api/v3 for Enterprise Server
   std::string org;
-  std::string repo;                 // "owner/name"
-  std::string token_file;           // fine-grained token, 0600
+  std::string repo;        // "owner/name"
+  std::string token_file;  // fine-grained token, 0600
+  // Or a GitHub App: its id, its private key (.pem, 0600) and the installation on the org/repo.
+  int64_t app_id = 0;
+  std::string app_private_key_file;
+  int64_t installation_id = 0;
   std::string webhook_secret_file;  // the webhook's secret, 0600
   int64_t runner_group_id = 1;
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};

@@ -16,6 +16,10 @@ std::vector<SecretFile> secret_files(const DaemonConfig& config) {
   if (!config.github.token_file.empty()) {
     out.push_back({config.github.token_file, "the GitHub token ([github] token_file)"});
   }
+  if (!config.github.app_private_key_file.empty()) {
+    out.push_back({config.github.app_private_key_file,
+                   "the GitHub App's private key ([github] app_private_key_file)"});
+  }
   if (!config.github.webhook_secret_file.empty()) {
     out.push_back({config.github.webhook_secret_file,
                    "the GitHub webhook secret ([github] webhook_secret_file)"});

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "base/validation.h"
+#include "daemon/github/app_token.h"
 
 namespace armhive {
 
@@ -91,7 +92,10 @@ struct Reply {
 class BeastGithubApi final : public GithubApi {
  public:
   BeastGithubApi(GithubApiOptions options, Url url)
-      : options_(std::move(options)), url_(std::move(url)) {}
+      : options_(std::move(options)),
+        url_(std::move(url)),
+        clock_(options_.clock != nullptr ? *options_.clock : system_clock_),
+        app_tokens_([this] { return fetch_installation_token(); }, clock_) {}
 
   Result<JitRunner> generate_jitconfig(const JitRequest& request) override {
     json body = {{"name", request.name},
@@ -155,13 +159,37 @@ class BeastGithubApi final : public GithubApi {
     });
   }
 
+  // The installation token for a GitHub App, bought with a fresh JWT.
+  Result<InstallationToken> fetch_installation_token() {
+    ARMHIVE_ASSIGN_OR_RETURN(
+        std::string jwt, github_app_jwt(options_.app_id, options_.app_private_key, clock_.now()));
+    ARMHIVE_ASSIGN_OR_RETURN(Reply r,
+                             send(http::verb::post,
+                                  url_.prefix + "/app/installations/" +
+                                      std::to_string(options_.installation_id) + "/access_tokens",
+                                  "", "Bearer " + jwt));
+    if (r.status != 201 && r.status != 200) return api_error("installation access token", r);
+    return parse_installation_token(r.body);
+  }
+
+  // A call under the scope, with the token (or the App's installation token).
   Result<Reply> call(http::verb verb, const std::string& path, std::string body) {
-    http::request<http::string_body> req{verb, url_.prefix + "/" + options_.scope + path, 11};
+    std::string token = options_.token;
+    if (options_.app_id > 0) {
+      ARMHIVE_ASSIGN_OR_RETURN(token, app_tokens_.get());
+    }
+    return send(verb, url_.prefix + "/" + options_.scope + path, std::move(body),
+                "Bearer " + token);
+  }
+
+  Result<Reply> send(http::verb verb, const std::string& target, std::string body,
+                     const std::string& authorization) {
+    http::request<http::string_body> req{verb, target, 11};
     req.set(http::field::host, url_.host);
     req.set(http::field::user_agent, "armhived");
     req.set(http::field::accept, "application/vnd.github+json");
     req.set("X-GitHub-Api-Version", "2022-11-28");
-    req.set(http::field::authorization, "Bearer " + options_.token);
+    req.set(http::field::authorization, authorization);
     if (!body.empty()) req.set(http::field::content_type, "application/json");
     req.body() = std::move(body);
     req.prepare_payload();
@@ -235,6 +263,9 @@ class BeastGithubApi final : public GithubApi {
 
   GithubApiOptions options_;
   Url url_;
+  SystemClock system_clock_;
+  const Clock& clock_;
+  InstallationTokenCache app_tokens_;
 };
 
 }  // namespace
@@ -242,6 +273,16 @@ class BeastGithubApi final : public GithubApi {
 Result<std::unique_ptr<GithubApi>> make_github_api(GithubApiOptions options) {
   ARMHIVE_ASSIGN_OR_RETURN(Url url, parse_url(options.api_url));
   ARMHIVE_RETURN_IF_ERROR(check_scope(options.scope));
+  if (options.app_id > 0) {
+    if (options.installation_id <= 0) {
+      return invalid_argument("github.installation_id", "must be positive");
+    }
+    // Refuse a key that cannot sign now, not at the first webhook.
+    ARMHIVE_RETURN_IF_ERROR(
+        github_app_jwt(options.app_id, options.app_private_key, std::chrono::system_clock::now())
+            .status());
+    return std::unique_ptr<GithubApi>(new BeastGithubApi(std::move(options), std::move(url)));
+  }
   if (options.token.empty()) return invalid_argument("github.token_file", "holds no token");
   for (char c : options.token) {
     if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "daemon/core/clock.h"
 
 namespace armhive {
 
@@ -45,6 +46,13 @@ struct GithubApiOptions {
   std::string api_url = "https://api.github.com";
   std::string scope;  // "orgs/ORG" or "repos/OWNER/REPO"
   std::string token;  // fine-grained token (Authorization: Bearer); a secret
+  // Or a GitHub App (app_id > 0, instead of `token`): its PEM private key (a secret) signs a
+  // JWT for POST {api}/app/installations/{installation_id}/access_tokens, and the installation
+  // token it returns is used until 5 minutes before it expires (app_token.h).
+  int64_t app_id = 0;
+  std::string app_private_key;
+  int64_t installation_id = 0;
+  const Clock* clock = nullptr;  // the JWT's and the token's time; null: the system's
   std::chrono::milliseconds timeout{std::chrono::seconds(15)};  // connect + request + response
   std::string ca_file;                                          // empty: the system's trust store
 };
@@ -52,7 +60,8 @@ struct GithubApiOptions {
 // GithubApi over HTTP/1.1 with Boost.Beast (TLS through Boost.Asio SSL / OpenSSL, peer and host
 // name verified). Each call opens its own connection on a private io_context, so one slow call
 // never holds another; the whole exchange has one deadline.
-// kInvalidArgument naming "github.api_url" / "github.scope" for bad options.
+// kInvalidArgument naming "github.api_url" / "github.scope" / "github.app_private_key_file"...
+// for bad options.
 Result<std::unique_ptr<GithubApi>> make_github_api(GithubApiOptions options);
 
 }  // namespace armhive

@@ -79,3 +79,40 @@ TEST_CASE("[github] errors name the key", "[config]") {
 
 }  // namespace
 }  // namespace armhive
+
+namespace armhive {
+namespace {
+
+TEST_CASE("[github] authenticates as a GitHub App instead of with a token", "[config][app]") {
+  const std::string rest = R"(org = "octo-org"
+webhook_secret_file = "/etc/armhive/github-webhook.secret"
+[github.labels]
+armhive-arm64 = "ci"
+[[pools]]
+name = "ci"
+image = "tiny"
+)";
+  auto c = parse_daemon_config(
+      "[github]\napp_id = 4242\napp_private_key_file = \"/etc/armhive/app.pem\"\n"
+      "installation_id = 77\n" +
+      rest);
+  INFO(c.status().to_string());
+  REQUIRE(c.is_ok());
+  CHECK(c->github.app_id == 4242);
+  CHECK(c->github.installation_id == 77);
+  bool key_is_secret = false;
+  for (const auto& f : secret_files(*c)) key_is_secret |= f.path == "/etc/armhive/app.pem";
+  CHECK(key_is_secret);
+
+  auto both = parse_daemon_config(
+      "[github]\ntoken_file = \"/t\"\napp_id = 1\n"
+      "app_private_key_file = \"/k\"\ninstallation_id = 2\n" +
+      rest);
+  CHECK(both.status().field() == "github.token_file");
+  auto partial =
+      parse_daemon_config("[github]\napp_id = 1\napp_private_key_file = \"/k\"\n" + rest);
+  CHECK(partial.status().field() == "github.installation_id");
+}
+
+}  // namespace
+}  // namespace armhive

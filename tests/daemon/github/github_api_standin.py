@@ -4,20 +4,62 @@
 POST {prefix}/orgs/{org}/actions/runners/generate-jitconfig
      {name, runner_group_id, labels, work_folder} -> 201 {runner: {id, name, ...}, encoded_jit_config}
 DELETE {prefix}/orgs/{org}/actions/runners/{id} -> 204
-(shapes as docs.github.com "REST API endpoints for self-hosted runners" documents them).
+(shapes as docs.github.com "REST API endpoints for self-hosted runners" documents them), and
+POST {prefix}/app/installations/{id}/access_tokens  (Authorization: Bearer <App JWT>)
+     -> 201 {token, expires_at, permissions, repository_selection}
+("Authenticating as a GitHub App installation"); with APP_PUBLIC_KEY (a PEM file) the JWT's
+RS256 signature is checked with openssl(1) and its iat/exp/iss with APP_ID, else 401.
 Anything else is 404. Every request (method, path, Authorization header, JSON body) is appended
 to RECORD as one JSON line; each JIT configuration handed out is a fresh random string, also
 recorded (the test looks for it where it must not be).
 
-usage: github_api_standin.py PORT_FILE RECORD
+usage: github_api_standin.py PORT_FILE RECORD [APP_ID APP_PUBLIC_KEY]
 """
+import base64
+import datetime
 import http.server
 import json
 import secrets
+import subprocess
 import sys
+import tempfile
 import threading
+import time
 
 PORT_FILE, RECORD = sys.argv[1], sys.argv[2]
+APP_ID = sys.argv[3] if len(sys.argv) > 4 else None
+APP_PUBLIC_KEY = sys.argv[4] if len(sys.argv) > 4 else None
+
+
+def b64url(part):
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def jwt_ok(authorization):
+    """An RS256 App JWT as GitHub checks it: signature, iss, and a lifetime of at most 10 min."""
+    if not authorization or not authorization.startswith("Bearer ") or APP_PUBLIC_KEY is None:
+        return False
+    parts = authorization[7:].split(".")
+    if len(parts) != 3:
+        return False
+    try:
+        header, payload = json.loads(b64url(parts[0])), json.loads(b64url(parts[1]))
+        signature = b64url(parts[2])
+    except ValueError:
+        return False
+    now = time.time()
+    if header.get("alg") != "RS256" or str(payload.get("iss")) != APP_ID or \
+            not payload.get("iat", now + 1) <= now or not now < payload.get("exp", 0) or \
+            payload["exp"] - payload["iat"] > 600:
+        return False
+    with tempfile.NamedTemporaryFile() as sig, tempfile.NamedTemporaryFile() as data:
+        sig.write(signature)
+        sig.flush()
+        data.write((parts[0] + "." + parts[1]).encode())
+        data.flush()
+        return subprocess.run(["openssl", "dgst", "-sha256", "-verify", APP_PUBLIC_KEY,
+                               "-signature", sig.name, data.name],
+                              capture_output=True).returncode == 0
 lock = threading.Lock()
 next_id = [100]
 
@@ -45,6 +87,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except ValueError:
             body = None
         parts = self.path.strip("/").split("/")
+        if len(parts) == 4 and parts[:2] == ["app", "installations"] and \
+                parts[3] == "access_tokens":
+            good = jwt_ok(self.headers.get("Authorization"))
+            token = "ghs_" + secrets.token_hex(18)
+            record({"method": "POST", "path": self.path, "status": 201 if good else 401,
+                    "installation_token": token if good else None})
+            if not good:
+                return self.reply(401, {"message": "A JSON web token could not be decoded"})
+            expires = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+            return self.reply(201, {"token": token,
+                                    "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                    "permissions": {"organization_self_hosted_runners": "write"},
+                                    "repository_selection": "all"})
         ok = (len(parts) == 5 and parts[0] == "orgs" and parts[2:] ==
               ["actions", "runners", "generate-jitconfig"])
         if not ok or not isinstance(body, dict) or "runner_group_id" not in body or \
