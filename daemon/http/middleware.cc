@@ -189,6 +189,17 @@ HttpResponse Pipeline::refuse(const HttpRequest& partial, const Status& status) 
   HttpResponse res = problem_response(status);
   res.close = true;
   record(partial, "other", res.status, 0);
+  // A public route has no token to hold the refusal against (a webhook body over the limit):
+  // it is audited. On a worker: the audit log writes SQLite, and this is an I/O thread.
+  Router::Match m = router_.match(partial.method, partial.path);
+  if (m.route != nullptr && m.route->access == Access::kPublic) {
+    std::string detail = partial.method + " " + partial.path + " from " + partial.remote_addr +
+                         ": " + std::to_string(res.status) + " " + status.message();
+    boost::asio::post(ctx_.workers, [this, detail = std::move(detail)] {
+      Status s = ctx_.audit.record("anonymous", "http.refused", "", detail);
+      if (!s.is_ok()) ctx_.log("error: audit of a refused request: " + s.to_string());
+    });
+  }
   return res;
 }
 

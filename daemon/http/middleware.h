@@ -30,7 +30,8 @@ class Pipeline {
   // are served, the rest get 503 with Retry-After.
   void dispatch(HttpRequest request, std::shared_ptr<Exchange> exchange, bool over_cap);
   // A reply the connection makes before the request is complete (413 while the body is
-  // read, 400 for a malformed request), recorded like every other.
+  // read, 400 for a malformed request), recorded like every other; on a public route (the
+  // GitHub webhook) also audited as `http.refused`, since no token answers for it.
   HttpResponse refuse(const HttpRequest& partial, const Status& status);
   // Whether the route of this request reads its body itself (Route::streamed_body): then the
   // connection dispatches after the header, without max_body_bytes.

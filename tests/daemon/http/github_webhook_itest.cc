@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "tests/daemon/http/api_fixture.h"
 
@@ -68,6 +69,36 @@ TEST_CASE("http: a refused webhook delivery is a problem, and no provider means 
   }
   ApiFixture plain;
   CHECK(plain.request("POST", "/v1/github/webhook", {}, "{}").status == 404);
+}
+
+TEST_CASE("http: a webhook body over the limit is refused before the provider, and audited",
+          "[http][github]") {
+  Delivered got;
+  ApiFixture f(true, [&got](HttpOptions& o) {
+    with_provider(got)(o);
+    o.max_body_bytes = 1024;
+  });
+  auto big = f.request("POST", "/v1/github/webhook", {}, std::string(4096, 'x'),
+                       {{"X-GitHub-Event", "workflow_job"},
+                        {"X-GitHub-Delivery", "d-big"},
+                        {"X-Hub-Signature-256", "sha256=good"}});
+  CHECK(big.status == 413);
+  {
+    std::lock_guard lock(got.mu);
+    CHECK(got.bodies.empty());
+  }
+  bool audited = false;
+  for (int i = 0; i < 100 && !audited; ++i) {  // written on a worker after the reply
+    auto entries = f.audit->recent(10);
+    REQUIRE(entries.is_ok());
+    for (const auto& e : *entries) {
+      audited |= e.action == "http.refused" &&
+                 e.detail.find("/v1/github/webhook") != std::string::npos &&
+                 e.detail.find("413") != std::string::npos;
+    }
+    if (!audited) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(audited);
 }
 
 }  // namespace
