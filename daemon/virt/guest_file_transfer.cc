@@ -216,7 +216,13 @@ Result<GuestFileTransfer> put_guest_file(const AgentCall& agent, const GuestFile
     }
     Sha256 sum;
     for (;;) {
-      ARMHIVE_ASSIGN_OR_RETURN(std::string piece, source.read(options.chunk));
+      // Full chunks: every agent call costs the guest a JSON parse, so no short writes.
+      std::string piece;
+      while (piece.size() < options.chunk) {
+        ARMHIVE_ASSIGN_OR_RETURN(std::string more, source.read(options.chunk - piece.size()));
+        if (more.empty()) break;
+        piece += more;
+      }
       if (piece.empty()) break;
       result.bytes += piece.size();
       if (result.bytes > put.size) {
