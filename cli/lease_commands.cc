@@ -108,7 +108,12 @@ int wait_ready(Client& client, LeaseDto& lease, std::chrono::seconds limit) {
   Progress progress(lease.id);
   auto deadline = SteadyClock::now() + limit;
   while (lease.state != "ready") {
-    progress.update(lease.state, lease.queue ? "queue " + queue_text(*lease.queue) : lease.reason);
+    // One short line (a spinner redraws it): the code only; `lease show` explains it.
+    progress.update(
+        lease.state,
+        lease.reason + (lease.queue ? "; queue position " + std::to_string(lease.queue->position) +
+                                          ": " + lease.queue->reason
+                                    : std::string()));
     if (lease.state == "failed" || lease.state == "released" || lease.state == "expired" ||
         lease.state == "releasing") {
       progress.finish();
