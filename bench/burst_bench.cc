@@ -362,6 +362,24 @@ Result<json> run_burst(const RunConfig& cfg, Hypervisor& inner, std::optional<Mo
     if (!last_agent || *vt.agent_ok > *last_agent) last_agent = vt.agent_ok;
   }
   double window = first_create ? seconds_between(*first_create, *last_agent) : 0;
+  // How long a boot slot stood idle: from each boot's agent answer to the next create that
+  // began after it (while leases still waited for boots).
+  std::vector<SteadyClock::time_point> creates;
+  std::vector<double> slot_gaps;
+  json vm_times = json::array();
+  for (const auto& [name, vt] : hv.times()) {
+    if (vt.create_begin < t0) continue;
+    creates.push_back(vt.create_begin);
+    json v = {{"create_s", seconds_between(t0, vt.create_begin)}};
+    if (vt.agent_ok) v["agent_s"] = seconds_between(t0, *vt.agent_ok);
+    vm_times.push_back(v);
+  }
+  std::sort(creates.begin(), creates.end());
+  for (const auto& [name, vt] : hv.times()) {
+    if (vt.create_begin < t0 || !vt.agent_ok) continue;
+    auto next = std::upper_bound(creates.begin(), creates.end(), *vt.agent_ok);
+    if (next != creates.end()) slot_gaps.push_back(seconds_between(*vt.agent_ok, *next));
+  }
   json out = {{"max_starting", cfg.max_starting},
               {"leases", per_lease},
               {"warm_handouts", warm},
@@ -373,6 +391,8 @@ Result<json> run_burst(const RunConfig& cfg, Hypervisor& inner, std::optional<Mo
               {"burst_s", seconds_between(t0, burst_end)},
               {"boots", boots},
               {"boot_create_to_agent_s", spread(boot_s)},
+              {"boot_slot_idle_s", spread(slot_gaps)},
+              {"vms", vm_times},
               {"refill_vms_per_minute", window > 0 ? boots * 60.0 / window : 0.0},
               {"refill_to_min_warm_after_burst_s", refill_s ? json(*refill_s) : json(nullptr)}};
   std::cerr << "burst max_starting " << cfg.max_starting << ": " << warm << " warm, median "

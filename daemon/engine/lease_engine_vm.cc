@@ -479,6 +479,10 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
       vit->second.record.state = VmState::kLeased;
       vit->second.record.lease_id = lease_id;
       persist_vm_locked(vit->second);
+      // The VM no longer counts against max_starting: let the next waiting lease's boot start
+      // now rather than after the keys are installed (a guest-agent round trip; under TCG
+      // hundreds of ms in a burst, during which a boot slot stood idle).
+      schedule_locked(pools_.at(vit->second.record.pool));
     }
   }
   if (user.empty()) {  // released meanwhile
