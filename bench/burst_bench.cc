@@ -19,6 +19,8 @@
 //                  take the real cold-path figures of BENCHMARKS.md (armhive-bench-cold, TCG:
 //                  create 1.24-2.09 s, boot to agent 11.25-14.00 s, uniform and seeded; warm
 //                  hand-out 42 ms). It cannot show guests slowing each other down.
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -42,6 +44,7 @@
 #include "daemon/images/catalog.h"
 #include "daemon/store/sqlite_lease_store.h"
 #include "daemon/virt/event_loop.h"
+#include "daemon/virt/handles.h"
 #include "daemon/virt/host_discovery.h"
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "daemon/virt/network.h"
@@ -55,6 +58,15 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// The storage pool the benchmark's LibvirtHypervisor made is transient: destroying it removes
+// it, so that a later run with another --state-dir in the same libvirtd does not conflict.
+void drop_storage_pool(const Connection& conn, const char* name) {
+  ConnectPtr raw = conn.get();
+  StoragePoolHandle p(virStoragePoolLookupByName(raw.get(), name));
+  if (p && virStoragePoolIsActive(p.get()) == 1) virStoragePoolDestroy(p.get());
+  virResetLastError();
+}
 
 double seconds_between(SteadyClock::time_point a, SteadyClock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -487,6 +499,7 @@ int run(const std::string& catalog_dir, RunConfig cfg, const std::vector<int>& m
       }
       runs.push_back(*r);
     }
+    drop_storage_pool(*conn, "armhive-bench-burst");
     (void)remove_network(*conn, net.name);
     if (rc != 0) return rc;
   }

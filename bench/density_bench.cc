@@ -17,6 +17,8 @@
 // the guest's memory size) and of TCG's translation buffer (the largest other mapping of at
 // least 256 MiB; absent under KVM). Host memory beyond guest RAM = Pss - guest RAM resident;
 // least squares over N give the per-VM slope of the sum.
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +41,7 @@
 #include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
 #include "daemon/virt/event_loop.h"
+#include "daemon/virt/handles.h"
 #include "daemon/virt/host_discovery.h"
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "daemon/virt/network.h"
@@ -51,6 +54,15 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
+
+// The storage pool the benchmark's LibvirtHypervisor made is transient: destroying it removes
+// it, so that a later run with another --state-dir in the same libvirtd does not conflict.
+void drop_storage_pool(const Connection& conn, const char* name) {
+  ConnectPtr raw = conn.get();
+  StoragePoolHandle p(virStoragePoolLookupByName(raw.get(), name));
+  if (p && virStoragePoolIsActive(p.get()) == 1) virStoragePoolDestroy(p.get());
+  virResetLastError();
+}
 
 // "Key:   123 kB" fields of a /proc file, in KiB.
 std::map<std::string, int64_t> kib_fields(const std::string& path) {
@@ -427,6 +439,7 @@ Result<json> measure_guests(const std::string& catalog_dir, const std::vector<in
          {"mem_available_drop_kib", mem_before["MemAvailable"] - mem_after["MemAvailable"]},
          {"qemu", vms}});
   }
+  drop_storage_pool(conn, "armhive-bench-density");
   (void)remove_network(conn, net.name);
   fs::remove_all(state_dir, ec);
   if (!failure.is_ok()) return failure;
