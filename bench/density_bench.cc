@@ -317,7 +317,7 @@ Result<json> measure_guests(const std::string& catalog_dir, const std::vector<in
   std::error_code ec;
   fs::remove_all(state_dir, ec);
   const NetworkSpec net{"armhive-bench-density", "ahbdens0", "10.84.0.1/24", "10.84.0.10",
-                        "10.84.0.100",           1500};
+                        "10.84.0.250",           1500};
   ARMHIVE_RETURN_IF_ERROR(ensure_network(conn, net));
   CpuSets sets;
   for (const auto& c : host.cpus) {
