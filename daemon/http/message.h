@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/http/tunnel_plan.h"
+
 namespace armhive {
 
 // One HTTP request as the handlers see it: parsed, body complete (at most max_body_bytes),
@@ -66,6 +68,9 @@ class Exchange {
   // Called once, on the connection's executor, when the connection ends before the answer
   // was complete (client gone, write timeout, server stop). May be set once.
   virtual void on_abort(std::function<void()> callback) = 0;
+  // Instead of an answer: turns the request (a WebSocket upgrade) into a tunnel to
+  // plan.address:plan.port (tunnel_plan.h). Like respond(), only the first answer counts.
+  virtual void upgrade(TunnelPlan plan) = 0;
 };
 
 }  // namespace armhive

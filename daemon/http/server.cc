@@ -259,6 +259,7 @@ Status HttpServer::start() {
   add_host_routes(r->router, r->ctx);
   add_event_routes(r->router, r->ctx);
   add_github_routes(r->router, r->ctx);
+  add_tunnel_routes(r->router, r->ctx);
   r->hub.start();
   d.running = std::move(r);
   d.accept();
