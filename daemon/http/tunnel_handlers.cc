@@ -51,11 +51,12 @@ struct TunnelRecord {
   std::optional<uint64_t> attached;
 
   void record(std::string type, std::string detail) {
-    boost::asio::post(ctx.workers, [this_ = this, keep = self.lock(), type = std::move(type),
-                                    detail = std::move(detail)] {
-      this_->ctx.audit_action(this_->who, type, this_->lease_id, detail);
-      this_->ctx.leases.record_event(this_->lease_id, type, detail);
-    });
+    boost::asio::post(ctx.workers,
+                      [rec = self.lock(), type = std::move(type), detail = std::move(detail)] {
+                        if (!rec) return;
+                        rec->ctx.audit_action(rec->who, type, rec->lease_id, detail);
+                        rec->ctx.leases.record_event(rec->lease_id, type, detail);
+                      });
   }
   std::weak_ptr<TunnelRecord> self;
 };
