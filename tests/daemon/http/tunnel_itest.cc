@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "api/tunnel_client.h"
+#include "base/process_runner.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
 #include "tests/daemon/http/api_fixture.h"
@@ -261,6 +262,44 @@ TEST_CASE("tunnel: releasing the lease cuts an open tunnel, and a new one is ref
   REQUIRE(s);  // cut, not left open
   CHECK_THAT(f.audited(id, "tunnel.closed"), Catch::Contains("lease ended"));
   CHECK(refusal(f.client(f.api->ci_a), id, f.guest.port()).code() == ErrorCode::kConflict);
+}
+
+// The real `armhive` binary: its refusals name what to fix, and `ssh --tunnel` runs ssh through
+// `armhive tunnel` with host keys looked up under the lease's alias.
+ProcessResult cli(const TunnelFixture& f, std::vector<std::string> args) {
+  args.insert(args.begin(), ARMHIVE_CLI_PATH);
+  ProcessRequest req;
+  req.argv = args;
+  req.timeout = std::chrono::seconds(60);
+  req.env = {{"HOME", "/nonexistent"},
+             {"ARMHIVE_CONFIG", ""},
+             {"ARMHIVE_SERVER", f.api->url()},
+             {"ARMHIVE_TOKEN", f.api->ci_a}};
+  SubprocessRunner runner;
+  auto r = runner.run(req);
+  REQUIRE(r.is_ok());
+  return *r;
+}
+
+TEST_CASE("tunnel: the CLI says why a tunnel is refused; ssh --tunnel uses it as ProxyCommand",
+          "[http][tunnel][cli]") {
+  TunnelFixture f;
+  std::string id = f.create(f.api->ci_a);
+  auto port = cli(f, {"tunnel", id, "8080"});
+  CHECK(port.exit_code == 2);
+  CHECK_THAT(port.err, Catch::Contains("no port 8080"));
+  CHECK_THAT(port.err, Catch::Contains("port"));
+  std::string pending = f.create(f.api->ci_a, "slow");
+  auto not_ready = cli(f, {"tunnel", pending, "22"});
+  CHECK(not_ready.exit_code == 2);
+  CHECK_THAT(not_ready.err, Catch::Contains("ready leases only"));
+  auto dry = cli(f, {"ssh", id, "--tunnel", "--dry-run", "--", "true"});
+  INFO(dry.err);
+  REQUIRE(dry.exit_code == 0);
+  CHECK_THAT(dry.out, Catch::Contains("ProxyCommand="));
+  CHECK_THAT(dry.out, Catch::Contains(" tunnel " + id + " 22"));
+  CHECK_THAT(dry.out, Catch::Contains("@armhive-lease-" + id));
+  CHECK_THAT(dry.out, !Catch::Contains("StrictHostKeyChecking=no"));
 }
 
 }  // namespace
