@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -70,7 +71,8 @@ struct TunnelFixture {
   std::unique_ptr<LeaseAccess> access;
   std::unique_ptr<ApiFixture> api;
 
-  TunnelFixture() {
+  // `tls_dir`: serve HTTPS with the certificate and key there (cert.pem, key.pem).
+  explicit TunnelFixture(const std::string& tls_dir = {}) {
     AccessOptions o;
     o.listen_address = "127.0.0.1";
     o.port_min = 39400;
@@ -78,7 +80,11 @@ struct TunnelFixture {
     auto t = ForwardTable::start(o, {});
     REQUIRE(t.is_ok());
     forwards = std::move(t).value();
-    api = std::make_unique<ApiFixture>(true, [this](HttpOptions& h) {
+    api = std::make_unique<ApiFixture>(true, [this, tls_dir](HttpOptions& h) {
+      if (!tls_dir.empty()) {
+        h.tls_cert_file = tls_dir + "/cert.pem";
+        h.tls_key_file = tls_dir + "/key.pem";
+      }
       h.tunnel = [this](const Lease& lease, int port) -> Result<TunnelRoute> {
         Lease local = lease;
         local.address = "127.0.0.1";
@@ -262,6 +268,44 @@ TEST_CASE("tunnel: releasing the lease cuts an open tunnel, and a new one is ref
   REQUIRE(s);  // cut, not left open
   CHECK_THAT(f.audited(id, "tunnel.closed"), Catch::Contains("lease ended"));
   CHECK(refusal(f.client(f.api->ci_a), id, f.guest.port()).code() == ErrorCode::kConflict);
+}
+
+TEST_CASE("tunnel: over TLS when the server has TLS, the server's certificate verified",
+          "[http][tunnel][tls]") {
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("armhive-tunnel-tls-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SubprocessRunner run;
+  auto made = run.run(
+      {.argv = {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                "-nodes", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem", "-days", "1",
+                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"}});
+  REQUIRE(made.is_ok());
+  REQUIRE(made->ok());
+  {
+    TunnelFixture f(dir);
+    REQUIRE(f.api->url().rfind("https://", 0) == 0);
+    LeaseRequest req;
+    req.pool = "tiny";
+    req.owner = "ci-a";
+    auto lease = f.api->leases.create_lease(req);
+    REQUIRE(lease.is_ok());
+    ClientOptions untrusted = f.client(f.api->ci_a);
+    Status refused = refusal(untrusted, lease->id, f.guest.port());
+    CHECK(refused.code() == ErrorCode::kUnavailable);
+    CHECK_THAT(refused.message(), Catch::Contains("TLS"));
+    ClientOptions trusted = untrusted;
+    trusted.ca_file = dir + "/cert.pem";
+    OpenTunnel t(trusted, lease->id, f.guest.port());
+    t.send("over tls");
+    CHECK(t.receive(8) == "over tls");
+    t.send("quit");
+    auto s = t.outcome();
+    REQUIRE(s);
+    CHECK(s->is_ok());
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // The real `armhive` binary: its refusals name what to fix, and `ssh --tunnel` runs ssh through
