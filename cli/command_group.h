@@ -39,5 +39,6 @@ std::unique_ptr<CommandGroup> make_bench_commands();    // bench_commands.cc
 std::unique_ptr<CommandGroup> make_completion_command();  // completion_command.cc
 std::unique_ptr<CommandGroup> make_gitlab_commands();     // gitlab_commands.cc
 std::unique_ptr<CommandGroup> make_cp_command();          // cp_command.cc
+std::unique_ptr<CommandGroup> make_tunnel_command();      // tunnel_command.cc
 
 }  // namespace armhive

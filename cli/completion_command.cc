@@ -12,7 +12,7 @@ constexpr const char* kBashCompletion = R"BASH(# bash completion for armhive; in
 _armhive() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
-  local top="lease ssh exec console pools hosts events bench completion"
+  local top="lease ssh tunnel exec console pools hosts events bench completion"
   local global="--server --token --config --ca-file --insecure --json --help"
   case "$prev" in
     --ssh-key|-i|--config|--ca-file|-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -33,7 +33,7 @@ _armhive() {
     bench)
       if [[ $cword -eq 2 ]]; then COMPREPLY=($(compgen -W "show ls report compare --suite --wait" -- "$cur")); return; fi
       COMPREPLY=($(compgen -W "--suite --wait --output --csv --lease $global" -- "$cur")) ;;
-    ssh) COMPREPLY=($(compgen -W "-i --identity --dry-run $global" -- "$cur")) ;;
+    ssh) COMPREPLY=($(compgen -W "-i --identity --tunnel --no-cert --dry-run $global" -- "$cur")) ;;
     exec) COMPREPLY=($(compgen -W "--timeout --stdin $global" -- "$cur")) ;;
     events) COMPREPLY=($(compgen -W "--since --no-follow $global" -- "$cur")) ;;
     hosts) COMPREPLY=($(compgen -W "--svg $global" -- "$cur")) ;;

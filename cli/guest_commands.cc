@@ -64,6 +64,9 @@ class GuestCommands final : public CommandGroup {
                      "this lease from the server)");
     ssh_->add_flag("--no-cert", no_cert_,
                    "do not ask the server for a certificate; use your own keys (ssh-agent)");
+    ssh_->add_flag("--tunnel", tunnel_,
+                   "reach the VM through the API (armhive tunnel as ssh's ProxyCommand), for "
+                   "when only the API port is reachable");
     ssh_->add_flag("--dry-run", dry_run_, "print the ssh command instead of running it");
     ssh_->add_option("command", command_, "remote command (after --)");
 
@@ -85,7 +88,7 @@ class GuestCommands final : public CommandGroup {
   bool parsed() const override { return ssh_->parsed() || exec_->parsed() || console_->parsed(); }
 
   int run(const CommandContext& ctx) override {
-    if (ssh_->parsed()) return ssh(*ctx.client);
+    if (ssh_->parsed()) return ssh(*ctx.client, *ctx.options);
     if (exec_->parsed()) return exec(*ctx.client, ctx.json_out);
     auto r = ctx.client->console(id_, console_bytes_);
     if (!r.is_ok()) return report(r.status());
@@ -94,7 +97,7 @@ class GuestCommands final : public CommandGroup {
   }
 
  private:
-  int ssh(Client& client) {
+  int ssh(Client& client, const ClientOptions& options) {
     auto r = client.get_lease(id_);
     if (!r.is_ok()) return report(r.status());
     if (r->state != "ready" || !r->ssh) {
@@ -112,7 +115,20 @@ class GuestCommands final : public CommandGroup {
                 << " --ttl 1h`\n";
     }
     std::vector<std::string> args{"ssh"};
-    if (!r->ssh->known_hosts.empty()) {
+    // Through the tunnel ssh dials no address: its host keys are looked up under an alias that
+    // names the lease, in a known_hosts file holding only that lease's keys.
+    const std::string alias = "armhive-lease-" + r->id;
+    if (tunnel_ && !r->ssh->host_keys.empty()) {
+      std::string lines;
+      for (const auto& key : r->ssh->host_keys) lines += alias + " " + key + "\n";
+      auto file = write_known_hosts(r->id, lines);
+      if (!file.is_ok()) return report(file.status());
+      args.insert(args.end(), {"-o", "StrictHostKeyChecking=yes", "-o",
+                               "UserKnownHostsFile=" + *file, "-o", "HostKeyAlias=" + alias});
+    } else if (tunnel_) {
+      std::cerr << "armhive: the server does not know this VM's host keys yet; ssh will ask you "
+                   "to confirm its fingerprint\n";
+    } else if (!r->ssh->known_hosts.empty()) {
       // The VM's host keys as the server read them through the guest agent: ssh verifies them
       // and trusts nothing else. The file is per lease (VMs and ports are reused).
       auto file = write_known_hosts(r->id, r->ssh->known_hosts);
@@ -141,11 +157,18 @@ class GuestCommands final : public CommandGroup {
         return report(key.status());
       }
     }
-    if (r->ssh->port != 22) {
-      args.push_back("-p");
-      args.push_back(std::to_string(r->ssh->port));
+    if (tunnel_) {
+      auto proxy = tunnel_proxy_command(options, r->id);
+      if (!proxy.is_ok()) return report(proxy.status());
+      args.insert(args.end(), {"-o", "ProxyCommand=" + *proxy});
+      args.push_back(r->ssh->user + "@" + alias);
+    } else {
+      if (r->ssh->port != 22) {
+        args.push_back("-p");
+        args.push_back(std::to_string(r->ssh->port));
+      }
+      args.push_back(r->ssh->user + "@" + r->ssh->host);
     }
-    args.push_back(r->ssh->user + "@" + r->ssh->host);
     if (!command_.empty()) {
       args.push_back("--");
       args.insert(args.end(), command_.begin(), command_.end());
@@ -223,7 +246,25 @@ class GuestCommands final : public CommandGroup {
     return r->result.exit_code < 0 ? kExitServer : r->result.exit_code;
   }
 
+  // ssh's ProxyCommand for --tunnel: this binary's `tunnel LEASE 22`. The server, token and CA
+  // file reach it through the environment (ARMHIVE_*), not its command line (visible in ps).
+  static Result<std::string> tunnel_proxy_command(const ClientOptions& options,
+                                                  const std::string& lease_id) {
+    std::error_code ec;
+    std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    if (ec) return unavailable("cannot find the armhive binary for ProxyCommand: " + ec.message());
+    setenv("ARMHIVE_SERVER", options.server.c_str(), 1);
+    setenv("ARMHIVE_TOKEN", options.token.c_str(), 1);
+    if (!options.ca_file.empty()) setenv("ARMHIVE_CA_FILE", options.ca_file.c_str(), 1);
+    std::string cmd = shell_quote(self) + (options.insecure ? " --insecure" : "") + " tunnel " +
+                      shell_quote(lease_id) + " 22";
+    std::string escaped;  // ssh expands %-tokens in ProxyCommand
+    for (char c : cmd) escaped += c == '%' ? std::string("%%") : std::string(1, c);
+    return escaped;
+  }
+
   bool no_cert_ = false;
+  bool tunnel_ = false;
   CLI::App* ssh_ = nullptr;
   CLI::App* exec_ = nullptr;
   CLI::App* console_ = nullptr;

@@ -323,6 +323,16 @@ int serve(const DaemonConfig& config) {
       for (const ForwardInfo& f : ep->extra) dto.forwards.push_back({f.guest_port, f.host, f.port});
       return Status::ok();
     };
+    http_options.tunnel = [&access, &forwards](const Lease& lease,
+                                               int port) -> Result<TunnelRoute> {
+      ARMHIVE_ASSIGN_OR_RETURN(LeaseAccess::TunnelTarget t, access->tunnel_target(lease, port));
+      TunnelRoute route{t.address, t.port, {}, {}};
+      route.attach = [&forwards, id = lease.id](std::function<void()> cut) {
+        return forwards->attach(id, std::move(cut));
+      };
+      route.detach = [&forwards, id = lease.id](uint64_t n) { forwards->detach(id, n); };
+      return route;
+    };
     http_options.check_ports = [&access](const std::string& pool, const std::vector<int>& ports) {
       return access->check_ports(pool, ports);
     };

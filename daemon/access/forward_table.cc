@@ -28,12 +28,17 @@ ForwardTable::~ForwardTable() noexcept { stop(); }
 
 void ForwardTable::stop() {
   std::map<std::string, std::vector<Open>> all;
+  std::map<std::string, std::map<uint64_t, std::function<void()>>> attached;
   {
     std::lock_guard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     all.swap(leases_);
+    attached.swap(attached_);
     reserved_.clear();
+  }
+  for (auto& [id, cuts] : attached) {
+    for (auto& [n, cut] : cuts) cut();
   }
   for (auto& [id, forwards] : all) {
     for (Open& o : forwards) o.forward->close();
@@ -164,19 +169,44 @@ Result<std::vector<ForwardInfo>> ForwardTable::open(const std::string& lease_id,
 
 void ForwardTable::close(const std::string& lease_id, const std::string& reason) {
   std::vector<Open> forwards;
+  std::map<uint64_t, std::function<void()>> cuts;
   {
     std::lock_guard lock(mu_);
+    if (auto a = attached_.find(lease_id); a != attached_.end()) {
+      cuts = std::move(a->second);
+      attached_.erase(a);
+    }
     auto it = leases_.find(lease_id);
-    if (it == leases_.end()) return;
-    forwards = std::move(it->second);
-    leases_.erase(it);
-    for (const Open& o : forwards) reserved_.erase(o.info.port);
+    if (it != leases_.end()) {
+      forwards = std::move(it->second);
+      leases_.erase(it);
+      for (const Open& o : forwards) reserved_.erase(o.info.port);
+    }
   }
+  for (auto& [n, cut] : cuts) cut();
   for (Open& o : forwards) {
     o.forward->close();
     emit({"forward.closed", lease_id,
           o.info.host + ":" + std::to_string(o.info.port) + " (" + reason + ")"});
   }
+}
+
+std::optional<uint64_t> ForwardTable::attach(const std::string& lease_id,
+                                             std::function<void()> cut) {
+  std::lock_guard lock(mu_);
+  auto it = leases_.find(lease_id);
+  if (stopped_ || it == leases_.end() || it->second.empty()) return std::nullopt;
+  uint64_t id = next_attachment_++;
+  attached_[lease_id][id] = std::move(cut);
+  return id;
+}
+
+void ForwardTable::detach(const std::string& lease_id, uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = attached_.find(lease_id);
+  if (it == attached_.end()) return;
+  it->second.erase(id);
+  if (it->second.empty()) attached_.erase(it);
 }
 
 std::vector<ForwardInfo> ForwardTable::find(const std::string& lease_id) const {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -68,6 +69,13 @@ class ForwardTable {
                                         const std::vector<int>& guest_ports);
   // Closes the lease's forwards and cuts their connections; unknown leases are ignored.
   void close(const std::string& lease_id, const std::string& reason);
+  // Ties something else that must end with the lease's access (an API tunnel) to it: `cut` is
+  // called, outside the lock, when close() or stop() ends the lease's forwards; it must return
+  // at once. nullopt (and `cut` never called) when the lease has no open forward: it is not
+  // ready or has ended already. Never blocks (no bind, no I/O).
+  std::optional<uint64_t> attach(const std::string& lease_id, std::function<void()> cut);
+  // Forgets an attachment whose tunnel ended by itself; unknown ones are ignored.
+  void detach(const std::string& lease_id, uint64_t id);
   // The lease's open forwards (empty when none).
   std::vector<ForwardInfo> find(const std::string& lease_id) const;
   std::vector<std::string> leases() const;
@@ -94,6 +102,9 @@ class ForwardTable {
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Open>> leases_;
   std::set<int> reserved_;  // ports held by open (or opening) forwards
+  // lease id -> attachment id -> cut (tunnels through the API)
+  std::map<std::string, std::map<uint64_t, std::function<void()>>> attached_;
+  uint64_t next_attachment_ = 1;
   int next_port_ = 0;
   bool stopped_ = false;
 

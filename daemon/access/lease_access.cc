@@ -175,6 +175,28 @@ Result<std::optional<SshEndpoint>> LeaseAccess::ssh_endpoint(const Lease& lease)
   return std::optional<SshEndpoint>(std::move(ep));
 }
 
+Result<LeaseAccess::TunnelTarget> LeaseAccess::tunnel_target(const Lease& lease, int port) {
+  std::string allowed = std::to_string(guest_ssh_port_);
+  bool ok = port == guest_ssh_port_;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = ports_.find(lease.id); it != ports_.end()) {
+      for (int p : it->second) {
+        allowed += ", " + std::to_string(p);
+        ok = ok || p == port;
+      }
+    }
+  }
+  if (!ok) {
+    return invalid_argument("port", "lease " + lease.id + " has no port " + std::to_string(port) +
+                                        " to tunnel to (its ports: " + allowed +
+                                        "; ask for more with \"ports\" when creating it)");
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(std::optional<SshEndpoint> ep, ssh_endpoint(lease));
+  if (!ep) return conflict("lease " + lease.id + " is not ready: it has no address yet", lease.id);
+  return TunnelTarget{lease.address, port};
+}
+
 std::vector<std::string> LeaseAccess::host_keys(const Lease& lease) {
   {
     std::lock_guard lock(mu_);

@@ -63,6 +63,16 @@ class LeaseAccess {
   // guest. kUnavailable when no port is free.
   Result<std::optional<SshEndpoint>> ssh_endpoint(const Lease& lease);
 
+  // Where an API tunnel to `port` of `lease` goes: the guest's bridge address and the port, which
+  // must be the SSH port or one the lease asked for (kInvalidArgument naming "port" otherwise).
+  // Opens the lease's forwards if the watcher has not yet, so ForwardTable::attach ties the
+  // tunnel to them (kConflict when the lease is not ready). Never waits for the guest.
+  struct TunnelTarget {
+    std::string address;
+    int port = 0;
+  };
+  Result<TunnelTarget> tunnel_target(const Lease& lease, int port);
+
   // Checks the extra guest ports a lease of `pool` asks for: each allowed by the pool's
   // access_ports, no duplicates, at most max_extra_ports (kInvalidArgument naming "ports[i]" or
   // "ports"). An unknown pool passes (creating the lease reports it).

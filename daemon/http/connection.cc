@@ -2,16 +2,19 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <condition_variable>
 #include <deque>
 #include <limits>
 #include <optional>
 
 #include "base/thread_annotations.h"
+#include "daemon/http/tunnel_session.h"
 
 namespace armhive {
 namespace {
@@ -109,13 +112,16 @@ class HttpConnection final : public ClientConnection,
                              public std::enable_shared_from_this<HttpConnection<Stream>> {
  public:
   HttpConnection(Stream stream, ConnectionEnv env, std::string remote)
-      : stream_(std::move(stream)), env_(std::move(env)), remote_(std::move(remote)) {}
+      : stream_(std::move(stream)),
+        ex_(stream_.get_executor()),
+        env_(std::move(env)),
+        remote_(std::move(remote)) {}
   ~HttpConnection() override {
     if (env_.on_closed) env_.on_closed();
   }
 
   void start(bool tls) {
-    net::post(stream_.get_executor(), [self = this->shared_from_this(), tls] {
+    net::post(ex_, [self = this->shared_from_this(), tls] {
       if (tls) {
         self->handshake();
       } else {
@@ -125,12 +131,12 @@ class HttpConnection final : public ClientConnection,
   }
 
   void close_if_idle() override {
-    net::post(stream_.get_executor(), [self = this->shared_from_this()] {
+    net::post(ex_, [self = this->shared_from_this()] {
       if (self->state_ == State::kReading) self->close();
     });
   }
   void close_now() override {
-    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->close(); });
+    net::post(ex_, [self = this->shared_from_this()] { self->close(); });
   }
 
   // The Exchange of the request being answered; posts everything to the connection.
@@ -138,27 +144,30 @@ class HttpConnection final : public ClientConnection,
    public:
     explicit Reply(std::shared_ptr<HttpConnection> c) : c_(std::move(c)) {}
     void respond(HttpResponse r) override {
-      net::post(c_->stream_.get_executor(),
-                [c = c_, r = std::move(r)]() mutable { c->write_response(std::move(r)); });
+      net::post(c_->ex_, [c = c_, r = std::move(r)]() mutable { c->write_response(std::move(r)); });
     }
     void begin_stream(HttpResponse head) override {
-      net::post(c_->stream_.get_executor(),
+      net::post(c_->ex_,
                 [c = c_, h = std::move(head)]() mutable { c->write_stream_head(std::move(h)); });
     }
     void write_chunk(std::string data) override {
-      net::post(c_->stream_.get_executor(),
+      net::post(c_->ex_,
                 [c = c_, d = std::move(data)]() mutable { c->queue_chunk(std::move(d), false); });
     }
     void end_stream() override {
-      net::post(c_->stream_.get_executor(), [c = c_] { c->queue_chunk({}, true); });
+      net::post(c_->ex_, [c = c_] { c->queue_chunk({}, true); });
+    }
+    net::any_io_executor executor() override { return c_->ex_; }
+    void upgrade(TunnelPlan plan) override {
+      net::post(c_->ex_,
+                [c = c_, p = std::move(plan)]() mutable { c->connect_tunnel(std::move(p)); });
     }
     void abort_stream() override {
-      net::post(c_->stream_.get_executor(), [c = c_] { c->close(); });
+      net::post(c_->ex_, [c = c_] { c->close(); });
     }
     size_t queued_bytes() const override { return c_->queued_bytes_.load(); }
-    net::any_io_executor executor() override { return c_->stream_.get_executor(); }
     void on_abort(std::function<void()> callback) override {
-      net::post(c_->stream_.get_executor(), [c = c_, cb = std::move(callback)]() mutable {
+      net::post(c_->ex_, [c = c_, cb = std::move(callback)]() mutable {
         if (c->state_ == State::kClosed) {
           cb();
         } else {
@@ -172,7 +181,9 @@ class HttpConnection final : public ClientConnection,
   };
 
  private:
-  enum class State { kReading, kHandling, kWriting, kStreaming, kClosed };
+  // kTunnel: the socket belongs to a TunnelSession (tunnel_session.h); the connection only holds
+  // its cap slot and passes close_now() on.
+  enum class State { kReading, kHandling, kWriting, kStreaming, kTunnel, kClosed };
 
   bool stopping() const { return env_.stopping != nullptr && env_.stopping->load(); }
 
@@ -281,6 +292,8 @@ class HttpConnection final : public ClientConnection,
     on_abort_ = nullptr;                 // the previous request's, if any: answered already
     tcp_layer(stream_).expires_never();  // the answer may take a long-poll's time
     auto msg = parser_->release();
+    upgrade_request_.reset();
+    if (beast::websocket::is_upgrade(msg)) upgrade_request_ = msg;  // a tunnel needs the handshake
     keep_alive_ = msg.keep_alive() && !env_.over_cap;
     version_ = msg.version();
     HttpRequest req;
@@ -328,7 +341,7 @@ class HttpConnection final : public ClientConnection,
     auto body = std::make_shared<StreamedBody>(
         [weak] {
           if (auto c = weak.lock()) {
-            net::post(c->stream_.get_executor(), [c] { c->pull_body(); });
+            net::post(c->ex_, [c] { c->pull_body(); });
           }
         },
         std::chrono::duration_cast<std::chrono::milliseconds>(env_.options.read_timeout) +
@@ -443,8 +456,62 @@ class HttpConnection final : public ClientConnection,
     }
   }
 
+  // Connects to the tunnel's target, then hands the socket to a TunnelSession; a target that
+  // cannot be reached within the plan's deadline is a 503 (504 on timeout) problem.
+  void connect_tunnel(TunnelPlan plan) {
+    if (state_ != State::kHandling) return;
+    auto fail = [this](TunnelPlan& p, const Status& s) {
+      HttpResponse res = problem_response(s);
+      if (p.on_status) p.on_status(res.status);
+      res.close = true;
+      write_response(std::move(res));
+    };
+    if (!upgrade_request_) {
+      return fail(plan, invalid_argument("Upgrade", "the request is not a WebSocket upgrade"));
+    }
+    beast::error_code ec;
+    auto address = net::ip::make_address(plan.address, ec);
+    if (ec) return fail(plan, internal_error("the tunnel's target address is not an IP address"));
+    auto guest = std::make_shared<tcp::socket>(ex_);
+    auto timer = std::make_shared<net::steady_timer>(ex_);
+    auto timed_out = std::make_shared<bool>(false);
+    timer->expires_after(plan.connect_timeout);
+    timer->async_wait([guest, timed_out](beast::error_code e) {
+      if (e) return;
+      *timed_out = true;
+      beast::error_code ignored;
+      guest->close(ignored);
+    });
+    std::string target = plan.address + ":" + std::to_string(plan.port);
+    tcp::endpoint endpoint(address, static_cast<unsigned short>(plan.port));
+    guest->async_connect(endpoint, [self = this->shared_from_this(), guest, timer, timed_out,
+                                    plan = std::move(plan), target,
+                                    fail](beast::error_code e) mutable {
+      timer->cancel();
+      if (self->state_ != State::kHandling) return;
+      if (e) {
+        return *timed_out
+                   ? fail(plan, Status(ErrorCode::kTimeout,
+                                       "the lease's guest did not answer on " + target))
+                   : fail(plan,
+                          unavailable("the lease's guest refused " + target + ": " + e.message()));
+      }
+      guest->set_option(tcp::no_delay(true), e);
+      self->state_ = State::kTunnel;
+      self->tunnel_ =
+          start_tunnel_session(std::move(self->stream_), std::move(*self->upgrade_request_),
+                               std::move(*guest), std::move(plan), self->remote_, self);
+      self->upgrade_request_.reset();
+    });
+  }
+
   void close() {
     if (state_ == State::kClosed) return;
+    if (state_ == State::kTunnel) {
+      state_ = State::kClosed;
+      if (auto t = tunnel_.lock()) t->cut("server stopping");
+      return;
+    }
     state_ = State::kClosed;
     if (auto b = body_.lock()) b->fail(unavailable("the client went away"));
     beast::error_code ignored;
@@ -463,7 +530,8 @@ class HttpConnection final : public ClientConnection,
   };
 
   // Everything below is touched only on the connection's strand.
-  Stream stream_;
+  Stream stream_;            // moved to the TunnelSession in kTunnel
+  net::any_io_executor ex_;  // the socket's strand (outlives a moved stream_)
   ConnectionEnv env_;
   std::string remote_;
   beast::flat_buffer buffer_;
@@ -484,6 +552,8 @@ class HttpConnection final : public ClientConnection,
   std::deque<Chunk> chunks_;
   std::atomic<size_t> queued_bytes_ = 0;  // written on the strand, read by queued_bytes()
   bool writing_ = false;
+  std::optional<http::request<http::string_body>> upgrade_request_;
+  std::weak_ptr<TunnelSession> tunnel_;
 };
 
 }  // namespace

@@ -13,6 +13,7 @@ void add_host_routes(Router& router, ServerContext& ctx);       // host_handlers
 void add_event_routes(Router& router, ServerContext& ctx);      // event_handlers.cc
 void add_github_routes(Router& router, ServerContext& ctx);     // github_handlers.cc
 void add_file_routes(Router& router, ServerContext& ctx);       // file_handlers.cc
+void add_tunnel_routes(Router& router, ServerContext& ctx);     // tunnel_handlers.cc
 
 // Describes the API's metric families in the registry (metrics_handlers.cc).
 void describe_api_metrics(Metrics& metrics);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "daemon/core/hypervisor.h"
+#include "daemon/http/tunnel_plan.h"
 
 namespace armhive {
 
@@ -81,6 +82,9 @@ class Exchange {
   // Called once, on the connection's executor, when the connection ends before the answer
   // was complete (client gone, write timeout, server stop). May be set once.
   virtual void on_abort(std::function<void()> callback) = 0;
+  // Instead of an answer: turns the request (a WebSocket upgrade) into a tunnel to
+  // plan.address:plan.port (tunnel_plan.h). Like respond(), only the first answer counts.
+  virtual void upgrade(TunnelPlan plan) = 0;
 };
 
 }  // namespace armhive

@@ -34,7 +34,8 @@ bool is_json_media_type(std::string_view type) {
 }
 
 // Records the reply's status once it is known, then forwards to the connection.
-class RecordingExchange final : public Exchange {
+class RecordingExchange final : public Exchange,
+                                public std::enable_shared_from_this<RecordingExchange> {
  public:
   using Recorder = std::function<void(int status)>;
   RecordingExchange(std::shared_ptr<Exchange> inner, Recorder recorder)
@@ -54,6 +55,11 @@ class RecordingExchange final : public Exchange {
   size_t queued_bytes() const override { return inner_->queued_bytes(); }
   boost::asio::any_io_executor executor() override { return inner_->executor(); }
   void on_abort(std::function<void()> callback) override { inner_->on_abort(std::move(callback)); }
+  void upgrade(TunnelPlan plan) override {
+    // The status is known once the connection has connected to the target (101) or not.
+    plan.on_status = [self = shared_from_this()](int status) { self->note(status); };
+    inner_->upgrade(std::move(plan));
+  }
 
  private:
   void note(int status) {

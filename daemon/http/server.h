@@ -3,6 +3,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,17 @@ class AuditLog;
 struct Lease;
 
 inline constexpr int kDefaultPort = 8470;
+
+// Where GET /v1/leases/{id}/tunnel?port=P of a ready lease goes (HttpOptions::tunnel).
+struct TunnelRoute {
+  std::string address;  // the guest's address on its bridge (an IP literal)
+  int port = 0;
+  // Ties an open tunnel to the lease's access: `cut` (returns at once) is called when it ends
+  // (release, expiry). Returns what detach() takes, or nullopt when it has ended already (the
+  // tunnel is then cut at once). Called on an I/O thread: must not block.
+  std::function<std::optional<uint64_t>(std::function<void()> cut)> attach;
+  std::function<void(uint64_t)> detach;
+};
 
 struct HttpOptions {
   std::string bind_address = "127.0.0.1";  // loopback unless configured otherwise
@@ -84,6 +96,10 @@ struct HttpOptions {
   std::function<Result<SshCertificateDto>(const Lease& lease, const std::string& token,
                                           const std::string& public_key)>
       ssh_certificate;
+  // The route of a tunnel to `port` of a ready lease the caller may see (daemon/access: the
+  // guest's address; port 22 or one the lease asked for, else kInvalidArgument naming "port").
+  // Unset: GET /v1/leases/{id}/tunnel is 503. Called from worker threads.
+  std::function<Result<TunnelRoute>(const Lease& lease, int port)> tunnel;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,

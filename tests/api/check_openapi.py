@@ -16,7 +16,8 @@ of parsed lines for application/x-ndjson, or text. Checks:
     are declared);
   * every response matches an operation and a documented status (or `default`), a documented
     media type, and the JSON schema of that media type (OpenAPI `nullable` honoured);
-  * every documented operation was exercised with at least one 2xx response.
+  * every documented operation was exercised with at least one 2xx response (or a 101 for a
+    WebSocket upgrade, recorded by the test that saw the switch).
 Exits 1 with one line per failure.
 """
 import copy
@@ -178,6 +179,9 @@ def check_responses(doc, directory, err, partial=False):
             continue
         resp = deref(doc, resp)
         content = resp.get("content", {})
+        if status == 101 and not content and not media:
+            exercised.add((method, template))  # a protocol upgrade (WebSocket): no body
+            continue
         if media not in content:
             err(f"{where}: media type {media} not documented (have {sorted(content)})")
             continue

@@ -356,6 +356,83 @@ TEST_CASE(
   CHECK(cli.ok());
   CHECK(cli.out.find(b.vm->name) != std::string::npos);
 
+  // Through the API tunnel only: from outside with the access range blocked (only the API port
+  // reachable), `armhive ssh --tunnel` logs in with a certificate and verifies B's host keys.
+  for (std::vector<std::string> argv :
+       {std::vector<std::string>{"nft", "add", "table", "inet", "e2e_api_only"},
+        {"nft", "add", "chain", "inet", "e2e_api_only", "out",
+         "{ type filter hook output priority 0 ; }"},
+        {"nft", "add", "rule", "inet", "e2e_api_only", "out", "ip", "daddr",
+         OutsideNamespace::kHostAddress, "tcp", "dport",
+         std::to_string(kPortMin) + "-" + std::to_string(kPortMax), "drop"}}) {
+    auto r = out.run(argv);
+    INFO(r.err);
+    REQUIRE(r.ok());
+  }
+  CHECK_FALSE(out.run(ssh_argv(key_b, kh_b, b.ssh->port, b.ssh->host, "true")).ok());
+  const std::vector<std::string> env_b = {"env", "HOME=" + state + "/home",
+                                          "ARMHIVE_SERVER=" + server,
+                                          "ARMHIVE_TOKEN=" + daemon.token()};
+  auto with_env = [](std::vector<std::string> env, const std::vector<std::string>& argv) {
+    env.insert(env.end(), argv.begin(), argv.end());
+    return env;
+  };
+  auto tunneled =
+      out.run(with_env(env_b, {ARMHIVE_CLI_PATH, "ssh", b.id, "--tunnel", "--", "hostname"}));
+  INFO(tunneled.err);
+  CHECK(tunneled.ok());
+  CHECK(tunneled.out.find(b.vm->name) != std::string::npos);
+  // The plain ssh a user would write with the tunnel as ProxyCommand: the right host keys are
+  // taken, another key is refused.
+  const std::string proxy = std::string(ARMHIVE_CLI_PATH) + " tunnel " + b.id + " 22";
+  auto via_proxy = [&](const std::string& known_hosts) {
+    std::vector<std::string> argv = ssh_argv(key_b, known_hosts, 22, "vm-b", "hostname");
+    argv.insert(argv.begin() + 1, {"-o", "ProxyCommand=" + proxy, "-o", "HostKeyAlias=vm-b"});
+    return out.run(with_env(env_b, argv));
+  };
+  std::string alias_lines;
+  for (const auto& k : b.ssh->host_keys) alias_lines += "vm-b " + k + "\n";
+  write(state + "/known_hosts_alias", alias_lines);
+  write(state + "/known_hosts_alias_wrong", "vm-b " + other.substr(0, other.rfind(' ')) + "\n");
+  auto proxied = via_proxy(state + "/known_hosts_alias");
+  INFO(proxied.err);
+  CHECK(proxied.ok());
+  CHECK(proxied.out.find(b.vm->name) != std::string::npos);
+  auto spoofed = via_proxy(state + "/known_hosts_alias_wrong");
+  CHECK_FALSE(spoofed.ok());
+  CHECK(spoofed.err.find("Host key verification failed") != std::string::npos);
+  // Another token cannot open B's tunnel (404: it does not see the lease).
+  std::string other_token;
+  {
+    SystemClock clock;
+    auto db = Database::open(state + "/armhive.db");
+    REQUIRE(db.is_ok());
+    auto tokens = TokenStore::open(**db, clock);
+    REQUIRE(tokens.is_ok());
+    auto made = (*tokens)->create({.name = "someone-else"});
+    REQUIRE(made.is_ok());
+    other_token = *made;
+  }
+  auto stranger = out.run({"env", "ARMHIVE_SERVER=" + server, "ARMHIVE_TOKEN=" + other_token,
+                           ARMHIVE_CLI_PATH, "tunnel", b.id, "22"});
+  CHECK_FALSE(stranger.ok());
+  CHECK(stranger.err.find("no lease") != std::string::npos);
+  // A tunnel session held open, to be cut at expiry below (its own HOME: its own key).
+  fs::create_directories(state + "/home_t");
+  pid_t held_tunnel = out.spawn({"env", "HOME=" + state + "/home_t", "ARMHIVE_SERVER=" + server,
+                                 "ARMHIVE_TOKEN=" + daemon.token(), ARMHIVE_CLI_PATH, "ssh", b.id,
+                                 "--tunnel", "--", "echo started; sleep 600"},
+                                state + "/session_t.log");
+  REQUIRE(eventually(
+      [&] {
+        std::ifstream in(state + "/session_t.log");
+        std::string s((std::istreambuf_iterator<char>(in)), {});
+        return s.find("started") != std::string::npos;
+      },
+      60s));
+  // The forwards are reachable again for what follows; the tunnel session stays open.
+  REQUIRE(out.run({"nft", "delete", "table", "inet", "e2e_api_only"}).ok());
+
   // At expiry an open session (with a certificate) is cut.
   const std::string cert_key_b = state + "/cert_b";
   auto cert_b = api->ssh_certificate(b.id, make_key(cert_key_b));
@@ -373,12 +450,22 @@ TEST_CASE(
       60s));
   REQUIRE(api->renew_lease(b.id, 60).is_ok());
   CHECK(eventually([&] { return out.exited(held); }, 240s));
+  CHECK(eventually([&] { return out.exited(held_tunnel); }, 60s));
   CHECK(eventually(
       [&] {
         auto g = api->get_lease(b.id);
         return g.is_ok() && g->state == "expired";
       },
       60s));
+  // After the lease ended its tunnel is refused (the refusal's wording for a lease that is not
+  // ready is checked by tests/daemon/http/tunnel_itest.cc).
+  auto late = out.run(with_env(env_b, {ARMHIVE_CLI_PATH, "tunnel", b.id, "22"}));
+  INFO("armhive tunnel after expiry: " << late.err);
+  CHECK_FALSE(late.ok());
+  auto entries_b = audit(state, b.id);
+  CHECK(has_action(entries_b, "tunnel.opened", "from 10.78.0.2 to "));
+  CHECK(has_action(entries_b, "tunnel.closed", "bytes_from_guest="));
+  CHECK(has_action(entries_b, "tunnel.closed", "(lease ended)"));
 
   daemon.kill(SIGTERM);
   remove_network_and_guard("ahnat");
