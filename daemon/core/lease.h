@@ -77,6 +77,16 @@ struct LeaseRequest {
 
 enum class CpuPolicy { kDedicated, kShared };
 
+// A pool's health benchmarks (issue 16, item 4): every `every` a fresh VM of the pool would run
+// the short `suite`, its figures joining the host's time series, and a figure outside the band
+// of the host's last `runs_kept` results (daemon/bench/health_band.h) marking the host degraded.
+// Only parsed and validated so far: no scheduler reads it yet (daemon/config/README.md).
+struct HealthScheduleConfig {
+  Seconds every{0};  // 0: off (the default)
+  std::string suite = "compression";
+  int runs_kept = 10;  // K: the baseline band's window
+};
+
 struct PoolConfig {
   std::string name;
   std::string image;  // catalogue name, e.g. "tiny"
@@ -95,6 +105,7 @@ struct PoolConfig {
   std::map<std::string, std::string> labels;
   // Guest TCP ports besides SSH that a lease may ask to have forwarded (daemon/access).
   std::vector<int> access_ports;
+  HealthScheduleConfig health;
 };
 
 struct PoolStatus {
