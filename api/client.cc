@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include "api/exec_stream.h"
 #include "api/json.h"
 
 namespace armhive {
@@ -197,6 +198,78 @@ Result<ExecResultDto> Client::exec(const std::string& id, const ExecRequestDto& 
   return decode<ExecResultDto>(call_ok("POST", "/v1/leases/" + path_id(id) + "/exec",
                                        dump_json(to_json(request)), {}, read_timeout),
                                exec_result_from_json);
+}
+
+Result<Client::ExecOutcome> Client::exec_stream(
+    const std::string& id, const ExecRequestDto& request,
+    const std::function<void(std::string_view, std::string_view)>& on_output) {
+  httplib::Client cli(options_.server);
+  cli.set_connection_timeout(options_.timeout);
+  // The server sends a keep-alive newline while the command is silent.
+  cli.set_read_timeout(std::max(options_.timeout, std::chrono::seconds(30)));
+  cli.set_write_timeout(options_.timeout);
+  if (!options_.ca_file.empty()) cli.set_ca_cert_path(options_.ca_file.c_str());
+  if (options_.insecure) cli.enable_server_certificate_verification(false);
+  nlohmann::json body = to_json(request);
+  if (request.timeout_s <= 0) body.erase("timeout_s");
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/leases/" + path_id(id) + "/exec";
+  req.body = dump_json(body);
+  req.set_header("Content-Type", "application/json");
+  req.set_header("Accept", "application/x-ndjson");
+  req.set_header("User-Agent", "armhive-cli");
+  if (!options_.token.empty()) req.set_header("Authorization", "Bearer " + options_.token);
+  int http_status = 0;
+  std::string error_body, pending;
+  Status line_status;
+  std::optional<ExecOutcome> outcome;
+  req.response_handler = [&](const httplib::Response& r) {
+    http_status = r.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+    if (http_status != 200) {
+      error_body.append(data, len);
+      return error_body.size() < kMaxBodyBytes;
+    }
+    pending.append(data, len);
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      auto line = parse_exec_stream_line(std::string_view(pending).substr(0, nl));
+      pending.erase(0, nl + 1);
+      if (!line.is_ok()) {
+        line_status = line.status();
+        return false;
+      }
+      switch (line->kind) {
+        case ExecStreamLine::Kind::kKeepAlive:
+          break;
+        case ExecStreamLine::Kind::kOutput:
+          on_output(line->stream, line->data);
+          break;
+        case ExecStreamLine::Kind::kResult:
+          outcome = ExecOutcome{line->result, line->cancelled};
+          break;
+        case ExecStreamLine::Kind::kError:
+          line_status =
+              Status(code_from_http(line->error.status), line->error.detail, {}, line->error.field);
+          return false;
+      }
+    }
+    return true;
+  };
+  auto res = cli.send(req);
+  if (!line_status.is_ok()) return line_status;
+  if (outcome) return *outcome;
+  if (!res) return status_from_http_error(res.error(), options_.server);
+  if (http_status != 200) {
+    return status_from_response(http_status, error_body.empty() ? res->body : error_body);
+  }
+  return Status(ErrorCode::kUnavailable,
+                "the exec stream ended without the command's outcome (server stopped or "
+                "connection lost)",
+                id);
 }
 
 Result<std::string> Client::console(const std::string& id, size_t max_bytes) {

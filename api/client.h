@@ -73,6 +73,18 @@ class Client {
   Result<LeaseDto> renew_lease(const std::string& id, int64_t ttl_seconds);
   Result<LeaseDto> release_lease(const std::string& id);
   Result<ExecResultDto> exec(const std::string& id, const ExecRequestDto& request);
+  // The streamed exec (api/exec_stream.h): `on_output(stream, data)` ("stdout"/"stderr")
+  // gets the output as it arrives; the result (out/err empty) comes from the final line, and
+  // `cancelled` says the server killed the command because the lease ended. timeout_s 0: no
+  // timeout of its own (bounded by the lease). A stream that ends without a final line is
+  // kUnavailable.
+  struct ExecOutcome {
+    ExecResultDto result;
+    bool cancelled = false;
+  };
+  Result<ExecOutcome> exec_stream(
+      const std::string& id, const ExecRequestDto& request,
+      const std::function<void(std::string_view stream, std::string_view data)>& on_output);
   Result<std::string> console(const std::string& id, size_t max_bytes = 0);
   Result<std::vector<PoolDto>> pools();
   Result<std::vector<HostDto>> hosts();

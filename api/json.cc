@@ -402,6 +402,7 @@ Result<ExecRequestDto> exec_request_from_json(const json& j) {
     }
   }
   AH_TRY(get_bytes(r, "stdin", out.stdin_data));
+  out.timeout_given = r.find("timeout_s") != nullptr;
   AH_TRY(r.integer("timeout_s", out.timeout_s));
   if (out.timeout_s <= 0 || out.timeout_s > kMaxExecTimeoutSeconds) {
     return invalid_argument("timeout_s",

@@ -173,6 +173,9 @@ struct ExecRequestDto {
   std::vector<std::string> argv;
   std::string stdin_data;
   int64_t timeout_s = 60;
+  // Whether the request named timeout_s: a streamed exec without it runs until the command
+  // ends or the lease does (set by exec_request_from_json).
+  bool timeout_given = false;
 };
 
 // Output travels as "stdout"/"stderr" when it is valid UTF-8, else as "stdout_base64"/

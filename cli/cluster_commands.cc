@@ -71,8 +71,10 @@ class ClusterCommands final : public CommandGroup {
       int allocated = 0;
       for (const auto& c : h.cores) allocated += (!c.lease_id.empty() || !c.vm.empty()) ? 1 : 0;
       std::cout << h.hostname << " (" << h.arch << ", " << h.cpu_model << ", " << h.accel
-                << (h.connected ? "" : ", DISCONNECTED") << "): " << h.cores.size() << " cores, "
+                << (h.state == "ok" ? "" : ", " + h.state) << "): " << h.cores.size() << " cores, "
                 << allocated << " pinned, fragmentation " << h.fragmentation << "\n";
+      // The last failure stays shown after the host is ok again: it says what went wrong.
+      if (!h.last_error.empty()) std::cout << "  last error: " << h.last_error << "\n";
       Table t({"CPU", "NODE", "CLUSTER", "ROLE", "LEASE", "VM", "POOL"});
       for (const auto& c : h.cores) {
         t.add({std::to_string(c.cpu), std::to_string(c.numa_node), std::to_string(c.cluster),

@@ -37,5 +37,6 @@ std::unique_ptr<CommandGroup> make_guest_commands();    // guest_commands.cc: ss
 std::unique_ptr<CommandGroup> make_cluster_commands();  // cluster_commands.cc: pools, hosts, events
 std::unique_ptr<CommandGroup> make_bench_commands();    // bench_commands.cc
 std::unique_ptr<CommandGroup> make_completion_command();  // completion_command.cc
+std::unique_ptr<CommandGroup> make_gitlab_commands();     // gitlab_commands.cc
 
 }  // namespace armhive

@@ -36,8 +36,11 @@ class GuestCommands final : public CommandGroup {
     exec_ = app.add_subcommand("exec", "run a command in a VM through its guest agent");
     exec_->add_option("lease", id_, "lease id")->required();
     exec_->add_option("command", command_, "command and arguments (after --)")->required();
-    exec_->add_option("--timeout", exec_timeout_, "seconds before the command is killed")
-        ->check(CLI::Range(1, 3600));
+    exec_
+        ->add_option("--timeout", exec_timeout_,
+                     "seconds before the command is killed (default: none, the lease bounds it; "
+                     "with --json 60, at most 3600)")
+        ->check(CLI::Range(0, 30 * 24 * 3600));
     exec_->add_flag("--stdin", with_stdin_, "send our standard input to the command");
 
     console_ = app.add_subcommand("console", "print the tail of a VM's serial console");
@@ -118,6 +121,14 @@ class GuestCommands final : public CommandGroup {
       req.stdin_data.assign(std::istreambuf_iterator<char>(std::cin),
                             std::istreambuf_iterator<char>());
     }
+    if (!json_out) return exec_streamed(client, req);
+    if (req.timeout_s == 0) req.timeout_s = 60;
+    if (req.timeout_s > kMaxExecTimeoutSeconds) {
+      std::cerr << "armhive: --timeout with --json is at most " << kMaxExecTimeoutSeconds
+                << " s (without --json the output streams and there is no such limit)\n";
+      return kExitUsage;
+    }
+    exec_timeout_ = static_cast<int>(req.timeout_s);
     auto r = client.exec(id_, req);
     if (!r.is_ok()) return report(r.status());
     if (json_out) {
@@ -136,13 +147,36 @@ class GuestCommands final : public CommandGroup {
     return r->exit_code < 0 ? kExitServer : r->exit_code;
   }
 
+  // Output as it arrives (stdout to stdout, stderr to stderr, unbuffered); the command's exit
+  // code, 128+signal when a signal ended it.
+  int exec_streamed(Client& client, const ExecRequestDto& req) {
+    auto r = client.exec_stream(id_, req, [](std::string_view stream, std::string_view data) {
+      std::ostream& os = stream == "stderr" ? std::cerr : std::cout;
+      os.write(data.data(), static_cast<std::streamsize>(data.size()));
+      os.flush();
+    });
+    std::cout.flush();
+    if (!r.is_ok()) return report(r.status());
+    if (r->cancelled) {
+      std::cerr << "armhive: the lease ended while the command ran; it was killed\n";
+      return kExitServer;
+    }
+    if (r->result.timed_out) {
+      std::cerr << "armhive: the command timed out after " << req.timeout_s
+                << " s and was killed (raise --timeout)\n";
+      return kExitTimeout;
+    }
+    if (r->result.signal > 0) return 128 + r->result.signal;
+    return r->result.exit_code < 0 ? kExitServer : r->result.exit_code;
+  }
+
   CLI::App* ssh_ = nullptr;
   CLI::App* exec_ = nullptr;
   CLI::App* console_ = nullptr;
   std::string id_, identity_;
   bool dry_run_ = false;
   std::vector<std::string> command_;
-  int exec_timeout_ = 60;
+  int exec_timeout_ = 0;
   bool with_stdin_ = false;
   size_t console_bytes_ = 0;
 };

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "base/deadline_worker.h"
 #include "base/metrics.h"
 #include "base/process_runner.h"
 #include "base/secret_file.h"
@@ -97,9 +98,17 @@ int serve(const DaemonConfig& config) {
   // libvirt: the event loop must exist before any connection.
   auto loop = EventLoop::start();
   if (!loop.is_ok()) return fail(loop.status(), "libvirt event loop");
-  auto probe = Connection::open(config.libvirt_uri);
+  // A stopped libvirtd or a cut link to a remote host never answers: connecting and discovery
+  // run on a worker with a deadline, so the start fails with a clear error instead of hanging.
+  DeadlineWorker connector(config.libvirt_uri);
+  auto probe = connector.call<std::shared_ptr<Connection>>(
+      config.libvirt_timeout, [uri = config.libvirt_uri]() -> Result<std::shared_ptr<Connection>> {
+        ARMHIVE_ASSIGN_OR_RETURN(Connection c, Connection::open(uri));
+        return std::make_shared<Connection>(std::move(c));
+      });
   if (!probe.is_ok()) return fail(probe.status(), "connecting to libvirt");
-  auto topology = discover_host(*probe, {});
+  auto topology = connector.call<HostTopology>(
+      config.libvirt_timeout, [conn = *probe] { return discover_host(*conn, {}); });
   if (!topology.is_ok()) return fail(topology.status(), "host discovery");
   topology->hostname = config.host_name.empty() ? machine_hostname() : config.host_name;
   SubprocessRunner guard_runner;
@@ -107,7 +116,7 @@ int serve(const DaemonConfig& config) {
     NetworkSpec spec{n.name, n.bridge, n.cidr, n.dhcp_start, n.dhcp_end, n.mtu};
     spec.mode = network_mode_from_string(n.mode).value_or(NetworkMode::kIsolated);
     for (const EgressConfig& e : n.egress) spec.egress.push_back({e.cidr, e.ports});
-    Status s = ensure_network(*probe, spec);
+    Status s = ensure_network(**probe, spec);
     // The guard is armhive's own nftables table: guests never reach host services.
     if (s.is_ok()) s = apply_network_guard(guard_runner, spec);
     if (!s.is_ok()) return fail(s, "network " + n.name);
@@ -286,6 +295,14 @@ int main(int argc, char** argv) {
               << config.status().message()
               << (config.status().field().empty() ? "" : " (key " + config.status().field() + ")")
               << "\n";
+    return 2;
+  }
+  // The fleet placement (daemon/core/fleet.h) is not wired into the engine yet: one armhived
+  // drives one libvirt host. Refuse a fleet rather than silently serve only its first host.
+  if (!*token && config->hosts.size() > 1) {
+    std::cerr << "armhived: configuration error in " << config_path << ": " << config->hosts.size()
+              << " [[hosts]] are configured, but this armhived drives one libvirt host;"
+                 " configure one (key hosts)\n";
     return 2;
   }
   if (*token) {

@@ -2,11 +2,13 @@
 
 #include <toml++/toml.h>
 
+#include <cctype>
 #include <fstream>
 #include <set>
 
 #include "base/toml_reader.h"
 #include "base/validation.h"
+#include "daemon/core/fleet.h"
 
 namespace armhive {
 namespace {
@@ -78,6 +80,8 @@ Status parse_pool(const toml::table& t, const std::string& prefix,
   }
   ARMHIVE_RETURN_IF_ERROR(r.number("overcommit", p.overcommit, 1.0, 16.0));
   ARMHIVE_RETURN_IF_ERROR(r.labels("labels", p.labels));
+  ARMHIVE_RETURN_IF_ERROR(r.labels("host_labels", p.host_labels));
+  ARMHIVE_RETURN_IF_ERROR(validate_labels(r.field("host_labels"), p.host_labels));
   r.skip("access_ports");
   r.skip("health");
   ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
@@ -139,6 +143,82 @@ Status parse_egress(const toml::table& net_table, const std::string& prefix, Net
   return Status::ok();
 }
 
+Status parse_cpus(const toml::table& t, const std::string& prefix, HostConfig& h) {
+  Status st;
+  if (const toml::table* cpus = subtable(t, "cpus", st, prefix)) {
+    TomlReader cr(*cpus, prefix + "cpus.");
+    ARMHIVE_RETURN_IF_ERROR(cr.opt_str("housekeeping", h.housekeeping_cpus));
+    ARMHIVE_RETURN_IF_ERROR(cr.opt_str("dedicated", h.dedicated_cpus));
+    ARMHIVE_RETURN_IF_ERROR(cr.opt_str("shared", h.shared_cpus));
+    ARMHIVE_RETURN_IF_ERROR(cr.no_unknown_keys());
+  }
+  return st;
+}
+
+// A libvirt URI as virConnectOpen takes it: "driver[+transport]://[user@][host][:port]/path[?...]".
+// libvirt itself says whether it can connect; this only refuses what can never be one.
+Status check_libvirt_uri(const std::string& field, const std::string& uri) {
+  if (uri.empty()) return invalid_argument(field, "required");
+  size_t scheme_end = uri.find("://");
+  if (scheme_end == std::string::npos || scheme_end == 0) {
+    return invalid_argument(field, "not a libvirt URI (driver://host/path): '" + uri + "'");
+  }
+  for (size_t i = 0; i < scheme_end; ++i) {
+    char ch = uri[i];
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '+' && ch != '-' && ch != '.') {
+      return invalid_argument(field, "not a libvirt URI (driver://host/path): '" + uri + "'");
+    }
+  }
+  for (char ch : uri) {
+    if (static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f) {
+      return invalid_argument(field, "must not contain spaces or control characters");
+    }
+  }
+  return Status::ok();
+}
+
+Status parse_hosts(const toml::node& n, DaemonConfig& c) {
+  if (!n.is_array_of_tables()) return invalid_argument("hosts", "must be [[hosts]] tables");
+  size_t i = 0;
+  std::set<std::string> names;
+  for (const toml::node& item : *n.as_array()) {
+    std::string prefix = "hosts[" + std::to_string(i++) + "].";
+    TomlReader r(*item.as_table(), prefix);
+    HostConfig h;
+    ARMHIVE_RETURN_IF_ERROR(r.str("name", h.name));
+    ARMHIVE_RETURN_IF_ERROR(check_name(r.field("name"), h.name));
+    ARMHIVE_RETURN_IF_ERROR(r.str("libvirt_uri", h.libvirt_uri));
+    ARMHIVE_RETURN_IF_ERROR(check_libvirt_uri(r.field("libvirt_uri"), h.libvirt_uri));
+    ARMHIVE_RETURN_IF_ERROR(r.labels("labels", h.labels));
+    ARMHIVE_RETURN_IF_ERROR(validate_labels(r.field("labels"), h.labels));
+    r.skip("cpus");
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+    ARMHIVE_RETURN_IF_ERROR(parse_cpus(*item.as_table(), prefix, h));
+    if (!names.insert(h.name).second) {
+      return invalid_argument(prefix + "name", "host '" + h.name + "' is defined twice");
+    }
+    c.hosts.push_back(std::move(h));
+  }
+  if (c.hosts.empty()) return invalid_argument("hosts", "[[hosts]] needs at least one host");
+  return Status::ok();
+}
+
+// Every pool must be able to use at least one host.
+Status check_pools_have_hosts(const DaemonConfig& c) {
+  for (size_t i = 0; i < c.pools.size(); ++i) {
+    const PoolConfig& p = c.pools[i];
+    bool any = false;
+    for (const HostConfig& h : c.hosts) any = any || labels_match(p.host_labels, h.labels);
+    if (any) continue;
+    std::string wanted;
+    for (const auto& [k, v] : p.host_labels) wanted += (wanted.empty() ? "" : ", ") + k + "=" + v;
+    return invalid_argument("pools[" + std::to_string(i) + "].host_labels",
+                            "pool '" + p.name + "' matches no host: none of the " +
+                                std::to_string(c.hosts.size()) + " host(s) has " + wanted);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
@@ -146,7 +226,9 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   DaemonConfig c;
   Status st;
   TomlReader top(root, "");
-  for (const char* k : {"server", "host", "engine", "access", "networks", "pools"}) top.skip(k);
+  for (const char* k : {"server", "host", "hosts", "engine", "access", "networks", "pools"}) {
+    top.skip(k);
+  }
   ARMHIVE_RETURN_IF_ERROR(top.no_unknown_keys());
 
   if (const toml::table* s = subtable(root, "server", st, "")) {
@@ -176,18 +258,43 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     auto strategy = placement_strategy_from_string(placement);
     if (!strategy) return invalid_argument("host.placement", "must be \"pack\" or \"spread\"");
     c.placement = *strategy;
+    ARMHIVE_RETURN_IF_ERROR(r.duration("libvirt_timeout", c.libvirt_timeout));
+    if (c.libvirt_timeout <= std::chrono::milliseconds(0)) {
+      return invalid_argument("host.libvirt_timeout", "must be positive");
+    }
     r.skip("cpus");
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
-    if (const toml::table* cpus = subtable(*h, "cpus", st, "host.")) {
-      TomlReader cr(*cpus, "host.cpus.");
-      ARMHIVE_RETURN_IF_ERROR(cr.opt_str("housekeeping", c.housekeeping_cpus));
-      ARMHIVE_RETURN_IF_ERROR(cr.opt_str("dedicated", c.dedicated_cpus));
-      ARMHIVE_RETURN_IF_ERROR(cr.opt_str("shared", c.shared_cpus));
-      ARMHIVE_RETURN_IF_ERROR(cr.no_unknown_keys());
+    HostConfig local;
+    ARMHIVE_RETURN_IF_ERROR(parse_cpus(*h, "host.", local));
+    c.housekeeping_cpus = local.housekeeping_cpus;
+    c.dedicated_cpus = local.dedicated_cpus;
+    c.shared_cpus = local.shared_cpus;
+    // With [[hosts]] these belong to each host: refuse them here rather than guess which wins.
+    if (root.get("hosts")) {
+      for (const char* key : {"name", "libvirt_uri", "cpus"}) {
+        if (h->get(key)) {
+          return invalid_argument(std::string("host.") + key,
+                                  "set it per host in [[hosts]] when [[hosts]] is used");
+        }
+      }
     }
-    ARMHIVE_RETURN_IF_ERROR(st);
   }
   ARMHIVE_RETURN_IF_ERROR(st);
+  if (const toml::node* n = root.get("hosts")) {
+    ARMHIVE_RETURN_IF_ERROR(parse_hosts(*n, c));
+    if (c.hosts.size() == 1) {
+      const HostConfig& only = c.hosts.front();
+      c.host_name = only.name;
+      c.libvirt_uri = only.libvirt_uri;
+      c.housekeeping_cpus = only.housekeeping_cpus;
+      c.dedicated_cpus = only.dedicated_cpus;
+      c.shared_cpus = only.shared_cpus;
+    }
+  } else {
+    HostConfig local{c.host_name,         c.libvirt_uri,    {},
+                     c.housekeeping_cpus, c.dedicated_cpus, c.shared_cpus};
+    c.hosts.push_back(std::move(local));
+  }
   if (const toml::table* e = subtable(root, "engine", st, "")) {
     TomlReader r(*e, "engine.");
     ARMHIVE_RETURN_IF_ERROR(r.duration("boot_timeout", c.boot_timeout));
@@ -252,6 +359,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     }
   }
   if (c.pools.empty()) return invalid_argument("pools", "configure at least one [[pools]] table");
+  ARMHIVE_RETURN_IF_ERROR(check_pools_have_hosts(c));
   return c;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,18 @@ struct AccessConfig {
   int max_extra_ports = 4;  // guest ports besides SSH one lease may ask for (pools' access_ports)
 };
 
+// [[hosts]]: one libvirt host of the fleet armhived drives. Without [[hosts]] the fleet is the
+// one host of [host] (name, libvirt_uri, [host.cpus]), as it always was.
+struct HostConfig {
+  std::string name;         // [[hosts]]: required, unique; [host]: empty = the machine's name
+  std::string libvirt_uri;  // "qemu:///system", "qemu+ssh://armhive@hc1/system", "qemu+tls://..."
+  std::map<std::string, std::string> labels;  // what pools select hosts by (board = "honeycomb")
+  // [hosts.cpus] in cpuset syntax, overriding what discovery finds on that host.
+  std::optional<std::string> housekeeping_cpus;
+  std::optional<std::string> dedicated_cpus;
+  std::optional<std::string> shared_cpus;
+};
+
 struct DaemonConfig {
   // [server]
   std::string bind = "127.0.0.1";
@@ -56,6 +69,8 @@ struct DaemonConfig {
   std::string catalog;   // empty: <state_dir>/images
   std::string database;  // empty: <state_dir>/armhive.db
   PlacementStrategy placement = PlacementStrategy::kPack;
+  // How long a libvirt call that can hang (connecting, host discovery) is waited for.
+  std::chrono::milliseconds libvirt_timeout{std::chrono::seconds(60)};
   // [host.cpus] in cpuset syntax; absent: defaults from discovery.
   std::optional<std::string> housekeeping_cpus;
   std::optional<std::string> dedicated_cpus;
@@ -67,6 +82,9 @@ struct DaemonConfig {
   // The shortest pools[].health.every allowed: health runs take a VM and the host's cores.
   std::chrono::milliseconds min_health_interval{std::chrono::hours(1)};
   AccessConfig access;
+  // [[hosts]]; never empty after parsing: without [[hosts]], the one host of [host]. With a
+  // single [[hosts]] entry, host_name / libvirt_uri / the *_cpus fields above are its values.
+  std::vector<HostConfig> hosts;
   // [[networks]] and [[pools]]
   std::vector<NetworkConfig> networks;
   std::vector<PoolConfig> pools;
@@ -77,7 +95,8 @@ struct DaemonConfig {
   }
 };
 
-// Parses TOML text. Errors are kInvalidArgument naming the key ("pools[1].max_ttl").
+// Parses TOML text. Errors are kInvalidArgument naming the key ("pools[1].max_ttl"); a pool
+// whose host_labels match no host is one ("pools[0].host_labels").
 Result<DaemonConfig> parse_daemon_config(std::string_view toml_text);
 Result<DaemonConfig> load_daemon_config(const std::string& path);
 

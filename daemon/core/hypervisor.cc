@@ -13,4 +13,18 @@ Status validate_domain_name(std::string_view name) {
   return Status::ok();
 }
 
+Result<GuestExecResult> GuestAgent::exec_stream(std::string_view name,
+                                                const GuestExecRequest& request, ExecSink& sink) {
+  GuestExecRequest buffered = request;
+  if (buffered.timeout <= std::chrono::milliseconds::zero())
+    buffered.timeout = std::chrono::hours(1);
+  ARMHIVE_ASSIGN_OR_RETURN(GuestExecResult r, exec(name, buffered));
+  sink.started();
+  if (!r.out.empty()) sink.output(ExecOutputStream::kStdout, r.out);
+  if (!r.err.empty()) sink.output(ExecOutputStream::kStderr, r.err);
+  r.out.clear();
+  r.err.clear();
+  return r;
+}
+
 }  // namespace armhive

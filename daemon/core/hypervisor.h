@@ -37,6 +37,9 @@ struct VmSpec {
   uint64_t memory_mib = 512;
   uint64_t disk_gib = 0;            // overlay virtual size; 0 = the base image's size
   std::string network = "default";  // libvirt network name
+  // The NIC's MAC, "52:54:00:xx:xx:xx" style; empty: the hypervisor picks one (LibvirtHypervisor
+  // also reserves the VM's address under it before boot, see daemon/virt/dhcp_reservation.h).
+  std::string mac;
   int mtu = 1500;
   int net_queues = 1;
   std::vector<int> vcpu_pins;      // host CPU for vCPU i; empty = not pinned
@@ -73,6 +76,8 @@ struct VmEvent {
 struct GuestExecRequest {
   std::vector<std::string> argv;  // run directly by the guest agent, no shell
   std::string stdin_data;
+  // exec(): must be positive. exec_stream(): zero means no timeout of its own (the command
+  // runs until it exits, the sink cancels it or the VM goes away).
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
 };
 
@@ -83,6 +88,23 @@ struct GuestExecResult {
   std::string out;
   std::string err;
   bool out_truncated = false;
+  bool cancelled = false;  // exec_stream(): the sink cancelled it and the process was killed
+};
+
+enum class ExecOutputStream { kStdout, kStderr };
+
+// Receives the output of GuestAgent::exec_stream() while the command runs. Every method is
+// called on the thread that called exec_stream(), never concurrently; `data` are the guest's
+// untrusted bytes, only valid during the call.
+class ExecSink {
+ public:
+  virtual ~ExecSink() = default;
+  // Once, when the guest process runs (before any output); not called when it could not start.
+  virtual void started() {}
+  virtual void output(ExecOutputStream stream, std::string_view data) = 0;
+  // Polled between agent calls: true kills the guest process and ends the exec with
+  // `cancelled` set.
+  virtual bool cancelled() { return false; }
 };
 
 // Every Hypervisor refuses other names with kInvalidArgument (field "name"): 1-63 characters of
@@ -132,6 +154,13 @@ class GuestAgent {
                                      const std::vector<std::string>& keys) = 0;
 
   virtual Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) = 0;
+
+  // Runs a command and hands its output to `sink` while it runs; the result carries the exit
+  // code (out/err stay empty: the sink had them). The default runs exec() and delivers the
+  // output when the command ends (an agent that cannot stream; a zero timeout becomes one
+  // hour there); LibvirtHypervisor streams (daemon/virt/guest_exec_stream.h).
+  virtual Result<GuestExecResult> exec_stream(std::string_view name,
+                                              const GuestExecRequest& request, ExecSink& sink);
 };
 
 // A VM's serial console.

@@ -103,6 +103,8 @@ struct PoolConfig {
   CpuPolicy cpu_policy = CpuPolicy::kDedicated;
   double overcommit = 1.0;  // shared pools only: vCPUs per shared core
   std::map<std::string, std::string> labels;
+  // The hosts the pool may use: those carrying every one of these labels (empty: every host).
+  std::map<std::string, std::string> host_labels;
   // Guest TCP ports besides SSH that a lease may ask to have forwarded (daemon/access).
   std::vector<int> access_ports;
   HealthScheduleConfig health;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstdio>
+#include <functional>
 
 // The lease engine is one class in three files: this one (construction, timers, state
 // transitions and the LeaseService API), lease_engine_vm.cc (scheduling and the per-VM strand
@@ -527,6 +528,52 @@ Result<GuestExecResult> LeaseEngine::exec(const std::string& lease_id,
   // Not on the strand: a long command must not hold up release or expiry of the VM (see the
   // class comment for why this overlap is safe).
   return hypervisor_.exec(target.lease.vm_name, request);
+}
+
+namespace {
+
+// Passes output through; cancelled when the client's sink is, or when `still_ready` (asked at
+// most once a second: it takes the engine's lock) says the lease has ended.
+class LeaseBoundSink final : public ExecSink {
+ public:
+  LeaseBoundSink(ExecSink& inner, std::function<bool()> still_ready)
+      : inner_(inner), still_ready_(std::move(still_ready)) {}
+  void started() override { inner_.started(); }
+  void output(ExecOutputStream stream, std::string_view data) override {
+    inner_.output(stream, data);
+  }
+  bool cancelled() override {
+    if (inner_.cancelled()) return true;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_check_ >= std::chrono::seconds(1)) {
+      last_check_ = now;
+      ended_ = !still_ready_();
+    }
+    return ended_;
+  }
+
+ private:
+  ExecSink& inner_;
+  std::function<bool()> still_ready_;
+  std::chrono::steady_clock::time_point last_check_ = std::chrono::steady_clock::now();
+  bool ended_ = false;
+};
+
+}  // namespace
+
+Result<GuestExecResult> LeaseEngine::exec_stream(const std::string& lease_id,
+                                                 const GuestExecRequest& request, ExecSink& sink) {
+  ARMHIVE_ASSIGN_OR_RETURN(LeaseVm target, lease_vm(lease_id));
+  if (request.argv.empty()) return invalid_argument("argv", "must name a program");
+  const std::string vm = target.lease.vm_name;
+  LeaseBoundSink bound(sink, [this, &lease_id, &vm] {
+    MutexLock lock(mu_);
+    auto it = leases_.find(lease_id);
+    return it != leases_.end() && it->second.lease.state == LeaseState::kReady &&
+           it->second.lease.vm_name == vm;
+  });
+  // Off the strand, as exec().
+  return hypervisor_.exec_stream(vm, request, bound);
 }
 
 Result<std::string> LeaseEngine::console(const std::string& lease_id, size_t max_bytes) {

@@ -105,6 +105,10 @@ class LeaseEngine final : public LeaseService {
   Result<Lease> release_lease(const std::string& id) override;
   Result<GuestExecResult> exec(const std::string& lease_id,
                                const GuestExecRequest& request) override;
+  // On the caller's thread like exec(); the sink is also cancelled once the lease is no
+  // longer ready (released, expired, failed), checked about once a second.
+  Result<GuestExecResult> exec_stream(const std::string& lease_id, const GuestExecRequest& request,
+                                      ExecSink& sink) override;
   Result<std::string> console(const std::string& lease_id, size_t max_bytes) override;
   std::vector<PoolStatus> pools() override;
   std::vector<HostView> hosts() override;

@@ -93,6 +93,24 @@ class LeaseService {
 
   virtual Result<GuestExecResult> exec(const std::string& lease_id,
                                        const GuestExecRequest& request) = 0;
+  // Like exec(), with the output handed to `sink` while the command runs; it also ends (the
+  // process killed, `cancelled` set) when the lease stops being ready. The default runs exec()
+  // and delivers the output at the end (services that cannot stream); a zero timeout becomes
+  // one hour there.
+  virtual Result<GuestExecResult> exec_stream(const std::string& lease_id,
+                                              const GuestExecRequest& request, ExecSink& sink) {
+    GuestExecRequest buffered = request;
+    if (buffered.timeout <= std::chrono::milliseconds::zero()) {
+      buffered.timeout = std::chrono::hours(1);
+    }
+    ARMHIVE_ASSIGN_OR_RETURN(GuestExecResult r, exec(lease_id, buffered));
+    sink.started();
+    if (!r.out.empty()) sink.output(ExecOutputStream::kStdout, r.out);
+    if (!r.err.empty()) sink.output(ExecOutputStream::kStderr, r.err);
+    r.out.clear();
+    r.err.clear();
+    return r;
+  }
   virtual Result<std::string> console(const std::string& lease_id, size_t max_bytes) = 0;
 
   virtual std::vector<PoolStatus> pools() = 0;

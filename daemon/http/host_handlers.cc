@@ -91,8 +91,10 @@ Status hosts_page(ServerContext& ctx, Call& c) {
     html += "<section><h2>" + xml_escape(d.hostname) + "</h2><p>" + xml_escape(d.arch) + ", " +
             xml_escape(d.cpu_model) + ", " + xml_escape(d.accel) + ", " +
             std::to_string(h.topology.cpus.size()) + " CPUs, fragmentation " +
-            std::to_string(d.fragmentation) + (d.connected ? "" : ", <b>disconnected</b>") +
-            "</p>\n" + render_svg(h) + "\n</section>\n";
+            std::to_string(d.fragmentation) +
+            (d.state == "ok" ? "" : ", <b>" + xml_escape(d.state) + "</b>") + "</p>\n" +
+            (d.last_error.empty() ? "" : "<p>Last error: " + xml_escape(d.last_error) + "</p>\n") +
+            render_svg(h) + "\n</section>\n";
   }
   html += "</body></html>\n";
   write_text(c.res, 200, std::move(html), "text/html; charset=utf-8");

@@ -9,6 +9,7 @@
 #include "base/validation.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/event_hub.h"
+#include "daemon/http/exec_stream_handler.h"
 #include "daemon/http/handlers.h"
 #include "daemon/http/middleware.h"
 #include "daemon/http/params.h"
@@ -336,6 +337,7 @@ Status exec(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.visible_lease(c.who, id));
   (void)lease;
   ctx.audit_action(c.who, "lease.exec", id, in.argv[0]);
+  if (wants_exec_stream(c.req)) return stream_exec(ctx, c, id, in);
   ARMHIVE_ASSIGN_OR_RETURN(GuestExecResult r, ctx.leases.exec(id, from_dto(in)));
   write_json(c.res, 200, to_json(to_dto(std::move(r))));
   return Status::ok();

@@ -55,13 +55,21 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
        {"PRAGMA journal_mode=WAL", "PRAGMA foreign_keys=ON", "PRAGMA synchronous=NORMAL"}) {
     if (Status s = db->execute(pragma); !s.is_ok()) return s.annotate("database " + path);
   }
+  if (path != ":memory:" && !path.empty()) {
+    ARMHIVE_ASSIGN_OR_RETURN(db->checkpointer_,
+                             WalCheckpointer::start(path, std::chrono::milliseconds(200)));
+    ARMHIVE_RETURN_IF_ERROR(db->execute("PRAGMA wal_autocheckpoint=0"));
+  }
   ARMHIVE_RETURN_IF_ERROR(db->execute(
       "CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT NOT NULL, step INTEGER NOT "
       "NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (component, step))"));
   return db;
 }
 
-Database::~Database() { sqlite3_close_v2(db_); }
+Database::~Database() {
+  checkpointer_.reset();
+  sqlite3_close_v2(db_);
+}
 
 Status Database::error(std::string_view what) const {
   return unavailable(std::string(what) + ": " + sqlite3_errmsg(db_), path_);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "daemon/store/wal_checkpointer.h"
 
 namespace armhive {
 
@@ -25,7 +26,8 @@ double sql_double(const SqlValue& v);
 const std::string& sql_text(const SqlValue& v);
 bool sql_is_null(const SqlValue& v);
 
-// One SQLite database file (WAL, foreign keys on, busy timeout). Owns the sqlite3 handle.
+// One SQLite database file (WAL, foreign keys on, busy timeout). Owns the sqlite3 handle and,
+// for a file, a WalCheckpointer (automatic checkpoints are off: no commit pays for one).
 //
 // Threading: every method is thread-safe; calls are serialised on an internal mutex, and
 // transaction() holds it for the whole body, so the body must only call the *_locked variants
@@ -75,6 +77,8 @@ class Database {
   std::mutex mu_;
   sqlite3* db_;
   std::string path_;
+  // Files only (not ":memory:"): checkpoints off the request path; destroyed before db_ closes.
+  std::unique_ptr<WalCheckpointer> checkpointer_;
 };
 
 }  // namespace armhive

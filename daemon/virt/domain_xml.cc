@@ -21,6 +21,21 @@ bool valid_domain_name(std::string_view s) {
   return true;
 }
 
+// "52:54:00:ab:cd:ef": six lower-case hex pairs; the first octet even (unicast).
+bool valid_mac(std::string_view s) {
+  if (s.size() != 17) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (i % 3 == 2) {
+      if (c != ':') return false;
+    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+      return false;
+    }
+  }
+  int nibble = s[1] <= '9' ? s[1] - '0' : s[1] - 'a' + 10;
+  return (nibble & 1) == 0;
+}
+
 bool valid_network_name(std::string_view s) {
   if (s.empty() || s.size() > 63) return false;
   for (char c : s) {
@@ -106,6 +121,10 @@ Status validate_vm_spec(const VmSpec& spec) {
   }
   if (!valid_network_name(spec.network)) {
     return invalid_argument("network", "network name must be 1-63 characters of [A-Za-z0-9_.-]");
+  }
+  if (!spec.mac.empty() && !valid_mac(spec.mac)) {
+    return invalid_argument("mac",
+                            "must be six lower-case hex pairs like 52:54:00:ab:cd:ef (unicast)");
   }
   if (spec.mtu < 68 || spec.mtu > 65535) return invalid_argument("mtu", "must be 68-65535");
   if (spec.net_queues < 1 || spec.net_queues > 256) {
@@ -218,6 +237,7 @@ Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& path
   w.end();  // disk
 
   w.start("interface").attr("type", "network");
+  if (!spec.mac.empty()) w.start("mac").attr("address", spec.mac).end();
   w.start("source").attr("network", spec.network).end();
   w.start("model").attr("type", "virtio").end();
   w.start("driver").attr("queues", spec.net_queues).end();
@@ -293,6 +313,8 @@ Result<DomainDescription> parse_domain_xml(std::string_view xml) {
   d.overlay = doc.str("string(/domain/devices/disk[@device='disk'][1]/source/@file)");
   d.console_log = doc.str("string(/domain/devices/serial[1]/log/@file)");
   d.nvram = doc.str("string(/domain/os/nvram)");
+  d.network = doc.str("string(/domain/devices/interface[@type='network'][1]/source/@network)");
+  d.mac = doc.str("string(/domain/devices/interface[@type='network'][1]/mac/@address)");
   return d;
 }
 

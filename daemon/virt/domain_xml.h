@@ -40,8 +40,8 @@ struct DomainPaths {
 
 // Validates a VmSpec for the builder: name [a-z0-9-] (1-63, starting alnum), network name
 // [A-Za-z0-9_.-], absolute paths without control characters, vcpus 1-512, memory >= 64 MiB,
-// MTU 68-65535, queues 1-256, one pin per vCPU when pinned, CPU ids >= 0. kInvalidArgument
-// naming the field.
+// MTU 68-65535, queues 1-256, MAC empty or six lower-case hex pairs (unicast), one pin per vCPU
+// when pinned, CPU ids >= 0. kInvalidArgument naming the field.
 Status validate_vm_spec(const VmSpec& spec);
 
 // The transient aarch64 domain for `spec`: machine `virt`; under kKvm <domain type='kvm'> with
@@ -69,6 +69,8 @@ struct DomainDescription {
   std::string overlay;  // source file of the first disk
   std::string console_log;
   std::string nvram;
+  std::string network;  // libvirt network of the first network interface
+  std::string mac;      // its MAC
 };
 Result<DomainDescription> parse_domain_xml(std::string_view xml);
 

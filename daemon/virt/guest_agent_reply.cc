@@ -1,5 +1,6 @@
 #include "daemon/virt/guest_agent_reply.h"
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "base/base64.h"
@@ -9,7 +10,7 @@ namespace {
 
 using json = nlohmann::json;
 
-Result<json> reply_return(std::string_view reply, const char* command) {
+Result<json> reply_document(std::string_view reply, const char* command) {
   json doc = json::parse(reply.begin(), reply.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     return internal_error(std::string("the guest agent's ") + command + " reply is not JSON");
@@ -18,6 +19,11 @@ Result<json> reply_return(std::string_view reply, const char* command) {
     return internal_error(std::string("the guest agent's ") + command +
                           " reply is not a JSON object");
   }
+  return doc;
+}
+
+Result<json> reply_return(std::string_view reply, const char* command) {
+  ARMHIVE_ASSIGN_OR_RETURN(json doc, reply_document(reply, command));
   auto r = doc.find("return");
   if (r == doc.end() || !r->is_object()) {
     return internal_error(std::string("the guest agent's ") + command +
@@ -105,6 +111,34 @@ Result<std::optional<GuestExecResult>> parse_guest_exec_status(std::string_view 
   ARMHIVE_ASSIGN_OR_RETURN(bool err_truncated, bool_member(r, "err-truncated", kCommand));
   result.out_truncated = out_truncated || err_truncated;
   return std::optional<GuestExecResult>(std::move(result));
+}
+
+Result<int64_t> parse_guest_file_open(std::string_view reply) {
+  constexpr const char* kCommand = "guest-file-open";
+  ARMHIVE_ASSIGN_OR_RETURN(json doc, reply_document(reply, kCommand));
+  // The handle is the bare "return" value; wrap it to reuse the range check.
+  auto r = doc.find("return");
+  if (r == doc.end())
+    return internal_error("the guest agent's guest-file-open reply has no \"return\"");
+  json wrapped = {{"handle", *r}};
+  return integer_member(wrapped, "handle", 0, INT64_MAX - 1, std::nullopt, kCommand);
+}
+
+Result<GuestFileChunk> parse_guest_file_read(std::string_view reply, size_t max_count) {
+  constexpr const char* kCommand = "guest-file-read";
+  ARMHIVE_ASSIGN_OR_RETURN(json r, reply_return(reply, kCommand));
+  ARMHIVE_ASSIGN_OR_RETURN(
+      int64_t count,
+      integer_member(r, "count", 0, static_cast<int64_t>(max_count), std::nullopt, kCommand));
+  GuestFileChunk chunk;
+  ARMHIVE_ASSIGN_OR_RETURN(chunk.data, data_member(r, "buf-b64", kCommand));
+  ARMHIVE_ASSIGN_OR_RETURN(chunk.eof, bool_member(r, "eof", kCommand));
+  if (chunk.data.size() != static_cast<size_t>(count)) {
+    return internal_error("the guest agent's guest-file-read reply: \"count\" is " +
+                          std::to_string(count) + " but \"buf-b64\" holds " +
+                          std::to_string(chunk.data.size()) + " bytes");
+  }
+  return chunk;
 }
 
 }  // namespace armhive

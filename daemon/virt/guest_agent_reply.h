@@ -22,4 +22,17 @@ Result<int64_t> parse_guest_exec_started(std::string_view reply);
 // rejected: no kernel reports them.
 Result<std::optional<GuestExecResult>> parse_guest_exec_status(std::string_view reply);
 
+// The handle of a `guest-file-open` reply ({"return":N}); 0 <= N <= 2^63-1.
+Result<int64_t> parse_guest_file_open(std::string_view reply);
+
+struct GuestFileChunk {
+  std::string data;  // decoded bytes
+  bool eof = false;
+};
+
+// A `guest-file-read` reply ({"return":{"count":N,"buf-b64":"...","eof":B}}) for a read of at
+// most `max_count` bytes: a count above it, or one that differs from the decoded length, is
+// rejected.
+Result<GuestFileChunk> parse_guest_file_read(std::string_view reply, size_t max_count);
+
 }  // namespace armhive

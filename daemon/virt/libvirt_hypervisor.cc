@@ -12,8 +12,10 @@
 #include <thread>
 
 #include "base/base64.h"
+#include "daemon/virt/dhcp_reservation.h"
 #include "daemon/virt/error.h"
 #include "daemon/virt/guest_agent_reply.h"
+#include "daemon/virt/guest_exec_stream.h"
 #include "daemon/virt/handles.h"
 #include "daemon/virt/storage.h"
 
@@ -25,6 +27,9 @@ using json = nlohmann::json;
 namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
+// Names of the domains the engine creates ("armhive-" + vm_id); only DHCP host entries with
+// this prefix are taken for armhive's in orphan cleanup.
+constexpr std::string_view kDomainPrefix = "armhive-";
 
 Status check_name(std::string_view name) { return validate_domain_name(name); }
 
@@ -163,10 +168,32 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
                            ensure_dir_pool(connection_, options_.storage_pool, overlays_dir));
 
   auto fail = [&](const Status& s) {
+    Status released = release_dhcp_host(connection_, spec.name);
     Status cleanup = remove_files(spec.name);
-    (void)cleanup;  // the original failure is what the caller needs
+    (void)released;  // the original failure is what the caller needs
+    (void)cleanup;
     return s.annotate("create " + spec.name);
   };
+
+  // The address is reserved before the domain exists, so it is known (and final) at start and
+  // readiness does not wait for the guest's DHCP exchange.
+  VmSpec vm = spec;
+  Result<std::optional<DhcpHost>> reserved = std::optional<DhcpHost>();
+  if (options_.reserve_addresses) {
+    reserved = reserve_dhcp_host(connection_, spec.network, spec.name, spec.mac);
+    // No such network: nothing to reserve on; starting the domain reports the missing network.
+    if (!reserved.is_ok() && reserved.status().code() == ErrorCode::kNotFound) {
+      reserved = std::optional<DhcpHost>();
+    }
+  }
+  if (!reserved.is_ok()) return fail(reserved.status().annotate("reserve an address"));
+  if (reserved->has_value()) {
+    if (!spec.mac.empty() && (*reserved)->mac != spec.mac) {
+      return conflict("a DHCP host entry of a previous VM of this name still exists: destroy it",
+                      spec.name);
+    }
+    vm.mac = (*reserved)->mac;
+  }
 
   fs::create_directories(fs::path(paths.console_log).parent_path(), ec);
   if (ec) return fail(unavailable("cannot create VM directory: " + ec.message(), spec.name));
@@ -179,7 +206,7 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
   if (!overlay.is_ok()) return fail(overlay.status());
   paths.overlay = *overlay;
 
-  auto xml = build_domain_xml(spec, paths, options_.accel);
+  auto xml = build_domain_xml(vm, paths, options_.accel);
   if (!xml.is_ok()) return fail(xml.status());
   ConnectPtr conn = connection_.get();
   DomainHandle dom(virDomainCreateXML(conn.get(), xml->c_str(), 0));
@@ -208,6 +235,7 @@ Status LibvirtHypervisor::destroy_vm(std::string_view name) {
   } else if (dom.status().code() != ErrorCode::kNotFound) {
     return dom.status();
   }
+  ARMHIVE_RETURN_IF_ERROR(release_dhcp_host(connection_, n));
   return remove_files(n);
 }
 
@@ -272,6 +300,11 @@ Result<std::vector<std::string>> LibvirtHypervisor::list_vm_files() {
     std::string n = e.path().filename().string();
     if (e.is_directory() && validate_domain_name(n).is_ok()) names.insert(n);
   }
+  // Address reservations outlive a crashed daemon like the files do; destroy_vm releases them.
+  ARMHIVE_RETURN_IF_ERROR(ensure_connected());
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<std::string> reserved,
+                           list_dhcp_host_names(connection_, kDomainPrefix));
+  names.insert(reserved.begin(), reserved.end());
   return std::vector<std::string>(names.begin(), names.end());
 }
 
@@ -313,6 +346,17 @@ Status LibvirtHypervisor::ping_agent(std::string_view name, std::chrono::millise
 
 Result<std::string> LibvirtHypervisor::guest_address(std::string_view name) {
   ARMHIVE_ASSIGN_OR_RETURN(DomainHandle dom, lookup(name));
+  // A reserved address is the guest's from its first DHCP exchange on: no need to wait for it.
+  LibvirtString desc_xml(virDomainGetXMLDesc(dom.get(), 0));
+  if (desc_xml) {
+    auto desc = parse_domain_xml(desc_xml.get());
+    if (desc.is_ok() && !desc->network.empty() && !desc->mac.empty()) {
+      auto host = find_dhcp_host(connection_, desc->network, std::string(name));
+      if (host.is_ok() && host->has_value() && (*host)->mac == desc->mac) return (*host)->ip;
+    }
+  } else {
+    virResetLastError();
+  }
   Status last = Status::ok();
   for (unsigned int source :
        {VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_LEASE, VIR_DOMAIN_INTERFACE_ADDRESSES_SRC_AGENT}) {
@@ -408,6 +452,23 @@ Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name,
   auto killed = agent_command(name, kill_cmd, std::chrono::seconds(5));
   (void)killed;
   return result;
+}
+
+Result<GuestExecResult> LibvirtHypervisor::exec_stream(std::string_view name,
+                                                       const GuestExecRequest& request,
+                                                       ExecSink& sink) {
+  ARMHIVE_RETURN_IF_ERROR(check_name(name));
+  const std::string n(name);
+  AgentCall agent = [this, &n](const std::string& cmd, std::chrono::milliseconds timeout) {
+    return agent_command(n, cmd, timeout);
+  };
+  ExecStreamOptions options;
+  options.poll_interval = options_.exec_poll_interval;
+  auto r = run_streaming_exec(agent, request, sink, options);
+  if (!r.is_ok() && r.status().context().empty()) {
+    return Status(r.status().code(), r.status().message(), n, r.status().field());
+  }
+  return r;
 }
 
 Result<std::string> LibvirtHypervisor::console_log(std::string_view name, size_t max_bytes) {

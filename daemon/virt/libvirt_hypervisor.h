@@ -28,6 +28,10 @@ struct LibvirtHypervisorOptions {
   // Where the QEMU driver keeps <name>.pid (qemu:///system); used for VmInfo::qemu_pid.
   std::string qemu_runtime_dir = "/run/libvirt/qemu";
   std::chrono::milliseconds exec_poll_interval{100};
+  // Reserve each VM's address on its network's DHCP before boot (dhcp_reservation.h), so that
+  // guest_address() knows it at once. false: the guest takes a dynamic lease, found only after
+  // its DHCP exchange (the behaviour before; kept for the cold-lease benchmark's comparison).
+  bool reserve_addresses = true;
 };
 
 // Hypervisor on one libvirt connection (normally qemu:///system of the local host).
@@ -63,6 +67,9 @@ class LibvirtHypervisor final : public Hypervisor {
   // effort, needs /bin/kill in the guest). Each agent call is capped at 10 s, so the call can
   // return up to ~10 s after the timeout.
   Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override;
+  // Output through guest files read while the command runs (guest_exec_stream.h).
+  Result<GuestExecResult> exec_stream(std::string_view name, const GuestExecRequest& request,
+                                      ExecSink& sink) override;
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
   void set_event_handler(std::function<void(const VmEvent&)> handler) override;
 

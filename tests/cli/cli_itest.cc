@@ -323,6 +323,14 @@ TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   CHECK(hosts.exit_code == 0);
   CHECK(hosts.out.find("honeycomb (aarch64, cortex-a72, kvm)") != std::string::npos);
   CHECK(hosts.out.find(id) != std::string::npos);
+  CHECK(hosts.out.find("last error") == std::string::npos);
+  // A degraded host says so, with the failure, rather than claiming to be disconnected.
+  f.leases.set_host_state(HostState::kDegraded, "virDomainCreateXML: no space left on device");
+  auto degraded = cli.run({"hosts"});
+  CHECK(degraded.out.find("honeycomb (aarch64, cortex-a72, kvm, degraded)") != std::string::npos);
+  CHECK(degraded.out.find("last error: virDomainCreateXML: no space left on device") !=
+        std::string::npos);
+  CHECK(degraded.out.find("DISCONNECTED") == std::string::npos);
   std::ifstream svg(cli.home / "map.svg");
   std::string svg_text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
   CHECK(svg_text.find("<svg") != std::string::npos);

@@ -1,5 +1,6 @@
 // qemu-guest-agent replies (the guest answers them: a CI job is root there). Property: a
-// finished process has an exit code in -1..255 and a signal in 0..255.
+// finished process has an exit code in -1..255 and a signal in 0..255; a file read never
+// yields more bytes than were asked for; a file handle is never negative.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -19,5 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(r.exit_code >= -1 && r.exit_code <= 255);
     FUZZ_CHECK(r.signal >= 0 && r.signal <= 255);
   }
+  if (auto chunk = armhive::parse_guest_file_read(text, 64); chunk.is_ok()) {
+    FUZZ_CHECK(chunk->data.size() <= 64);
+  }
+  if (auto handle = armhive::parse_guest_file_open(text); handle.is_ok()) FUZZ_CHECK(*handle >= 0);
   return 0;
 }

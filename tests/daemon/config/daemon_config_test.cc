@@ -56,6 +56,8 @@ TEST_CASE("configuration errors name the key", "[config]") {
         "server.port");
   CHECK(field_of("[host]\nplacement = \"random\"\n[[pools]]\nname=\"a\"\nimage=\"b\"\n") ==
         "host.placement");
+  CHECK(field_of("[host]\nlibvirt_timeout = \"0s\"\n[[pools]]\nname=\"a\"\nimage=\"b\"\n") ==
+        "host.libvirt_timeout");
   CHECK(field_of("") == "pools");
   CHECK(parse_daemon_config("[[pools]\n").status().field() == "config");
 }
@@ -95,6 +97,135 @@ health = { every = "6h", suite = "memory", runs_kept = 20 }
   CHECK(status_of(pool + "health = { every = \"6h\", often = true }\n").field() ==
         "pools[0].health.often");
   CHECK(status_of(pool + "health = \"6h\"\n").field() == "pools[0].health");
+}
+
+TEST_CASE("without [[hosts]] the fleet is the one host of [host]", "[config]") {
+  auto c = parse_daemon_config(R"(
+[host]
+name = "hc1"
+libvirt_uri = "qemu+ssh://armhive@hc1/system"
+[host.cpus]
+dedicated = "2-15"
+[[pools]]
+name = "ci"
+image = "tiny"
+)");
+  REQUIRE(c.is_ok());
+  REQUIRE(c->hosts.size() == 1);
+  CHECK(c->hosts[0].name == "hc1");
+  CHECK(c->hosts[0].libvirt_uri == "qemu+ssh://armhive@hc1/system");
+  CHECK(c->hosts[0].dedicated_cpus == std::optional<std::string>("2-15"));
+  CHECK(c->hosts[0].labels.empty());
+
+  auto defaults = parse_daemon_config("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n");
+  REQUIRE(defaults.is_ok());
+  REQUIRE(defaults->hosts.size() == 1);
+  CHECK(defaults->hosts[0].libvirt_uri == "qemu:///system");
+  CHECK(defaults->libvirt_timeout == std::chrono::seconds(60));
+  CHECK(c->libvirt_timeout == std::chrono::seconds(60));
+}
+
+TEST_CASE("[[hosts]] are read with labels and CPU sets; pools select them by labels", "[config]") {
+  auto c = parse_daemon_config(R"(
+[[hosts]]
+name = "hc1"
+libvirt_uri = "qemu+tls://hc1.lab/system"
+labels = { board = "honeycomb" }
+[hosts.cpus]
+housekeeping = "0"
+dedicated = "2-15"
+
+[[hosts]]
+name = "tx1"
+libvirt_uri = "qemu+ssh://armhive@tx1.lab/system"
+labels = { board = "thunderx", numa = "2" }
+
+[[pools]]
+name = "hc"
+image = "tiny"
+host_labels = { board = "honeycomb" }
+
+[[pools]]
+name = "any"
+image = "tiny"
+)");
+  REQUIRE(c.is_ok());
+  REQUIRE(c->hosts.size() == 2);
+  CHECK(c->hosts[0].name == "hc1");
+  CHECK(c->hosts[0].labels.at("board") == "honeycomb");
+  CHECK(c->hosts[0].housekeeping_cpus == std::optional<std::string>("0"));
+  CHECK(c->hosts[0].dedicated_cpus == std::optional<std::string>("2-15"));
+  CHECK_FALSE(c->hosts[0].shared_cpus.has_value());
+  CHECK(c->hosts[1].libvirt_uri == "qemu+ssh://armhive@tx1.lab/system");
+  CHECK_FALSE(c->hosts[1].dedicated_cpus.has_value());
+  CHECK(c->pools[0].host_labels.at("board") == "honeycomb");
+  CHECK(c->pools[1].host_labels.empty());
+
+  // A single [[hosts]] entry is the host the daemon drives.
+  auto one = parse_daemon_config(R"(
+[[hosts]]
+name = "hc1"
+libvirt_uri = "qemu+tls://hc1.lab/system"
+[hosts.cpus]
+shared = "8-15"
+[[pools]]
+name = "ci"
+image = "tiny"
+)");
+  REQUIRE(one.is_ok());
+  CHECK(one->host_name == "hc1");
+  CHECK(one->libvirt_uri == "qemu+tls://hc1.lab/system");
+  CHECK(one->shared_cpus == std::optional<std::string>("8-15"));
+}
+
+TEST_CASE("[[hosts]] errors name the key; a pool matching no host names the pool", "[config]") {
+  const std::string pool = "[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
+  auto status_of = [&](const std::string& hosts) {
+    return parse_daemon_config(hosts + pool).status();
+  };
+  CHECK(status_of("[[hosts]]\nlibvirt_uri = \"qemu:///system\"\n").field() == "hosts[0].name");
+  CHECK(status_of("[[hosts]]\nname = \"a\"\n").field() == "hosts[0].libvirt_uri");
+  CHECK(status_of("[[hosts]]\nname = \"a\"\nlibvirt_uri = \"hc1\"\n").field() ==
+        "hosts[0].libvirt_uri");
+  CHECK(status_of("[[hosts]]\nname = \"a\"\nlibvirt_uri = \"qemu:///sys tem\"\n").field() ==
+        "hosts[0].libvirt_uri");
+  CHECK(status_of("[[hosts]]\nname = \"a\"\nlibvirt_uri = \"qemu:///system\"\nuri = \"x\"\n")
+            .field() == "hosts[0].uri");
+  CHECK(status_of("[[hosts]]\nname = \"a\"\nlibvirt_uri = \"test:///default\"\n"
+                  "[hosts.cpus]\nspare = \"1\"\n")
+            .field() == "hosts[0].cpus.spare");
+  Status twice = status_of(
+      "[[hosts]]\nname = \"a\"\nlibvirt_uri = \"test:///default\"\n"
+      "[[hosts]]\nname = \"a\"\nlibvirt_uri = \"test:///default\"\n");
+  CHECK(twice.field() == "hosts[1].name");
+  CHECK(twice.message().find("defined twice") != std::string::npos);
+  CHECK(status_of("hosts = 3\n").field() == "hosts");
+  // [host] keys that belong to each host are refused beside [[hosts]], not silently ignored.
+  CHECK(status_of("[host]\nlibvirt_uri = \"qemu:///system\"\n"
+                  "[[hosts]]\nname = \"a\"\nlibvirt_uri = \"test:///default\"\n")
+            .field() == "host.libvirt_uri");
+
+  Status unmatched = parse_daemon_config(R"(
+[[hosts]]
+name = "hc1"
+libvirt_uri = "qemu+tls://hc1.lab/system"
+labels = { board = "honeycomb" }
+[[pools]]
+name = "ci"
+image = "tiny"
+[[pools]]
+name = "altra"
+image = "tiny"
+host_labels = { board = "altra" }
+)")
+                         .status();
+  CHECK(unmatched.code() == ErrorCode::kInvalidArgument);
+  CHECK(unmatched.field() == "pools[1].host_labels");
+  CHECK(unmatched.message().find("pool 'altra' matches no host") != std::string::npos);
+  CHECK(unmatched.message().find("board=altra") != std::string::npos);
+  // Without [[hosts]] the local host has no labels: a pool asking for some matches nothing.
+  CHECK(parse_daemon_config(pool + "host_labels = { board = \"honeycomb\" }\n").status().field() ==
+        "pools[0].host_labels");
 }
 
 TEST_CASE("network modes, egress allow-lists and [access] are read and checked", "[config]") {

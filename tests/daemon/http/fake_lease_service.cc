@@ -285,7 +285,15 @@ std::vector<HostView> FakeLeaseService::hosts() {
     h.cores.push_back(c);
   }
   h.fragmentation = 0;
+  h.state = host_state_;
+  h.last_error = host_last_error_;
   return {h};
+}
+
+void FakeLeaseService::set_host_state(HostState state, std::string last_error) {
+  std::lock_guard lock(mu_);
+  host_state_ = state;
+  host_last_error_ = std::move(last_error);
 }
 
 std::vector<Event> FakeLeaseService::events_since(uint64_t after,

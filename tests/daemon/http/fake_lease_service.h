@@ -39,6 +39,8 @@ class FakeLeaseService final : public LeaseService {
   GuestExecRequest last_exec() const;
   // Another warm pool like "tiny", named `name` (the README's pool "ci").
   void add_warm_pool(const std::string& name);
+  // What hosts() reports as the host's state and last error.
+  void set_host_state(HostState state, std::string last_error);
 
  private:
   void event_locked(const std::string& type, const Lease& l);
@@ -49,6 +51,8 @@ class FakeLeaseService final : public LeaseService {
   std::map<std::string, PoolConfig> pools_;
   std::vector<Lease> leases_;  // in creation order
   std::vector<Event> events_;
+  HostState host_state_ = HostState::kOk;
+  std::string host_last_error_;
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;
   GuestExecRequest last_exec_;

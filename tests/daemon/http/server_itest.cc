@@ -504,6 +504,12 @@ TEST_CASE("http: pools and hosts describe capacity and the core map", "[http]") 
   CHECK(page.content_type.rfind("text/html", 0) == 0);
   CHECK(page.body.find("<svg") != std::string::npos);
   CHECK(page.body.find("honeycomb") != std::string::npos);
+  CHECK(page.body.find("Last error") == std::string::npos);
+  f.leases.set_host_state(HostState::kDegraded, "virConnectListAllDomains: <timed out>");
+  auto degraded = f.request("GET", "/ui/hosts", f.ci_b);
+  CHECK(degraded.body.find("<b>degraded</b>") != std::string::npos);
+  CHECK(degraded.body.find("Last error: virConnectListAllDomains: &lt;timed out&gt;") !=
+        std::string::npos);
 }
 
 TEST_CASE("http: events stream as NDJSON, filtered to the token's own leases", "[http]") {

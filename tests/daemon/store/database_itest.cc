@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <thread>
 
 #include "daemon/store/database.h"
 
@@ -37,6 +38,39 @@ TEST_CASE("database migrations apply once and survive reopening", "[store]") {
   REQUIRE(rows->size() == 1);
   CHECK(sql_text((*rows)[0][0]) == "a");
   CHECK(sql_text((*rows)[0][1]) == "x");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the WAL is checkpointed off the request path and nothing is lost", "[store]") {
+  auto dir = std::filesystem::temp_directory_path() / "armhive-db-ckpt-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "c.db").string();
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    // No commit of this connection checkpoints on its own.
+    auto autock = (*db)->query("PRAGMA wal_autocheckpoint");
+    REQUIRE(autock.is_ok());
+    CHECK(sql_int((*autock)[0][0]) == 0);
+    REQUIRE((*db)->execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)").is_ok());
+    for (int i = 0; i < 500; ++i) {
+      REQUIRE((*db)->execute("INSERT INTO t (v) VALUES (?)", {std::string(2000, 'x')}).is_ok());
+    }
+    // The rows reach the database file itself (not only the WAL) without any commit doing it.
+    for (int i = 0; i < 500 && std::filesystem::file_size(path) < 1'000'000; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    CHECK(std::filesystem::file_size(path) >= 1'000'000);
+    // A second checkpointer beside the database's own is harmless.
+    auto watcher = WalCheckpointer::start(path, std::chrono::milliseconds(20));
+    REQUIRE(watcher.is_ok());
+  }
+  auto again = Database::open(path);
+  REQUIRE(again.is_ok());
+  auto n = (*again)->query("SELECT COUNT(*) FROM t");
+  REQUIRE(n.is_ok());
+  CHECK(sql_int((*n)[0][0]) == 500);
   std::filesystem::remove_all(dir);
 }
 

@@ -66,5 +66,58 @@ TEST_CASE("leases: lists page to the end past the listing cap; counts come from 
   CHECK((*by_owner)[LeaseState::kReady] + (*by_owner)[LeaseState::kReleased] == 1250);
 }
 
+TEST_CASE("leases: live listings hold every non-terminal state; pages carry each lease's history",
+          "[store][leases]") {
+  auto db = Database::open(":memory:");
+  REQUIRE(db.is_ok());
+  auto store = SqliteLeaseStore::open(**db);
+  REQUIRE(store.is_ok());
+  const std::vector<LeaseState> states = {
+      LeaseState::kPending,  LeaseState::kProvisioning, LeaseState::kReady, LeaseState::kReleasing,
+      LeaseState::kReleased, LeaseState::kExpired,      LeaseState::kFailed};
+  // More leases than one history query reads, each with i % 4 + 1 transitions.
+  constexpr int kLeases = 1200;
+  for (int i = 0; i < kLeases; ++i) {
+    Lease l = make_lease(i, states[i % states.size()]);
+    for (int h = 0; h <= i % 4; ++h) {
+      l.history.push_back({LeaseState::kPending, l.state, from_unix_ms(1'700'000'000'000 + h),
+                           "step " + std::to_string(h)});
+    }
+    REQUIRE((*store)->insert(l).is_ok());
+  }
+  LeaseFilter live;
+  live.include_ended = false;
+  live.limit = kMaxLeaseListLimit;
+  size_t seen = 0;
+  for (;;) {
+    auto page = (*store)->list(live);
+    REQUIRE(page.is_ok());
+    for (const Lease& l : *page) {
+      CHECK_FALSE(is_terminal(l.state));
+      ++seen;
+    }
+    if (page->size() < live.limit) break;
+    live.after_id = page->back().id;
+  }
+  size_t expected_live = 0;
+  for (int i = 0; i < kLeases; ++i) expected_live += is_terminal(states[i % states.size()]) ? 0 : 1;
+  CHECK(seen == expected_live);
+  auto active = (*store)->active();
+  REQUIRE(active.is_ok());
+  CHECK(active->size() == expected_live);
+
+  LeaseFilter all;
+  all.limit = kMaxLeaseListLimit;
+  auto page = (*store)->list(all);
+  REQUIRE(page.is_ok());
+  REQUIRE(page->size() == kMaxLeaseListLimit);
+  for (size_t i = 0; i < page->size(); ++i) {
+    const Lease& l = (*page)[i];
+    REQUIRE(l.history.size() == i % 4 + 1);
+    CHECK(l.history.back().reason == "step " + std::to_string(i % 4));
+    CHECK(l.history.front().at == from_unix_ms(1'700'000'000'000));
+  }
+}
+
 }  // namespace
 }  // namespace armhive

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "base/process_runner.h"
+#include "daemon/virt/dhcp_reservation.h"
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "daemon/virt/network.h"
 #include "daemon/virt/xml.h"
@@ -118,6 +119,15 @@ TEST_CASE(
   INFO(created.to_string());
   REQUIRE(created.is_ok());
   CHECK(saw(spec.name, VmEventKind::kStarted));
+  // Its address was reserved before boot: known at once, not after the guest's DHCP.
+  auto reserved = hv->guest_address(spec.name);
+  INFO(reserved.status().to_string());
+  REQUIRE(reserved.is_ok());
+  CHECK(reserved->rfind("10.231.7.", 0) == 0);
+  auto entry = find_dhcp_host(hv->connection(), net.name, spec.name);
+  REQUIRE(entry.is_ok());
+  REQUIRE(entry->has_value());
+  CHECK((*entry)->ip == *reserved);
 
   // Userspace: the agent answers, or (images without an agent) the console shows init running.
   bool agent_ok = false;
@@ -156,6 +166,20 @@ TEST_CASE(
     INFO(addr.status().to_string());
     REQUIRE(addr.is_ok());
     CHECK(addr->rfind("10.231.7.", 0) == 0);
+    CHECK(*addr == *reserved);
+    // The guest really configures the reserved address (its DHCP exchange gets that one).
+    std::string ip_out;
+    for (int i = 0; i < 60 && ip_out.find(*reserved + "/") == std::string::npos; ++i) {
+      auto ip = hv->exec(
+          spec.name,
+          GuestExecRequest{{"/sbin/ip", "-4", "-o", "addr"}, "", std::chrono::seconds(10)});
+      if (ip.is_ok()) ip_out = ip->out;
+      if (ip_out.find(*reserved + "/") == std::string::npos) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
+    }
+    INFO("ip -4 -o addr in the guest: " << ip_out);
+    CHECK(ip_out.find(*reserved + "/") != std::string::npos);
 
     // authorized_keys replaced through the agent, read back through guest-exec.
     const std::string key =
@@ -229,6 +253,9 @@ TEST_CASE(
   CHECK(hv->list_vm_files()->empty());
   CHECK_FALSE(fs::exists(overlay));
   CHECK_FALSE(fs::exists(proc));
+  auto released = find_dhcp_host(hv->connection(), net.name, spec.name);
+  REQUIRE(released.is_ok());
+  CHECK_FALSE(released->has_value());  // the reservation went with the VM
   CHECK(remove_network(hv->connection(), net.name).is_ok());
   fs::remove_all(state);
 }

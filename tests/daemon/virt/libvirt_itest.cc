@@ -127,9 +127,9 @@ TEST_CASE("define, start, events, metadata round trip, destroy, undefine", "[vir
   TempDir tmp("itest");
   auto conn = Connection::open(private_test_uri(tmp.path));
   REQUIRE(conn.is_ok());
+  EventRecorder rec;  // outlives the subscription
   auto events = DomainEvents::attach(*conn);
   REQUIRE(events.is_ok());
-  EventRecorder rec;
   (*events)->subscribe([&](const VmEvent& e) { rec.record(e); });
 
   ConnectPtr c = conn->get();
@@ -192,9 +192,9 @@ TEST_CASE("LibvirtHypervisor on test:/// creates, lists, leases and destroys a V
   opts.uri = private_test_uri(state);
   opts.state_dir = (state / "vms").string();
   opts.qemu_runtime_dir.clear();
+  EventRecorder rec;  // outlives the hypervisor: events arrive until it is gone
   auto hv = LibvirtHypervisor::open(opts);
   REQUIRE(hv.is_ok());
-  EventRecorder rec;
   (*hv)->set_event_handler([&](const VmEvent& e) { rec.record(e); });
 
   VmSpec spec;

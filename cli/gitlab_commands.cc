@@ -1,0 +1,200 @@
+// `armhive gitlab config|prepare|run|cleanup`: a GitLab Runner custom executor driver
+// (docs.gitlab.com/runner/executors/custom). One VM per job: prepare leases it (labelled with
+// the job's ids, Idempotency-Key per job), run finds it again by the gitlab.job label and runs
+// each stage's script in it with live output, cleanup releases whatever carries the label.
+// Exit codes follow the runner's BUILD_FAILURE_EXIT_CODE / SYSTEM_FAILURE_EXIT_CODE: a script
+// that fails is a build failure; a VM or server that cannot be had is a system failure.
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <thread>
+
+#include "base/version.h"
+#include "cli/command_group.h"
+#include "cli/gitlab_job.h"
+#include "cli/output.h"
+
+namespace armhive {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+const char* real_env(const char* name) { return std::getenv(name); }
+
+class GitlabCommands final : public CommandGroup {
+ public:
+  void add_to(CLI::App& app) override {
+    gitlab_ = app.add_subcommand("gitlab", "GitLab Runner custom executor driver");
+    gitlab_->require_subcommand(1);
+    config_ = gitlab_->add_subcommand("config", "print the executor configuration (config_exec)");
+    config_->add_option("--builds-dir", builds_dir_, "builds directory in the VM");
+    config_->add_option("--cache-dir", cache_dir_, "cache directory in the VM");
+    prepare_ = gitlab_->add_subcommand("prepare", "lease the job's VM (prepare_exec)");
+    prepare_->add_option("--pool", pool_, "pool when the job sets no ARMHIVE_POOL variable");
+    prepare_->add_option("--wait-timeout", wait_s_, "seconds to wait for the VM (default 900)");
+    run_ = gitlab_->add_subcommand("run", "run one stage's script in the VM (run_exec)");
+    run_->add_option("script", script_, "the script GitLab Runner wrote")->required();
+    run_->add_option("stage", stage_, "the stage name")->required();
+    run_->add_option("--shell", shell_, "the guest shell that runs scripts (default /bin/sh)");
+    cleanup_ = gitlab_->add_subcommand("cleanup", "release the job's VM (cleanup_exec)");
+  }
+
+  bool parsed() const override { return gitlab_->parsed(); }
+  bool needs_server() const override { return !config_->parsed(); }
+
+  int run(const CommandContext& ctx) override {
+    codes_ = gitlab_exit_codes(real_env);
+    if (config_->parsed()) {
+      std::cout << gitlab_config_json(builds_dir_, cache_dir_, kVersion) << "\n";
+      return kExitOk;
+    }
+    auto job = gitlab_job_from_env(real_env, pool_);
+    if (!job.is_ok())
+      return system_failure(job.status().message() + " (" + job.status().field() + ")");
+    if (prepare_->parsed()) return prepare(*ctx.client, *job);
+    if (run_->parsed()) return run_stage(*ctx.client, *job);
+    return cleanup(*ctx.client, *job);
+  }
+
+ private:
+  int system_failure(const std::string& why) {
+    std::cerr << "armhive gitlab: " << why << "\n";
+    return codes_.system_failure;
+  }
+
+  int prepare(Client& client, const GitlabJob& job) {
+    auto pools = client.pools();
+    if (!pools.is_ok()) return system_failure("cannot list pools: " + pools.status().to_string());
+    std::string names;
+    bool known = false;
+    for (const auto& p : *pools) {
+      names += (names.empty() ? "" : ", ") + p.name;
+      known = known || p.name == job.pool;
+    }
+    if (!known) {
+      return system_failure(
+          "the CI variable ARMHIVE_POOL (CUSTOM_ENV_ARMHIVE_POOL) names pool \"" + job.pool +
+          "\", which armhived does not serve; its pools: " + (names.empty() ? "(none)" : names));
+    }
+    LeaseCreateRequest req;
+    req.pool = job.pool;
+    req.ttl_seconds = job.ttl_seconds;
+    req.labels = gitlab_labels(job);
+    auto lease = client.create_lease(req, gitlab_idempotency_key(job));
+    if (!lease.is_ok()) return system_failure("cannot lease a VM: " + lease.status().message());
+    std::cerr << "armhive gitlab: job " << job.job_id << " gets lease " << lease->id << " (pool "
+              << job.pool << ")\n";
+    auto deadline = SteadyClock::now() + std::chrono::seconds(wait_s_);
+    LeaseDto l = *lease;
+    while (l.state != "ready") {
+      if (l.state == "failed" || l.state == "released" || l.state == "expired" ||
+          l.state == "releasing") {
+        return system_failure("lease " + l.id + " is " + l.state +
+                              (l.reason.empty() ? "" : ": " + l.reason));
+      }
+      auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - SteadyClock::now());
+      if (left.count() <= 0) {
+        auto rel = client.release_lease(l.id);
+        (void)rel;  // best effort; cleanup releases it again
+        return system_failure("no VM within " + std::to_string(wait_s_) + " s (lease " + l.id +
+                              " still " + l.state + ")");
+      }
+      auto r = client.wait_lease(l.id, std::min(left, std::chrono::seconds(30)));
+      if (!r.is_ok())
+        return system_failure("waiting for lease " + l.id + ": " + r.status().message());
+      l = *r;
+    }
+    std::cerr << "armhive gitlab: VM " << (l.vm ? l.vm->name : std::string("?")) << " is ready\n";
+    return kExitOk;
+  }
+
+  // The job's ready lease, found by its gitlab.job label.
+  Result<LeaseDto> job_lease(Client& client, const GitlabJob& job) {
+    LeaseQuery q;
+    q.labels = {{kGitlabJobLabel, job.job_id}};
+    q.active = true;
+    ARMHIVE_ASSIGN_OR_RETURN(LeasePage page, client.list_leases(q));
+    for (const auto& l : page.items) {
+      if (l.state == "ready") return l;
+    }
+    return not_found("job " + job.job_id + " has no ready lease (did prepare succeed?)");
+  }
+
+  int run_stage(Client& client, const GitlabJob& job) {
+    if (Status s = check_gitlab_stage(stage_); !s.is_ok()) return system_failure(s.message());
+    std::ifstream in(script_, std::ios::binary);
+    if (!in) return system_failure("cannot read the script " + script_);
+    std::string script((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto lease = job_lease(client, job);
+    if (!lease.is_ok()) return system_failure(lease.status().message());
+    const std::string path = gitlab_script_path(stage_);
+    // The script travels as the upload command's stdin; paths are arguments, not script text.
+    ExecRequestDto upload;
+    upload.argv = {"/bin/sh", "-c", R"(mkdir -p "${1%/*}" && cat > "$1")", "upload", path};
+    upload.stdin_data = std::move(script);
+    upload.timeout_s = 120;
+    auto up = client.exec(lease->id, upload);
+    if (!up.is_ok()) return system_failure("cannot upload the script: " + up.status().message());
+    if (up->exit_code != 0) {
+      return system_failure("cannot upload the script (exit " + std::to_string(up->exit_code) +
+                            "): " + up->err);
+    }
+    ExecRequestDto exec;
+    exec.argv = {shell_, path};
+    exec.timeout_s = 0;  // GitLab's job timeout applies: it signals us, and our exit kills it
+    auto r =
+        client.exec_stream(lease->id, exec, [](std::string_view stream, std::string_view data) {
+          std::ostream& os = stream == "stderr" ? std::cerr : std::cout;
+          os.write(data.data(), static_cast<std::streamsize>(data.size()));
+          os.flush();
+        });
+    std::cout.flush();
+    if (!r.is_ok()) return system_failure("stage " + stage_ + ": " + r.status().message());
+    if (r->cancelled) return system_failure("stage " + stage_ + ": the lease ended meanwhile");
+    if (r->result.exit_code != 0 || r->result.signal != 0) {
+      std::cerr << "armhive gitlab: stage " << stage_ << " failed (exit " << r->result.exit_code
+                << (r->result.signal ? ", signal " + std::to_string(r->result.signal) : "")
+                << ")\n";
+      return codes_.build_failure;
+    }
+    return kExitOk;
+  }
+
+  // Releases every active lease of the job. Always exits 0: GitLab ignores cleanup's exit
+  // code, and a lease already gone is what cleanup wants.
+  int cleanup(Client& client, const GitlabJob& job) {
+    LeaseQuery q;
+    q.labels = {{kGitlabJobLabel, job.job_id}};
+    q.active = true;
+    auto page = client.list_leases(q);
+    if (!page.is_ok()) {
+      std::cerr << "armhive gitlab: cannot list the job's leases: " << page.status().message()
+                << " (the lease's TTL still ends it)\n";
+      return kExitOk;
+    }
+    for (const auto& l : page->items) {
+      auto r = client.release_lease(l.id);
+      std::cerr << "armhive gitlab: " << (r.is_ok() ? "released " : "could not release ") << l.id
+                << (r.is_ok() ? "" : ": " + r.status().message()) << "\n";
+    }
+    return kExitOk;
+  }
+
+  CLI::App* gitlab_ = nullptr;
+  CLI::App* config_ = nullptr;
+  CLI::App* prepare_ = nullptr;
+  CLI::App* run_ = nullptr;
+  CLI::App* cleanup_ = nullptr;
+  std::string builds_dir_ = "/builds", cache_dir_ = "/cache", pool_, script_, stage_;
+  std::string shell_ = "/bin/sh";
+  int64_t wait_s_ = 900;
+  GitlabExitCodes codes_;
+};
+
+}  // namespace
+
+std::unique_ptr<CommandGroup> make_gitlab_commands() { return std::make_unique<GitlabCommands>(); }
+
+}  // namespace armhive

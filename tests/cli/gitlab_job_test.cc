@@ -1,0 +1,91 @@
+// The environment GitLab Runner's custom executor gives each driver stage, as `armhive gitlab`
+// reads it.
+#include "cli/gitlab_job.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace armhive {
+namespace {
+
+EnvLookup env_of(const std::map<std::string, std::string>& vars) {
+  return [vars](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST_CASE("gitlab: config prints what the runner expects", "[cli][gitlab]") {
+  auto j = nlohmann::json::parse(gitlab_config_json("/builds", "/cache", "1.2.3"));
+  CHECK(j["builds_dir"] == "/builds");
+  CHECK(j["cache_dir"] == "/cache");
+  CHECK(j["builds_dir_is_shared"] == false);
+  CHECK(j["driver"]["name"] == "armhive");
+  CHECK(j["driver"]["version"] == "1.2.3");
+  CHECK(j["hostname"].is_string());
+  CHECK(j["job_env"].is_object());
+}
+
+TEST_CASE("gitlab: the job comes from CUSTOM_ENV_ variables", "[cli][gitlab]") {
+  auto job = gitlab_job_from_env(env_of({{"CUSTOM_ENV_CI_JOB_ID", "4242"},
+                                         {"CUSTOM_ENV_CI_PIPELINE_ID", "77"},
+                                         {"CUSTOM_ENV_CI_PROJECT_ID", "9"},
+                                         {"CUSTOM_ENV_ARMHIVE_POOL", "arm64"},
+                                         {"CUSTOM_ENV_ARMHIVE_TTL", "1h30m"}}),
+                                 "fallback");
+  REQUIRE(job.is_ok());
+  CHECK(job->pool == "arm64");
+  CHECK(*job->ttl_seconds == 5400);
+  auto labels = gitlab_labels(*job);
+  CHECK(labels.at("gitlab.job") == "4242");
+  CHECK(labels.at("gitlab.pipeline") == "77");
+  CHECK(labels.at("gitlab.project") == "9");
+  CHECK(gitlab_idempotency_key(*job) == "gitlab-job-4242");
+
+  auto dflt = gitlab_job_from_env(env_of({{"CUSTOM_ENV_CI_JOB_ID", "1"}}), "ci");
+  REQUIRE(dflt.is_ok());
+  CHECK(dflt->pool == "ci");
+  CHECK_FALSE(dflt->ttl_seconds);
+}
+
+TEST_CASE("gitlab: a missing or bad variable is named", "[cli][gitlab]") {
+  auto field = [](const std::map<std::string, std::string>& vars, const std::string& pool = {}) {
+    auto r = gitlab_job_from_env(env_of(vars), pool);
+    REQUIRE_FALSE(r.is_ok());
+    return r.status().field();
+  };
+  CHECK(field({}, "ci") == "CUSTOM_ENV_CI_JOB_ID");
+  CHECK(field({{"CUSTOM_ENV_CI_JOB_ID", "12; rm -rf /"}}, "ci") == "CUSTOM_ENV_CI_JOB_ID");
+  CHECK(field({{"CUSTOM_ENV_CI_JOB_ID", "1"}}) == "CUSTOM_ENV_ARMHIVE_POOL");
+  CHECK(field({{"CUSTOM_ENV_CI_JOB_ID", "1"}, {"CUSTOM_ENV_ARMHIVE_POOL", "Bad Pool"}}) ==
+        "CUSTOM_ENV_ARMHIVE_POOL");
+  CHECK(field({{"CUSTOM_ENV_CI_JOB_ID", "1"}, {"CUSTOM_ENV_ARMHIVE_TTL", "forever"}}, "ci") ==
+        "CUSTOM_ENV_ARMHIVE_TTL");
+  CHECK(field({{"CUSTOM_ENV_CI_JOB_ID", "1"}, {"CUSTOM_ENV_CI_PIPELINE_ID", "x"}}, "ci") ==
+        "CUSTOM_ENV_CI_PIPELINE_ID");
+}
+
+TEST_CASE("gitlab: exit codes follow the runner's variables", "[cli][gitlab]") {
+  auto c = gitlab_exit_codes(
+      env_of({{"BUILD_FAILURE_EXIT_CODE", "37"}, {"SYSTEM_FAILURE_EXIT_CODE", "38"}}));
+  CHECK(c.build_failure == 37);
+  CHECK(c.system_failure == 38);
+  auto d = gitlab_exit_codes(
+      env_of({{"BUILD_FAILURE_EXIT_CODE", "0"}, {"SYSTEM_FAILURE_EXIT_CODE", "nope"}}));
+  CHECK(d.build_failure == 1);
+  CHECK(d.system_failure == 2);
+}
+
+TEST_CASE("gitlab: stage names become guest file names only when safe", "[cli][gitlab]") {
+  for (const char* ok : {"prepare_script", "get_sources", "build_script", "step_script",
+                         "after_script", "cleanup_file_variables"}) {
+    CHECK(check_gitlab_stage(ok).is_ok());
+  }
+  for (const char* bad : {"", "../etc/passwd", "a b", "Build"})
+    CHECK_FALSE(check_gitlab_stage(bad).is_ok());
+  CHECK(gitlab_script_path("build_script") == "/tmp/armhive-gitlab/build_script.sh");
+}
+
+}  // namespace
+}  // namespace armhive

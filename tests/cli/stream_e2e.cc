@@ -1,0 +1,393 @@
+// End-to-end, real aarch64 guests: the streamed exec (live output, exit codes, a client that
+// goes away) and the GitLab Runner custom executor driver through every stage, as the runner
+// calls them, against a real armhived. One daemon, one pool of one VM: the exec cases share
+// one lease; each GitLab job gets its own VM, as the driver promises.
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "api/client.h"
+#include "base/process_runner.h"
+#include "tests/support/daemon_process.h"
+
+namespace armhive {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr int kApiPort = 18475;
+
+std::string e2e_state() {
+  const char* s = std::getenv("ARMHIVE_E2E_STATE");
+  return s ? s : "/tmp/armhive-e2e";
+}
+
+std::string pool_toml() {
+  return R"(
+[host.cpus]
+housekeeping = "0"
+dedicated = "1"
+
+[[pools]]
+name = "ci"
+image = "tiny"
+vcpus = 1
+memory_mib = 384
+network = "armhive"
+max = 1
+max_starting = 1
+default_ttl = "15m"
+max_ttl = "1h"
+cpu_policy = "dedicated"
+min_warm = 1
+)";
+}
+
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::seconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(500ms);
+  }
+  return pred();
+}
+
+// A child process whose stdout we read while it runs (stderr goes to a file).
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  std::string out;  // read so far
+  std::string err_file;
+
+  Child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+        std::string err_path)
+      : err_file(std::move(err_path)) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      dup2(fds[1], 1);
+      FILE* err = std::fopen(err_file.c_str(), "w");
+      if (err) dup2(fileno(err), 2);
+      close(fds[0]);
+      close(fds[1]);
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    out_fd = fds[0];
+  }
+  ~Child() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    if (out_fd >= 0) close(out_fd);
+  }
+
+  // Reads until `needle` is in the output (true) or EOF / timeout (false).
+  bool read_until(const std::string& needle, std::chrono::seconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (out.find(needle) == std::string::npos) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{out_fd, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      ssize_t n = read(out_fd, buf, sizeof buf);
+      if (n <= 0) return out.find(needle) != std::string::npos;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+
+  int wait() {
+    read_until("\x01never", 600s);  // to EOF
+    int status = 0;
+    waitpid(pid, &status, 0);
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::string err() const {
+    std::ifstream in(err_file);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+};
+
+struct Env {
+  std::string cli = ARMHIVE_CLI_PATH;
+  std::map<std::string, std::string> vars;
+};
+
+ProcessResult run_cli(const Env& env, std::vector<std::string> args,
+                      std::map<std::string, std::string> extra = {}) {
+  args.insert(args.begin(), env.cli);
+  auto vars = env.vars;
+  for (auto& [k, v] : extra) vars[k] = v;
+  SubprocessRunner run;
+  auto r = run.run({.argv = args, .env = vars, .timeout = 10min});
+  REQUIRE(r.is_ok());
+  return *r;
+}
+
+// GitLab Runner's environment for one job: CUSTOM_ENV_ copies of the job's CI variables and
+// the two failure exit codes.
+std::map<std::string, std::string> gitlab_env(const std::string& job_id,
+                                              const std::string& pool = "ci") {
+  return {{"CUSTOM_ENV_CI_JOB_ID", job_id},   {"CUSTOM_ENV_CI_PIPELINE_ID", "500"},
+          {"CUSTOM_ENV_CI_PROJECT_ID", "42"}, {"CUSTOM_ENV_CI_PROJECT_PATH", "group/project"},
+          {"CUSTOM_ENV_ARMHIVE_POOL", pool},  {"BUILD_FAILURE_EXIT_CODE", "37"},
+          {"SYSTEM_FAILURE_EXIT_CODE", "38"}};
+}
+
+std::string write_script(const std::string& dir, const std::string& name, const std::string& body) {
+  std::string path = dir + "/" + name;
+  std::ofstream(path) << "#!/bin/sh\nset -e\n" << body << "\n";
+  return path;
+}
+
+std::vector<LeaseDto> job_leases(Client& api, const std::string& job_id, bool active) {
+  LeaseQuery q;
+  q.labels = {{"gitlab.job", job_id}};
+  q.active = active;
+  auto page = api.list_leases(q);
+  REQUIRE(page.is_ok());
+  return page->items;
+}
+
+// Cleanup released the job's VM: it leaves the active leases once the VM is destroyed.
+bool released(Client& api, const std::string& job_id) {
+  return eventually([&] { return job_leases(api, job_id, true).empty(); }, 120s);
+}
+
+TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[stream-e2e]") {
+  const std::string state = e2e_state() + "/stream";
+  DaemonProcess daemon(state, e2e_state() + "/images", kApiPort, pool_toml());
+  Status started = daemon.start();
+  INFO(daemon.log());
+  REQUIRE(started.is_ok());
+  auto api = daemon.client();
+  REQUIRE(api);
+  Env env;
+  env.vars = {{"ARMHIVE_SERVER", "http://127.0.0.1:" + std::to_string(kApiPort)},
+              {"ARMHIVE_TOKEN", daemon.token()},
+              {"HOME", state}};
+
+  LeaseCreateRequest req;
+  req.pool = "ci";
+  req.ttl_seconds = 900;
+  auto lease = api->create_lease(req);
+  REQUIRE(lease.is_ok());
+  REQUIRE(eventually(
+      [&] {
+        auto l = api->wait_lease(lease->id, 10s);
+        return l.is_ok() && l->state == "ready";
+      },
+      300s));
+  const std::string id = lease->id;
+
+  // 1. Output arrives while the command runs: the command prints, then waits for a file that
+  // the test creates only after it has seen the first chunk, then prints its end marker.
+  {
+    ExecRequestDto cmd;
+    cmd.argv = {"/bin/sh", "-c",
+                "echo first-chunk; echo to-stderr >&2; while [ ! -e /tmp/go ]; do sleep 1; done; "
+                "echo end-marker; exit 7"};
+    cmd.timeout_s = 0;
+    std::string out, err;
+    bool first_before_end = false;
+    bool released_gate = false;
+    // Reported, not asserted (daemon/virt/README.md quotes it): request to first chunk.
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = api->exec_stream(id, cmd, [&](std::string_view stream, std::string_view data) {
+      (stream == "stderr" ? err : out) += data;
+      if (!released_gate && out.find("first-chunk") != std::string::npos) {
+        std::cerr << "stream-e2e: first chunk after "
+                  << std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now() - t0)
+                         .count()
+                  << " ms\n";
+        first_before_end = out.find("end-marker") == std::string::npos;
+        auto go = api->exec(id, {{"/bin/sh", "-c", ": > /tmp/go"}, "", 30});
+        REQUIRE(go.is_ok());
+        released_gate = true;
+      }
+    });
+    REQUIRE(r.is_ok());
+    CHECK(first_before_end);
+    CHECK(released_gate);
+    CHECK(out == "first-chunk\nend-marker\n");
+    CHECK(err == "to-stderr\n");
+    CHECK(r->result.exit_code == 7);
+  }
+
+  // Reported, not asserted: the cost of the mechanism, buffered vs streamed, side by side.
+  {
+    auto ms_since = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::steady_clock::now() - t)
+          .count();
+    };
+    std::vector<int64_t> buffered, streamed;
+    for (int i = 0; i < 5; ++i) {
+      auto t = std::chrono::steady_clock::now();
+      REQUIRE(api->exec(id, {{"/bin/true"}, "", 30}).is_ok());
+      buffered.push_back(ms_since(t));
+      t = std::chrono::steady_clock::now();
+      ExecRequestDto tr;
+      tr.argv = {"/bin/true"};
+      tr.timeout_s = 0;
+      REQUIRE(api->exec_stream(id, tr, [](std::string_view, std::string_view) {}).is_ok());
+      streamed.push_back(ms_since(t));
+    }
+    std::sort(buffered.begin(), buffered.end());
+    std::sort(streamed.begin(), streamed.end());
+    std::cerr << "stream-e2e: /bin/true median of 5: buffered " << buffered[2] << " ms, streamed "
+              << streamed[2] << " ms\n";
+  }
+
+  // 2. The CLI prints as output arrives and exits with the command's code.
+  {
+    auto r = run_cli(env, {"exec", id, "--", "/bin/sh", "-c", "echo via-cli; exit 3"});
+    CHECK(r.exit_code == 3);
+    CHECK(r.out == "via-cli\n");
+    auto uname = run_cli(env, {"exec", id, "--", "uname", "-m"});
+    CHECK(uname.exit_code == 0);
+    CHECK(uname.out == "aarch64\n");
+  }
+
+  // 3. A client that goes away (the CLI killed, as GitLab kills a cancelled job's driver) gets
+  // the guest process killed, and the output files are removed.
+  {
+    Child c({env.cli, "exec", id, "--", "/bin/sh", "-c",
+             "echo $$ > /tmp/looper.pid; echo looping; while true; do sleep 1; done"},
+            env.vars, state + "/exec-cancel.err");
+    REQUIRE(c.read_until("looping", 120s));
+    ::kill(c.pid, SIGTERM);
+    c.wait();
+    auto gone = [&] {
+      auto r = api->exec(id, {{"/bin/sh", "-c", "kill -0 $(cat /tmp/looper.pid)"}, "", 30});
+      return r.is_ok() && r->exit_code != 0;
+    };
+    CHECK(eventually(gone, 60s));
+    auto spool = [&] {
+      auto r =
+          api->exec(id, {{"/bin/sh", "-c", "ls /tmp/.armhive-exec-* 2>/dev/null | wc -l"}, "", 30});
+      return r.is_ok() && r->out == "0\n";
+    };
+    CHECK(eventually(spool, 60s));
+  }
+
+  REQUIRE(api->release_lease(id).is_ok());
+
+  // 4. GitLab: config, then a passing job through every stage in the runner's order.
+  auto config = run_cli(env, {"gitlab", "config"});
+  REQUIRE(config.exit_code == 0);
+  CHECK(config.out.find("\"builds_dir\":\"/builds\"") != std::string::npos);
+  CHECK(config.out.find("\"driver\":{\"name\":\"armhive\"") != std::string::npos);
+
+  const std::string scripts = state + "/scripts";
+  fs::create_directories(scripts);
+  const std::vector<std::pair<std::string, std::string>> passing = {
+      {"prepare_script", "echo \"Running on $(hostname)\""},
+      {"get_sources", "mkdir -p /builds/group/project && cd /builds/group/project && echo src > f"},
+      {"build_script", "cd /builds/group/project && cat f && uname -m && echo build-ok"},
+      {"after_script", "echo after"},
+      {"cleanup_file_variables", "true"},
+  };
+  {
+    auto genv = gitlab_env("1001");
+    auto prep = run_cli(env, {"gitlab", "prepare"}, genv);
+    INFO(prep.err);
+    REQUIRE(prep.exit_code == 0);
+    REQUIRE(job_leases(*api, "1001", true).size() == 1);
+    std::string all;
+    for (const auto& [stage, body] : passing) {
+      auto r = run_cli(env, {"gitlab", "run", write_script(scripts, stage, body), stage}, genv);
+      INFO(stage << ": " << r.err);
+      CHECK(r.exit_code == 0);
+      all += r.out;
+    }
+    CHECK(all.find("Running on armhive-") != std::string::npos);
+    CHECK(all.find("src\naarch64\nbuild-ok\n") != std::string::npos);
+    CHECK(all.find("after\n") != std::string::npos);
+    CHECK(run_cli(env, {"gitlab", "cleanup"}, genv).exit_code == 0);
+    CHECK(released(*api, "1001"));
+    auto ended = job_leases(*api, "1001", false);
+    REQUIRE(ended.size() == 1);
+    CHECK(ended[0].labels.at("gitlab.pipeline") == "500");
+    CHECK(ended[0].labels.at("gitlab.project") == "42");
+  }
+
+  // 5. A failing build script is a build failure; after_script and cleanup still run.
+  {
+    auto genv = gitlab_env("1002");
+    REQUIRE(run_cli(env, {"gitlab", "prepare"}, genv).exit_code == 0);
+    auto build =
+        run_cli(env,
+                {"gitlab", "run", write_script(scripts, "fail.sh", "echo compiling; exit 3"),
+                 "build_script"},
+                genv);
+    CHECK(build.exit_code == 37);
+    CHECK(build.out == "compiling\n");
+    auto after = run_cli(
+        env, {"gitlab", "run", write_script(scripts, "after.sh", "echo after"), "after_script"},
+        genv);
+    CHECK(after.exit_code == 0);
+    CHECK(run_cli(env, {"gitlab", "cleanup"}, genv).exit_code == 0);
+    CHECK(released(*api, "1002"));
+  }
+
+  // 6. A VM that cannot be had (the job names a pool armhived does not serve) is a system
+  // failure naming the variable and the pools; cleanup is harmless.
+  {
+    auto genv = gitlab_env("1003", "no-such-pool");
+    auto prep = run_cli(env, {"gitlab", "prepare"}, genv);
+    CHECK(prep.exit_code == 38);
+    CHECK(prep.err.find("ARMHIVE_POOL") != std::string::npos);
+    CHECK(prep.err.find("no-such-pool") != std::string::npos);
+    CHECK(prep.err.find("ci") != std::string::npos);
+    CHECK(run_cli(env, {"gitlab", "cleanup"}, genv).exit_code == 0);
+    CHECK(job_leases(*api, "1003", false).empty());
+  }
+
+  // 7. A cancelled job: output of the running stage arrives while it runs; the runner sends
+  // the driver SIGTERM; cleanup releases the VM.
+  {
+    auto genv = gitlab_env("1004");
+    REQUIRE(run_cli(env, {"gitlab", "prepare"}, genv).exit_code == 0);
+    auto vars = env.vars;
+    for (auto& [k, v] : genv) vars[k] = v;
+    Child run({env.cli, "gitlab", "run",
+               write_script(scripts, "long.sh", "echo stage-started; sleep 600; echo never"),
+               "build_script"},
+              vars, state + "/gitlab-cancel.err");
+    CHECK(run.read_until("stage-started", 120s));
+    ::kill(run.pid, SIGTERM);
+    run.wait();
+    CHECK(run.out.find("never") == std::string::npos);
+    CHECK(run_cli(env, {"gitlab", "cleanup"}, genv).exit_code == 0);
+    CHECK(released(*api, "1004"));
+  }
+}
+
+}  // namespace
+}  // namespace armhive

@@ -1,0 +1,93 @@
+// armhived and its hosts: several [[hosts]] are refused at once (this armhived drives one libvirt
+// host), before it touches the state directory or libvirt; a libvirt that never answers is given
+// up on after libvirt_timeout.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "base/process_runner.h"
+
+namespace armhive {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST_CASE("armhived refuses a fleet of several [[hosts]] rather than serve only one",
+          "[config][hosts]") {
+  fs::path dir = fs::temp_directory_path() / ("armhive-hosts-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path config = dir / "armhived.toml";
+  {
+    std::ofstream(config) << "[host]\nstate_dir = \"" << (dir / "state").string() << "\"\n"
+                          << "[[hosts]]\nname = \"hc1\"\nlibvirt_uri = \"test:///default\"\n"
+                          << "[[hosts]]\nname = \"tx1\"\nlibvirt_uri = \"test:///default\"\n"
+                          << "[[pools]]\nname = \"p\"\nimage = \"tiny\"\n";
+  }
+  SubprocessRunner runner;
+  auto r = runner.run(
+      {.argv = {ARMHIVE_DAEMON_PATH, "-c", config.string()}, .timeout = std::chrono::seconds(30)});
+  REQUIRE(r.is_ok());
+  CHECK(r->exit_code == 2);
+  CHECK_THAT(r->err, Catch::Contains("2 [[hosts]] are configured"));
+  CHECK_THAT(r->err, Catch::Contains("key hosts"));
+  CHECK_FALSE(fs::exists(dir / "state"));
+
+  // A pool whose host_labels match no host is named in the error.
+  {
+    std::ofstream(config) << "[[hosts]]\nname = \"hc1\"\nlibvirt_uri = \"test:///default\"\n"
+                          << "labels = { board = \"honeycomb\" }\n"
+                          << "[[pools]]\nname = \"tx\"\nimage = \"tiny\"\n"
+                          << "host_labels = { board = \"thunderx\" }\n";
+  }
+  auto unmatched = runner.run(
+      {.argv = {ARMHIVE_DAEMON_PATH, "-c", config.string()}, .timeout = std::chrono::seconds(30)});
+  REQUIRE(unmatched.is_ok());
+  CHECK(unmatched->exit_code == 2);
+  CHECK_THAT(unmatched->err, Catch::Contains("pool 'tx' matches no host"));
+  CHECK_THAT(unmatched->err, Catch::Contains("pools[0].host_labels"));
+  fs::remove_all(dir);
+}
+
+// A libvirtd that accepts the connection and never answers (stopped, or a cut link): armhived
+// gives up after [host] libvirt_timeout with an error saying so, instead of hanging.
+TEST_CASE("armhived gives up on a libvirt that never answers after libvirt_timeout",
+          "[config][hosts]") {
+  fs::path dir = fs::temp_directory_path() / ("armhive-mute-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path sock = dir / "libvirt.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  REQUIRE(sock.string().size() < sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, sock.c_str(), sock.string().size());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  REQUIRE(::listen(fd, 8) == 0);  // connections complete in the backlog; nothing ever reads
+  fs::path config = dir / "armhived.toml";
+  {
+    std::ofstream(config) << "[host]\nstate_dir = \"" << (dir / "state").string() << "\"\n"
+                          << "libvirt_uri = \"qemu+unix:///system?socket=" << sock.string()
+                          << "\"\nlibvirt_timeout = \"2s\"\n"
+                          << "[[pools]]\nname = \"p\"\nimage = \"tiny\"\n";
+  }
+  SubprocessRunner runner;
+  auto r = runner.run(
+      {.argv = {ARMHIVE_DAEMON_PATH, "-c", config.string()}, .timeout = std::chrono::seconds(60)});
+  ::close(fd);
+  REQUIRE(r.is_ok());
+  INFO(r->out << r->err);
+  CHECK(r->exit_code == 1);
+  CHECK_THAT(r->out + r->err, Catch::Contains("connecting to libvirt"));
+  CHECK_THAT(r->out + r->err, Catch::Contains("no answer within 2000 ms"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace armhive
