@@ -189,6 +189,15 @@ Result<LeaseDto> Client::renew_lease(const std::string& id, int64_t ttl_seconds)
       lease_from_json);
 }
 
+Result<SshCertificateDto> Client::ssh_certificate(const std::string& id,
+                                                  const std::string& public_key) {
+  SshCertificateRequest r;
+  r.public_key = public_key;
+  return decode<SshCertificateDto>(
+      call_ok("POST", "/v1/leases/" + path_id(id) + "/ssh-certificate", dump_json(to_json(r))),
+      ssh_certificate_from_json);
+}
+
 Result<LeaseDto> Client::release_lease(const std::string& id) {
   return decode<LeaseDto>(call_ok("DELETE", "/v1/leases/" + path_id(id)), lease_from_json);
 }

@@ -71,6 +71,7 @@ class Client {
   // its current state; the caller checks).
   Result<LeaseDto> wait_lease(const std::string& id, std::chrono::seconds timeout);
   Result<LeaseDto> renew_lease(const std::string& id, int64_t ttl_seconds);
+  Result<SshCertificateDto> ssh_certificate(const std::string& id, const std::string& public_key);
   Result<LeaseDto> release_lease(const std::string& id);
   Result<ExecResultDto> exec(const std::string& id, const ExecRequestDto& request);
   // The streamed exec (api/exec_stream.h): `on_output(stream, data)` ("stdout"/"stderr")

@@ -27,6 +27,10 @@ nlohmann::json to_json(const LeaseCreateRequest& r);
 Result<LeaseCreateRequest> lease_create_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const LeaseRenewRequest& r);
 Result<LeaseRenewRequest> lease_renew_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const SshCertificateRequest& r);
+Result<SshCertificateRequest> ssh_certificate_request_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const SshCertificateDto& c);
+Result<SshCertificateDto> ssh_certificate_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const ExecRequestDto& r);
 Result<ExecRequestDto> exec_request_from_json(const nlohmann::json& j);
 

@@ -23,6 +23,42 @@ inline constexpr int64_t kMaxExecTimeoutSeconds = 3600;
 inline constexpr size_t kMaxSshKeys = 32;
 inline constexpr std::string_view kProblemTypeBase = "https://armhive.dev/problems/";
 
+// A lease's startup command (daemon/startup/README.md): run in the guest through the agent
+// right after hand-out, with these environment variables. Secret values are held only in the
+// daemon's memory and never shown again.
+inline constexpr size_t kMaxStartupArgs = 256;
+inline constexpr size_t kMaxStartupArgBytes = 4096;
+inline constexpr size_t kMaxStartupEnv = 64;
+inline constexpr size_t kMaxStartupEnvNameBytes = 128;
+inline constexpr size_t kMaxStartupEnvValueBytes = 16 * 1024;
+
+struct StartupEnvVar {
+  std::string value;
+  bool secret = false;
+};
+
+struct StartupRequestDto {
+  std::vector<std::string> argv;
+  std::map<std::string, StartupEnvVar> env;
+  bool release_on_exit = false;  // the command's exit ends the lease
+};
+
+// The startup command as a lease's JSON shows it: never a secret value.
+struct StartupStatusDto {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // the variables that are not secret
+  std::vector<std::string> secret_env;     // names of the secret ones
+  bool release_on_exit = false;
+  // waiting (lease not ready yet) | running | exited | failed (could not be started) |
+  // not_run (the lease ended first) | lost (daemon restarted before it ran, see detail)
+  std::string state = "waiting";
+  std::optional<int> exit_code;
+  int signal = 0;
+  std::optional<std::string> started_at;
+  std::optional<std::string> ended_at;
+  std::string detail;
+};
+
 // POST /v1/leases
 struct LeaseCreateRequest {
   std::string pool;
@@ -32,11 +68,29 @@ struct LeaseCreateRequest {
   std::string purpose = "ci";  // "ci" | "dev"
   // Guest TCP ports besides SSH to forward through the host (each 1-65535, allowed by the pool).
   std::vector<int> ports;
+  std::optional<StartupRequestDto> startup;
 };
 
 // POST /v1/leases/{id}/renew
 struct LeaseRenewRequest {
   int64_t ttl_seconds = 0;
+};
+
+// POST /v1/leases/{id}/ssh-certificate
+struct SshCertificateRequest {
+  std::string public_key;  // "ssh-ed25519 AAAA... [comment]"
+};
+
+// An OpenSSH user certificate for one lease: its principal opens only that lease's VM, and it
+// expires with the lease (renew and ask again for a longer one).
+struct SshCertificateDto {
+  std::string certificate;  // the -cert.pub line for the key that was sent
+  std::string user;         // the guest's login user
+  std::string principal;    // "lease-<id>"
+  std::string key_id;
+  uint64_t serial = 0;
+  std::string valid_after;   // RFC 3339
+  std::string valid_before;  // RFC 3339: the lease's expiry when issued
 };
 
 struct VmDto {
@@ -88,6 +142,7 @@ struct LeaseDto {
   std::optional<VmDto> vm;
   std::optional<SshDto> ssh;
   std::vector<PortForwardDto> forwards;  // the extra ports' forwards while ready
+  std::optional<StartupStatusDto> startup;
   std::vector<TransitionDto> history;
 };
 

@@ -109,6 +109,12 @@ class TimingHypervisor final : public Hypervisor {
   Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override {
     return inner_.exec(name, request);
   }
+  Result<int64_t> exec_start(std::string_view name, const GuestExecRequest& request) override {
+    return inner_.exec_start(name, request);
+  }
+  Result<std::optional<GuestExecResult>> exec_status(std::string_view name, int64_t pid) override {
+    return inner_.exec_status(name, pid);
+  }
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override {
     return inner_.console_log(name, max_bytes);
   }

@@ -55,6 +55,7 @@ struct Options {
   std::string out;
   std::string uri = "qemu:///system";
   std::string state_dir = "/tmp/armhive-bench-forward";
+  std::vector<std::string> command;  // argv, recorded in the result
 };
 
 // Removes the VM, the storage pool, the network and the per-VM files on every path.
@@ -223,12 +224,34 @@ int run(const Options& opt) {
     result["spread"]["forward" + std::string(dir)] = spread_json(f);
     result["ratio_forward_over_direct" + std::string(dir)] = d.median > 0 ? f.median / d.median : 0;
   }
+  result["command"] = opt.command;
+  result["host"] = {{"cpus", host->cpus.size()},
+                    {"accel", host->accel == Accel::kKvm ? "kvm" : "tcg"}};
   cleanup.run();
+  const std::string text = result.dump(2) + "\n";
   if (opt.out.empty()) {
-    std::cout << result.dump(2) << "\n";
-  } else {
-    std::ofstream out(opt.out);
-    out << result.dump(2) << "\n";
+    std::cout << text;
+    std::cout.flush();
+    if (!std::cout) return fail(unavailable("cannot write the result to stdout"));
+    return 0;
+  }
+  // Written beside and renamed into place, so a failed run never leaves half a result file.
+  const std::string tmp = opt.out + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      return fail(unavailable("cannot write the result", opt.out));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, opt.out, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return fail(unavailable("cannot write the result: " + ec.message(), opt.out));
   }
   return 0;
 }
@@ -246,5 +269,6 @@ int main(int argc, char** argv) {
   app.add_option("--uri", opt.uri, "libvirt URI");
   app.add_option("--state-dir", opt.state_dir, "per-VM files (removed afterwards)");
   CLI11_PARSE(app, argc, argv);
+  opt.command.assign(argv, argv + argc);
   return armhive::run(opt);
 }

@@ -92,23 +92,51 @@ Result<ClientOptions> resolve_client_options(const CliSettings& flags) {
   return o;
 }
 
-Result<std::string> write_known_hosts(const std::string& lease_id, const std::string& lines) {
+namespace {
+
+Status check_lease_id(const std::string& lease_id) {
   for (char c : lease_id) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-')) {
       return invalid_argument("lease", "not a lease id: " + lease_id);
     }
   }
+  return Status::ok();
+}
+
+// <cache>/armhive/<what>, created owner-only.
+Result<std::string> cache_dir(const std::string& what) {
   std::string base;
   if (std::string x = env("XDG_CACHE_HOME"); !x.empty()) {
-    base = x + "/armhive/known_hosts";
+    base = x + "/armhive/" + what;
   } else if (std::string h = env("HOME"); !h.empty()) {
-    base = h + "/.cache/armhive/known_hosts";
+    base = h + "/.cache/armhive/" + what;
   } else {
-    base = "/tmp/armhive-" + std::to_string(::getuid()) + "/known_hosts";
+    base = "/tmp/armhive-" + std::to_string(::getuid()) + "/" + what;
   }
   std::error_code ec;
   std::filesystem::create_directories(base, ec);
   if (ec) return unavailable("cannot create " + base + ": " + ec.message());
+  std::filesystem::permissions(base, std::filesystem::perms::owner_all, ec);
+  return base;
+}
+
+}  // namespace
+
+Result<std::string> lease_key_dir(const std::string& lease_id) {
+  ARMHIVE_RETURN_IF_ERROR(check_lease_id(lease_id));
+  ARMHIVE_ASSIGN_OR_RETURN(std::string base, cache_dir("ssh"));
+  const std::string dir = base + "/" + lease_id;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return unavailable("cannot create " + dir + ": " + ec.message());
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+  if (ec) return unavailable("cannot make " + dir + " private: " + ec.message());
+  return dir;
+}
+
+Result<std::string> write_known_hosts(const std::string& lease_id, const std::string& lines) {
+  ARMHIVE_RETURN_IF_ERROR(check_lease_id(lease_id));
+  ARMHIVE_ASSIGN_OR_RETURN(std::string base, cache_dir("known_hosts"));
   const std::string path = base + "/" + lease_id;
   std::ofstream out(path, std::ios::trunc);
   out << lines;

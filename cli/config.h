@@ -32,6 +32,9 @@ Result<ClientOptions> resolve_client_options(const CliSettings& flags);
 // Writes a lease's known_hosts lines to $XDG_CACHE_HOME/armhive/known_hosts/LEASE (else
 // ~/.cache/…, else /tmp/armhive-UID/…) and returns the path, for `ssh -o UserKnownHostsFile=`.
 Result<std::string> write_known_hosts(const std::string& lease_id, const std::string& lines);
+// A private (0700) directory for one lease's ephemeral SSH key and certificate:
+// <cache>/armhive/ssh/<lease>.
+Result<std::string> lease_key_dir(const std::string& lease_id);
 
 // "~/x" -> "$HOME/x".
 std::string expand_home(const std::string& path);

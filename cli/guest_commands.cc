@@ -3,13 +3,17 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 
 #include "api/json.h"
+#include "base/process_runner.h"
 #include "cli/command_group.h"
 #include "cli/config.h"
 #include "cli/output.h"
+#include "cli/table.h"
 
 namespace armhive {
 namespace {
@@ -24,12 +28,42 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+// A fresh ed25519 key for one lease and a certificate for it from the server (valid until the
+// lease expires, for that lease only). Returns the private key's path (the certificate is next
+// to it as KEY-cert.pub), or the server's error: kUnavailable when it has no SSH CA.
+Result<std::string> lease_certificate(Client& client, const std::string& lease_id) {
+  ARMHIVE_ASSIGN_OR_RETURN(std::string dir, lease_key_dir(lease_id));
+  const std::string key = dir + "/id_ed25519";
+  std::error_code ec;
+  std::filesystem::remove(key, ec);
+  std::filesystem::remove(key + ".pub", ec);
+  std::filesystem::remove(key + "-cert.pub", ec);
+  SubprocessRunner runner;
+  auto made = runner.run({.argv = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C",
+                                   "armhive " + lease_id, "-f", key},
+                          .timeout = std::chrono::seconds(30)});
+  if (!made.is_ok()) return made.status().annotate("ssh-keygen (install openssh-client)");
+  if (!made->ok()) return unavailable("ssh-keygen failed: " + made->err);
+  std::ifstream pub_in(key + ".pub");
+  std::string pub;
+  std::getline(pub_in, pub);
+  ARMHIVE_ASSIGN_OR_RETURN(SshCertificateDto cert, client.ssh_certificate(lease_id, pub));
+  std::ofstream out(key + "-cert.pub", std::ios::trunc);
+  out << cert.certificate << "\n";
+  if (!out.flush()) return unavailable("cannot write " + key + "-cert.pub");
+  return key;
+}
+
 class GuestCommands final : public CommandGroup {
  public:
   void add_to(CLI::App& app) override {
     ssh_ = app.add_subcommand("ssh", "ssh into a leased VM (runs the system ssh)");
     ssh_->add_option("lease", id_, "lease id")->required();
-    ssh_->add_option("-i,--identity", identity_, "private key file for ssh -i");
+    ssh_->add_option("-i,--identity", identity_,
+                     "private key file for ssh -i (default: a fresh key with a certificate for "
+                     "this lease from the server)");
+    ssh_->add_flag("--no-cert", no_cert_,
+                   "do not ask the server for a certificate; use your own keys (ssh-agent)");
     ssh_->add_flag("--dry-run", dry_run_, "print the ssh command instead of running it");
     ssh_->add_option("command", command_, "remote command (after --)");
 
@@ -71,6 +105,12 @@ class GuestCommands final : public CommandGroup {
                 << "\n";
       return kExitApi;
     }
+    if (r->purpose == "dev" && !dry_run_) {
+      // A developer's VM goes away at expiry with everything on it: say when, up front.
+      std::cerr << "armhive: dev lease " << r->id << " ends " << relative_time(r->expires_at)
+                << " (" << r->expires_at << "); extend it with `armhive lease renew " << r->id
+                << " --ttl 1h`\n";
+    }
     std::vector<std::string> args{"ssh"};
     if (!r->ssh->known_hosts.empty()) {
       // The VM's host keys as the server read them through the guest agent: ssh verifies them
@@ -87,6 +127,19 @@ class GuestCommands final : public CommandGroup {
     if (!identity_.empty()) {
       args.push_back("-i");
       args.push_back(expand_home(identity_));
+    } else if (!no_cert_ && !dry_run_) {
+      auto key = lease_certificate(client, r->id);
+      if (key.is_ok()) {
+        args.insert(args.end(), {"-i", *key, "-o", "CertificateFile=" + *key + "-cert.pub", "-o",
+                                 "IdentitiesOnly=yes"});
+      } else if (key.status().code() == ErrorCode::kUnavailable) {
+        // No CA on this server (or the guest did not take its trust): the lease's ssh_keys
+        // may still open it.
+        std::cerr << "armhive: no SSH certificate (" << key.status().message()
+                  << "); trying your own keys\n";
+      } else {
+        return report(key.status());
+      }
     }
     if (r->ssh->port != 22) {
       args.push_back("-p");
@@ -170,6 +223,7 @@ class GuestCommands final : public CommandGroup {
     return r->result.exit_code < 0 ? kExitServer : r->result.exit_code;
   }
 
+  bool no_cert_ = false;
   CLI::App* ssh_ = nullptr;
   CLI::App* exec_ = nullptr;
   CLI::App* console_ = nullptr;

@@ -17,6 +17,7 @@
 #include "base/version.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
+#include "daemon/access/ssh_ca.h"
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/bench/lease_target_resolver.h"
 #include "daemon/config/daemon_config.h"
@@ -24,9 +25,12 @@
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/catalog_image_source.h"
 #include "daemon/engine/lease_engine.h"
+#include "daemon/github/github_api.h"
+#include "daemon/github/github_provider.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/server.h"
 #include "daemon/http/token_commands.h"
+#include "daemon/startup/startup_runner.h"
 #include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
 #include "daemon/virt/event_loop.h"
@@ -47,6 +51,44 @@ std::string machine_hostname() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
   return buf;
+}
+
+// The GitHub provider of a [github] table: its token and webhook secret read from their 0600
+// files (check_secret_files refused wider modes), the REST client and the provider, started.
+Status start_github(const GithubConfig& config, LeaseService& leases, StartupRunner& startups,
+                    AuditLog& audit, const Clock& clock, std::unique_ptr<GithubApi>& api,
+                    std::unique_ptr<GithubProvider>& provider) {
+  for (const std::string* path : {&config.token_file, &config.webhook_secret_file}) {
+    if (Status s = check_secret_file(*path, "a [github] secret file"); !s.is_ok()) return s;
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(std::string token, read_token_file(config.token_file));
+  ARMHIVE_ASSIGN_OR_RETURN(std::string secret, read_token_file(config.webhook_secret_file));
+  GithubApiOptions api_options;
+  api_options.api_url = config.api_url;
+  api_options.scope = config.org.empty() ? "repos/" + config.repo : "orgs/" + config.org;
+  api_options.token = std::move(token);
+  ARMHIVE_ASSIGN_OR_RETURN(api, make_github_api(std::move(api_options)));
+  GithubProviderOptions options;
+  options.webhook_secret = std::move(secret);
+  options.label_pools = config.labels;
+  options.runner_group_id = config.runner_group_id;
+  options.idle_timeout = std::chrono::duration_cast<Seconds>(config.idle_timeout);
+  options.replay_window = std::chrono::duration_cast<Seconds>(config.replay_window);
+  options.runner_command = config.runner_command;
+  provider = std::make_unique<GithubProvider>(
+      std::move(options), leases,
+      [&startups](const std::string& id, const StartupRequestDto& startup) {
+        return startups.set_startup(id, startup);
+      },
+      *api, clock,
+      [&audit](const GithubEvent& e) {
+        spdlog::info("github: {} {} {}", e.type, e.lease_id, e.detail);
+        (void)audit.record("github", e.type, e.lease_id, e.detail);
+      });
+  provider->start();
+  spdlog::info("github: webhooks on /v1/github/webhook for {} via {}",
+               config.org.empty() ? config.repo : config.org, config.api_url);
+  return Status::ok();
 }
 
 // The admin token behind `bootstrap_token_file`: an operator-provided secret in that file is
@@ -190,25 +232,61 @@ int serve(const DaemonConfig& config) {
   // [access]: per-lease forwards from the host to the guests' SSH.
   std::unique_ptr<ForwardTable> forwards;
   std::unique_ptr<LeaseAccess> access;
+  std::unique_ptr<SshCertificateAuthority> ssh_ca;
   if (config.access.enabled) {
     AccessOptions access_options;
     access_options.listen_address = config.access.listen;
     access_options.advertise_host = config.access.advertise;
     access_options.port_min = config.access.port_min;
     access_options.port_max = config.access.port_max;
-    auto table = ForwardTable::start(access_options, [&audit = **audit](const AccessEvent& e) {
-      spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
-      (void)audit.record("armhived", e.type, e.lease_id, e.detail);
-    });
+    auto table =
+        ForwardTable::start(access_options, [&audit = **audit, &engine](const AccessEvent& e) {
+          spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
+          (void)audit.record("armhived", e.type, e.lease_id, e.detail);
+          engine.record_event(e.lease_id, e.type, e.detail);
+        });
     if (!table.is_ok()) {
       engine.stop();
       return fail(table.status(), "access forwards");
     }
     forwards = std::move(table).value();
     access = std::make_unique<LeaseAccess>(engine, *forwards, config.access.max_extra_ports);
+    auto ca = SshCertificateAuthority::open(config.ssh_ca_key_path(), runner);
+    if (!ca.is_ok()) {
+      engine.stop();
+      return fail(ca.status(), "SSH certificate authority");
+    }
+    ssh_ca = std::move(ca).value();
+    access->set_user_ca(ssh_ca->public_key());
     access->start();
     spdlog::info("access forwards on {} ports {}-{}", access_options.listen_address,
                  access_options.port_min, access_options.port_max);
+  }
+
+  // Startup commands of leases (daemon/startup): secrets stay in this process's memory.
+  auto startups = StartupRunner::open(
+      engine, **hypervisor, **db, clock, {}, [&audit = **audit](const StartupEvent& e) {
+        spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
+        (void)audit.record("armhived", e.type, e.lease_id, e.detail);
+      });
+  if (!startups.is_ok()) {
+    if (access) access->stop();
+    engine.stop();
+    return fail(startups.status(), "startup commands");
+  }
+  (*startups)->start();
+
+  // [github]: workflow_job webhooks -> just-in-time runners in leased VMs (daemon/github).
+  std::unique_ptr<GithubApi> github_api;
+  std::unique_ptr<GithubProvider> github;
+  if (config.github.enabled) {
+    Status s = start_github(config.github, engine, **startups, **audit, clock, github_api, github);
+    if (!s.is_ok()) {
+      (*startups)->stop();
+      if (access) access->stop();
+      engine.stop();
+      return fail(s, "github");
+    }
   }
 
   HttpOptions http_options;
@@ -237,9 +315,42 @@ int serve(const DaemonConfig& config) {
     http_options.lease_ports = [&access](const std::string& id, const std::vector<int>& ports) {
       access->set_ports(id, ports);
     };
+    http_options.ssh_certificate = [&access, &ssh_ca, &clock, &engine](
+                                       const Lease& lease, const std::string& token,
+                                       const std::string& public_key) -> Result<SshCertificateDto> {
+      ARMHIVE_ASSIGN_OR_RETURN(SshCertificate cert, ssh_ca->sign(public_key, lease.id, token,
+                                                                 clock.now(), lease.expires_at));
+      // The guest must accept it before the client tries it.
+      ARMHIVE_RETURN_IF_ERROR(access->install_trust(lease));
+      engine.record_event(lease.id, "ssh.certificate",
+                          "serial=" + std::to_string(cert.serial) + " principal=" + cert.principal);
+      return SshCertificateDto{cert.certificate,
+                               lease.login_user,
+                               cert.principal,
+                               cert.key_id,
+                               cert.serial,
+                               to_rfc3339(cert.valid_after),
+                               to_rfc3339(cert.valid_before)};
+    };
+  }
+  http_options.lease_startup = [&runner = **startups](const std::string& id,
+                                                      const StartupRequestDto& startup) {
+    return runner.set_startup(id, startup);
+  };
+  http_options.startup_view = [&runner = **startups](const Lease& lease, LeaseDto& dto) {
+    dto.startup = runner.view(lease.id);
+  };
+  if (github) {
+    http_options.github_webhook = [&github](const std::string& event, const std::string& delivery,
+                                            const std::string& signature, const std::string& body,
+                                            const std::string& remote) {
+      return github->deliver(event, delivery, signature, body, remote);
+    };
   }
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);
   if (Status s = server.start(); !s.is_ok()) {
+    if (github) github->stop();
+    (*startups)->stop();
     if (access) access->stop();
     engine.stop();
     return fail(s, "HTTP server");
@@ -254,6 +365,8 @@ int serve(const DaemonConfig& config) {
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping (VMs keep running and are re-adopted on restart)", sig);
   server.stop();
+  if (github) github->stop();
+  (*startups)->stop();
   if (access) access->stop();
   if (forwards) forwards->stop();
   engine.stop();

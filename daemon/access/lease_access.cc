@@ -6,16 +6,44 @@
 #include <cctype>
 #include <sstream>
 
+#include "daemon/access/ssh_ca.h"
+
 namespace armhive {
 
 namespace {
 
-// Prints the guest's SSH host public keys: OpenSSH's .pub files, or dropbear's keys (the tiny
-// image makes them in /run/dropbear at boot). A constant script: nothing from a request in it.
+// Prints the guest's SSH host public keys: OpenSSH's .pub files (the tiny image makes them in
+// /run/ssh at boot), or dropbear's keys. A constant script: nothing from a request in it.
+// The tiny image's keys in /run/ssh count only once sshd has written its pid file, which it
+// does after binding port 22: the keys exist a moment before sshd listens, and a client given
+// them then would be refused.
 constexpr const char* kHostKeysScript =
+    "[ -s /run/sshd.pid ] && for k in /run/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && "
+    "cat \"$k\"; done; "
     "for k in /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat \"$k\"; done; "
     "for k in /run/dropbear/*_host_key /etc/dropbear/dropbear_*_host_key; do "
     "[ -f \"$k\" ] && dropbearkey -y -f \"$k\"; done; true";
+
+// Writes the lease's SSH trust ($1: the CA public key, $2: the principal) where the tiny image's
+// sshd_config looks; each file is replaced whole (rename), so sshd never reads half of one. A
+// constant script: the values travel as arguments, never inside it.
+constexpr const char* kTrustScript =
+    "set -e; umask 022; d=/run/armhive/ssh; mkdir -p \"$d\"; "
+    "printf '%s\\n' \"$1\" > \"$d/user_ca.pub.new\"; printf '%s\\n' \"$2\" > "
+    "\"$d/principals.new\"; "
+    "mv -f \"$d/user_ca.pub.new\" \"$d/user_ca.pub\"; mv -f \"$d/principals.new\" "
+    "\"$d/principals\"";
+
+// Writes $1 to every pseudo-terminal of the guest (the SSH sessions), as wall does without
+// needing utmp. A constant script: the text travels as an argument.
+constexpr const char* kWallScript =
+    "for t in /dev/pts/[0-9]*; do [ -c \"$t\" ] && printf '\\r\\n%s\\r\\n' \"$1\" "
+    "2>/dev/null > \"$t\"; done; true";
+
+const Clock& system_clock_instance() {
+  static const SystemClock kClock;
+  return kClock;
+}
 
 bool base64_text(const std::string& s) {
   if (s.empty()) return false;
@@ -55,11 +83,12 @@ std::string known_hosts_lines(const std::string& host, int port,
 }
 
 LeaseAccess::LeaseAccess(LeaseService& leases, ForwardTable& forwards, int max_extra_ports,
-                         int guest_ssh_port)
+                         int guest_ssh_port, const Clock* clock)
     : leases_(leases),
       forwards_(forwards),
       max_extra_ports_(max_extra_ports),
-      guest_ssh_port_(guest_ssh_port) {}
+      guest_ssh_port_(guest_ssh_port),
+      clock_(clock != nullptr ? *clock : system_clock_instance()) {}
 
 Status LeaseAccess::check_ports(const std::string& pool, const std::vector<int>& ports) {
   if (static_cast<int>(ports.size()) > max_extra_ports_) {
@@ -172,6 +201,48 @@ std::vector<std::string> LeaseAccess::host_keys(const Lease& lease) {
   return keys;
 }
 
+void LeaseAccess::set_user_ca(std::string public_key) { user_ca_ = std::move(public_key); }
+
+Status LeaseAccess::install_trust(const Lease& lease) {
+  if (user_ca_.empty()) return Status::ok();
+  {
+    std::lock_guard lock(mu_);
+    if (trusted_.count(lease.id)) return Status::ok();
+  }
+  GuestExecRequest req;
+  req.argv = {"sh", "-c", kTrustScript, "sh", user_ca_, lease_principal(lease.id)};
+  req.timeout = std::chrono::seconds(20);
+  auto r = leases_.exec(lease.id, req);
+  if (!r.is_ok()) return r.status().annotate("writing the lease's SSH trust into the guest");
+  if (r->exit_code != 0) {
+    return unavailable("the guest did not take the SSH trust (exit " +
+                           std::to_string(r->exit_code) + "): " + r->err.substr(0, 200),
+                       lease.id);
+  }
+  std::lock_guard lock(mu_);
+  trusted_.insert(lease.id);
+  return Status::ok();
+}
+
+void LeaseAccess::warn_expiring() {
+  std::set<std::string> live;
+  for (const std::string& id : forwards_.leases()) {
+    auto l = leases_.get_lease(id);
+    if (!l.is_ok() || l->state != LeaseState::kReady || l->purpose != Purpose::kDev) continue;
+    live.insert(id);
+    const TimePoint now = clock_.now();
+    if (due_expiry_warning(warned_[id], l->expires_at, now) == 0) continue;
+    GuestExecRequest req;
+    req.argv = {"sh", "-c", kWallScript, "sh", expiry_warning_text(id, l->expires_at, now)};
+    req.timeout = std::chrono::seconds(10);
+    auto r = leases_.exec(id, req);
+    if (!r.is_ok()) {
+      spdlog::warn("lease {}: expiry warning not shown: {}", id, r.status().to_string());
+    }
+  }
+  std::erase_if(warned_, [&](const auto& kv) { return !live.count(kv.first); });
+}
+
 void LeaseAccess::on_event(const Event& event) {
   if (event.lease_id.empty() || event.type.rfind("lease.", 0) != 0) return;
   const std::string state = event.type.substr(6);
@@ -187,6 +258,9 @@ void LeaseAccess::on_event(const Event& event) {
     if (!ep.is_ok()) {
       spdlog::warn("lease {}: no SSH forward: {}", lease->id, ep.status().to_string());
     }
+    if (Status s = install_trust(*lease); !s.is_ok()) {
+      spdlog::warn("lease {}: SSH trust not written yet: {}", lease->id, s.to_string());
+    }
     return;
   }
   auto s = lease_state_from_string(state);
@@ -195,6 +269,7 @@ void LeaseAccess::on_event(const Event& event) {
     std::lock_guard lock(mu_);
     keys_.erase(event.lease_id);
     ports_.erase(event.lease_id);
+    trusted_.erase(event.lease_id);
   }
 }
 
@@ -209,7 +284,12 @@ void LeaseAccess::watch() {
   ready.include_ended = false;
   ready.limit = 100000;
   if (auto list = leases_.list_leases(ready); list.is_ok()) {
-    for (const Lease& l : *list) (void)ssh_endpoint(l);
+    for (const Lease& l : *list) {
+      (void)ssh_endpoint(l);
+      if (Status st = install_trust(l); !st.is_ok()) {
+        spdlog::warn("lease {}: SSH trust not written: {}", l.id, st.to_string());
+      }
+    }
   }
   // Forwards of leases that are no longer ready (ended while the watcher was not looking).
   for (const std::string& id : forwards_.leases()) {
@@ -219,9 +299,11 @@ void LeaseAccess::watch() {
       std::lock_guard lock(mu_);
       keys_.erase(id);
       ports_.erase(id);
+      trusted_.erase(id);
     }
   }
   std::map<std::string, std::chrono::steady_clock::time_point> next_try;
+  auto next_warning_check = std::chrono::steady_clock::now();
   while (!stop_) {
     for (const Event& e : leases_.events_since(seq, std::chrono::milliseconds(500))) {
       seq = std::max(seq, e.seq);
@@ -245,6 +327,10 @@ void LeaseAccess::watch() {
       if (l.is_ok() && l->state == LeaseState::kReady) (void)host_keys(*l);
     }
     next_try.swap(still);
+    if (now >= next_warning_check) {
+      warn_expiring();
+      next_warning_check = now + std::chrono::seconds(5);
+    }
   }
 }
 

@@ -4,10 +4,12 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "daemon/access/expiry_warnings.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/engine/lease_service.h"
 
@@ -45,8 +47,9 @@ std::vector<std::string> parse_host_keys(const std::string& text);
 // controlling thread.
 class LeaseAccess {
  public:
+  // `clock` (null: the system clock) times the developer leases' expiry warnings.
   LeaseAccess(LeaseService& leases, ForwardTable& forwards, int max_extra_ports = 4,
-              int guest_ssh_port = 22);
+              int guest_ssh_port = 22, const Clock* clock = nullptr);
   ~LeaseAccess() noexcept;  // stop()
   LeaseAccess(const LeaseAccess&) = delete;
   LeaseAccess& operator=(const LeaseAccess&) = delete;
@@ -68,6 +71,21 @@ class LeaseAccess {
   // after a daemon restart a ready lease gets its SSH forward back, not its extra ports.
   void set_ports(const std::string& lease_id, const std::vector<int>& ports);
 
+  // The SSH user CA guests of ready leases trust ("TYPE BASE64 COMMENT"); set before start().
+  // Empty: no trust is written (certificates are not offered).
+  void set_user_ca(std::string public_key);
+  // Writes the lease's SSH trust into its guest through the agent: the CA as TrustedUserCAKeys
+  // and lease_principal(id) as the only authorized principal (the tiny image's sshd_config
+  // names both files). Done once per lease (at ready, and before its first certificate is
+  // handed out, whichever comes first). Blocks on the guest agent: never call it on an I/O
+  // thread. kUnavailable when the guest did not take it.
+  Status install_trust(const Lease& lease);
+
+  // Developer leases (purpose dev) with a forward: writes expiry_warning_text to every terminal
+  // of the guest (its /dev/pts, as wall does) at the marks of expiry_warnings.h. Called by the
+  // watcher every few seconds (exposed for tests). Blocks on the guest agent.
+  void warn_expiring();
+
   // Handles one engine event (exposed for tests that drive it without the thread).
   void on_event(const Event& event);
 
@@ -79,9 +97,13 @@ class LeaseAccess {
   ForwardTable& forwards_;
   int max_extra_ports_;
   int guest_ssh_port_;
-  std::mutex mu_;  // guards keys_ and ports_; never held across a guest command or a bind
+  const Clock& clock_;
+  std::string user_ca_;  // set before start(), read-only after
+  std::mutex mu_;  // guards keys_, ports_ and trusted_; never held across a guest command or a bind
   std::map<std::string, std::vector<std::string>> keys_;  // lease id -> host keys
   std::map<std::string, std::vector<int>> ports_;         // lease id -> extra guest ports
+  std::set<std::string> trusted_;                         // leases whose guest has the CA
+  std::map<std::string, ExpiryWarningState> warned_;      // watcher thread only
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -226,7 +226,8 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   DaemonConfig c;
   Status st;
   TomlReader top(root, "");
-  for (const char* k : {"server", "host", "hosts", "engine", "access", "networks", "pools"}) {
+  for (const char* k :
+       {"server", "host", "hosts", "engine", "access", "github", "networks", "pools"}) {
     top.skip(k);
   }
   ARMHIVE_RETURN_IF_ERROR(top.no_unknown_keys());
@@ -313,9 +314,49 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_min", c.access.port_min, 1, 65535));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_max", c.access.port_max, 1, 65535));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_extra_ports", c.access.max_extra_ports, 0, 64));
+    ARMHIVE_RETURN_IF_ERROR(r.str("ssh_ca_key", c.access.ssh_ca_key));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     if (c.access.port_min > c.access.port_max) {
       return invalid_argument("access.port_max", "must not be below port_min");
+    }
+  }
+  ARMHIVE_RETURN_IF_ERROR(st);
+
+  if (const toml::table* g = subtable(root, "github", st, "")) {
+    TomlReader r(*g, "github.");
+    GithubConfig& gh = c.github;
+    gh.enabled = true;
+    ARMHIVE_RETURN_IF_ERROR(r.str("api_url", gh.api_url));
+    ARMHIVE_RETURN_IF_ERROR(r.str("org", gh.org));
+    ARMHIVE_RETURN_IF_ERROR(r.str("repo", gh.repo));
+    ARMHIVE_RETURN_IF_ERROR(r.str("token_file", gh.token_file));
+    ARMHIVE_RETURN_IF_ERROR(r.str("webhook_secret_file", gh.webhook_secret_file));
+    ARMHIVE_RETURN_IF_ERROR(
+        r.integer_as("runner_group_id", gh.runner_group_id, 1, int64_t{1} << 40));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("idle_timeout", gh.idle_timeout));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("replay_window", gh.replay_window));
+    std::vector<std::string> command;
+    ARMHIVE_RETURN_IF_ERROR(r.strings("runner_command", command));
+    if (g->contains("runner_command")) gh.runner_command = std::move(command);
+    ARMHIVE_RETURN_IF_ERROR(r.labels("labels", gh.labels));
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+    if (gh.org.empty() == gh.repo.empty()) {
+      return invalid_argument("github.org", "set exactly one of github.org and github.repo");
+    }
+    if (gh.token_file.empty()) return invalid_argument("github.token_file", "is required");
+    if (gh.webhook_secret_file.empty()) {
+      return invalid_argument("github.webhook_secret_file", "is required");
+    }
+    if (gh.labels.empty()) {
+      return invalid_argument("github.labels", "map at least one runs-on label to a pool");
+    }
+    if (gh.runner_command.empty() || gh.runner_command.front().empty() ||
+        gh.runner_command.front().front() != '/') {
+      return invalid_argument("github.runner_command",
+                              "must be an argv whose program is an absolute path in the image");
+    }
+    if (gh.idle_timeout < std::chrono::seconds(10)) {
+      return invalid_argument("github.idle_timeout", "must be at least 10s");
     }
   }
   ARMHIVE_RETURN_IF_ERROR(st);
@@ -360,6 +401,14 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   }
   if (c.pools.empty()) return invalid_argument("pools", "configure at least one [[pools]] table");
   ARMHIVE_RETURN_IF_ERROR(check_pools_have_hosts(c));
+  for (const auto& [label, pool] : c.github.labels) {
+    bool known = false;
+    for (const PoolConfig& p : c.pools) known = known || p.name == pool;
+    if (!known) {
+      return invalid_argument("github.labels." + label,
+                              "names no configured pool ('" + pool + "')");
+    }
+  }
   return c;
 }
 

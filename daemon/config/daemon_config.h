@@ -40,6 +40,24 @@ struct AccessConfig {
   int port_min = 22000;            // forwards take ports from [port_min, port_max]
   int port_max = 22999;
   int max_extra_ports = 4;  // guest ports besides SSH one lease may ask for (pools' access_ports)
+  // The SSH user CA's private key (0600; created on first start). Empty: <state_dir>/ssh_ca_key.
+  std::string ssh_ca_key;
+};
+
+// [github]: the GitHub Actions provider (daemon/github). Exactly one of org / repo.
+struct GithubConfig {
+  bool enabled = false;                            // the [github] table is present
+  std::string api_url = "https://api.github.com";  // https://HOST/api/v3 for Enterprise Server
+  std::string org;
+  std::string repo;                 // "owner/name"
+  std::string token_file;           // fine-grained token, 0600
+  std::string webhook_secret_file;  // the webhook's secret, 0600
+  int64_t runner_group_id = 1;
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
+  std::chrono::milliseconds replay_window{std::chrono::hours(24)};
+  // The runner in the image, as an argv (no shell).
+  std::vector<std::string> runner_command{"/opt/actions-runner/run.sh"};
+  std::map<std::string, std::string> labels;  // [github.labels] runs-on label -> pool
 };
 
 // [[hosts]]: one libvirt host of the fleet armhived drives. Without [[hosts]] the fleet is the
@@ -82,6 +100,7 @@ struct DaemonConfig {
   // The shortest pools[].health.every allowed: health runs take a VM and the host's cores.
   std::chrono::milliseconds min_health_interval{std::chrono::hours(1)};
   AccessConfig access;
+  GithubConfig github;
   // [[hosts]]; never empty after parsing: without [[hosts]], the one host of [host]. With a
   // single [[hosts]] entry, host_name / libvirt_uri / the *_cpus fields above are its values.
   std::vector<HostConfig> hosts;
@@ -90,6 +109,9 @@ struct DaemonConfig {
   std::vector<PoolConfig> pools;
 
   std::string catalog_dir() const { return catalog.empty() ? state_dir + "/images" : catalog; }
+  std::string ssh_ca_key_path() const {
+    return access.ssh_ca_key.empty() ? state_dir + "/ssh_ca_key" : access.ssh_ca_key;
+  }
   std::string database_path() const {
     return database.empty() ? state_dir + "/armhive.db" : database;
   }

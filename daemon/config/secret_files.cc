@@ -13,6 +13,16 @@ std::vector<SecretFile> secret_files(const DaemonConfig& config) {
         {config.bootstrap_token_file, "the bootstrap token file ([server] bootstrap_token_file)"});
   }
   if (!config.tls_key.empty()) out.push_back({config.tls_key, "the TLS key ([server] tls_key)"});
+  if (!config.github.token_file.empty()) {
+    out.push_back({config.github.token_file, "the GitHub token ([github] token_file)"});
+  }
+  if (!config.github.webhook_secret_file.empty()) {
+    out.push_back({config.github.webhook_secret_file,
+                   "the GitHub webhook secret ([github] webhook_secret_file)"});
+  }
+  if (config.access.enabled) {
+    out.push_back({config.ssh_ca_key_path(), "the SSH CA key ([access] ssh_ca_key)"});
+  }
   return out;
 }
 

@@ -15,7 +15,7 @@
 
 namespace armhive {
 
-// Placement across the libvirt hosts of one armhived (issue #13; the pure scheduler of #11 for
+// Placement across the libvirt hosts of one armhived (the pure scheduler for
 // the "which host" half). Pure logic, no I/O: host health, images present and time come in as
 // data from the caller (the engine, which learns them from each host's connection and its
 // image shipping), decisions go out as values.

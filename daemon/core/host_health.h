@@ -8,7 +8,7 @@
 
 namespace armhive {
 
-// A libvirt host's state as the fleet sees it (#13). Pure logic, no I/O: the engine reports what
+// A libvirt host's state as the fleet sees it. Pure logic, no I/O: the engine reports what
 // its calls to the host did and what the admin asked, with the instant from its Clock.
 
 enum class HostHealth {

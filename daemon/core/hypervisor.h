@@ -79,6 +79,9 @@ struct GuestExecRequest {
   // exec(): must be positive. exec_stream(): zero means no timeout of its own (the command
   // runs until it exits, the sink cancels it or the VM goes away).
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  // "NAME=value" entries given to the process (guest-exec "env"); empty: the agent's own.
+  // Values may be secrets: implementations never log or persist them.
+  std::vector<std::string> env;
 };
 
 struct GuestExecResult {
@@ -161,6 +164,15 @@ class GuestAgent {
   // hour there); LibvirtHypervisor streams (daemon/virt/guest_exec_stream.h).
   virtual Result<GuestExecResult> exec_stream(std::string_view name,
                                               const GuestExecRequest& request, ExecSink& sink);
+
+  // Starts a guest process and returns its pid at once, without capturing its output (it goes
+  // to the agent's stdio): for commands that run as long as the lease (startup commands). The
+  // call is bounded by the agent timeout; request.timeout is not used.
+  virtual Result<int64_t> exec_start(std::string_view name, const GuestExecRequest& request) = 0;
+  // nullopt while the process started by exec_start runs; its exit code or signal once it
+  // ended (the agent then forgets the pid). Bounded by the agent timeout.
+  virtual Result<std::optional<GuestExecResult>> exec_status(std::string_view name,
+                                                             int64_t pid) = 0;
 };
 
 // A VM's serial console.

@@ -1,3 +1,7 @@
+// LeaseEngine: the public operations (create, renew, release, wait, events) and start/stop.
+// Over ~600 lines on purpose for now: the engine is being recomposed around the pure fleet
+// placement (daemon/core/fleet.h), which replaces its single CoreAllocator and moves
+// hand-out and refill decisions out of this file; splitting it before that would split it twice.
 #include "daemon/engine/lease_engine.h"
 
 #include <spdlog/spdlog.h>
@@ -643,6 +647,13 @@ std::vector<HostView> LeaseEngine::hosts() {
     view.cores.push_back(std::move(use));
   }
   return {view};
+}
+
+void LeaseEngine::record_event(const std::string& lease_id, std::string type, std::string detail) {
+  MutexLock lock(mu_);
+  auto it = leases_.find(lease_id);
+  if (it == leases_.end()) return;
+  emit_locked(std::move(type), it->second.lease, std::move(detail));
 }
 
 std::vector<Event> LeaseEngine::events_since(uint64_t after, std::chrono::milliseconds timeout) {

@@ -113,6 +113,7 @@ class LeaseEngine final : public LeaseService {
   std::vector<PoolStatus> pools() override;
   std::vector<HostView> hosts() override;
   std::vector<Event> events_since(uint64_t after, std::chrono::milliseconds timeout) override;
+  void record_event(const std::string& lease_id, std::string type, std::string detail) override;
 
   // Runs one TTL sweep now (tests move a ManualClock instead of sleeping).
   void expire_due_leases();

@@ -1,3 +1,5 @@
+// LeaseEngine's per-VM work on each VM's strand: create, readiness, hand-out, destroy and retry.
+// ~600 lines for the reason given at the top of lease_engine.cc (the fleet recomposition).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>

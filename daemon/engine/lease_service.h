@@ -118,6 +118,16 @@ class LeaseService {
 
   // Events with seq > after, waiting up to timeout for the first one.
   virtual std::vector<Event> events_since(uint64_t after, std::chrono::milliseconds timeout) = 0;
+
+  // Adds an event about a lease from outside the engine (daemon/access: "forward.opened",
+  // "forward.connection", "ssh.certificate"...) to the same stream, with the lease's owner,
+  // pool and state, so /v1/events shows it to whoever may see the lease. An unknown or
+  // forgotten lease: nothing is recorded. Thread-safe; the default records nothing.
+  virtual void record_event(const std::string& lease_id, std::string type, std::string detail) {
+    (void)lease_id;
+    (void)type;
+    (void)detail;
+  }
 };
 
 }  // namespace armhive

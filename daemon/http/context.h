@@ -35,6 +35,11 @@ struct ServerContext {
   std::stop_token stop;
   std::mutex quota_mu;
 
+  // The wall clock for the rules that need it (dev lease lifetimes): options.clock or the
+  // system's.
+  TimePoint now() const {
+    return options.clock != nullptr ? options.clock->now() : SystemClock().now();
+  }
   void log(std::string_view line) const {
     if (options.log) options.log(line);
   }

@@ -11,6 +11,7 @@ void add_lease_routes(Router& router, ServerContext& ctx);      // lease_handler
 void add_benchmark_routes(Router& router, ServerContext& ctx);  // benchmark_handlers.cc
 void add_host_routes(Router& router, ServerContext& ctx);       // host_handlers.cc (+ /ui)
 void add_event_routes(Router& router, ServerContext& ctx);      // event_handlers.cc
+void add_github_routes(Router& router, ServerContext& ctx);     // github_handlers.cc
 
 // Describes the API's metric families in the registry (metrics_handlers.cc).
 void describe_api_metrics(Metrics& metrics);

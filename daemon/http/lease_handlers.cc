@@ -7,6 +7,7 @@
 
 #include "api/json.h"
 #include "base/validation.h"
+#include "daemon/core/dev_limits.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/event_hub.h"
 #include "daemon/http/exec_stream_handler.h"
@@ -41,6 +42,10 @@ Status check_idempotency_key(const std::string& key) {
   return Status::ok();
 }
 
+DevLimits dev_limits_of(const TokenInfo& t) {
+  return {t.dev_max_leases, t.dev_max_ttl, t.dev_max_lifetime};
+}
+
 bool settled(const Lease& l) { return l.state == LeaseState::kReady || is_terminal(l.state); }
 
 // A lease as the API shows it, through HttpOptions::lease_view when set (daemon/access: the
@@ -48,6 +53,7 @@ bool settled(const Lease& l) { return l.state == LeaseState::kReady || is_termin
 Result<LeaseDto> lease_dto(const ServerContext& ctx, const Lease& l) {
   LeaseDto d = to_dto(l);
   if (ctx.options.lease_view) ARMHIVE_RETURN_IF_ERROR(ctx.options.lease_view(l, d));
+  if (ctx.options.startup_view) ctx.options.startup_view(l, d);
   return d;
 }
 
@@ -171,9 +177,40 @@ Status create_lease(ServerContext& ctx, Call& c) {
   // Count-then-create must not interleave for one token, or concurrent creates could all
   // pass the count. Creating returns at once (the engine provisions asynchronously), so one
   // lock for quota-limited tokens costs little.
+  const bool dev = r.purpose == Purpose::kDev;
+  const DevLimits dev_limits = dev_limits_of(who);
+  if (dev && dev_limits.max_ttl.count() > 0) {
+    if (!r.ttl) {
+      for (const auto& p : ctx.leases.pools()) {
+        if (p.config.name == r.pool && p.config.default_ttl > dev_limits.max_ttl) {
+          r.ttl = dev_limits.max_ttl;
+        }
+      }
+    }
+    if (r.ttl)
+      ARMHIVE_RETURN_IF_ERROR(check_dev_create({0, dev_limits.max_ttl, {}}, who.name, 0, *r.ttl));
+  }
   std::unique_lock<std::mutex> quota_lock;
-  if (who.max_leases > 0) {
+  if (dev && dev_limits.max_leases > 0) {
     quota_lock = std::unique_lock(ctx.quota_mu);
+    LeaseFilter mine;
+    mine.owner = who.name;
+    mine.include_ended = false;
+    mine.limit = kMaxLeaseListLimit;
+    ARMHIVE_ASSIGN_OR_RETURN(auto active, ctx.leases.list_leases(mine));
+    size_t held = 0;
+    bool replay = false;
+    for (const auto& l : active) {
+      if (l.purpose == Purpose::kDev && !is_terminal(l.state)) ++held;
+      replay = replay || (!key.empty() && l.idempotency_key == key);
+    }
+    if (!replay) {
+      ARMHIVE_RETURN_IF_ERROR(
+          check_dev_create({dev_limits.max_leases, {}, {}}, who.name, held, Seconds(0)));
+    }
+  }
+  if (who.max_leases > 0) {
+    if (!quota_lock.owns_lock()) quota_lock = std::unique_lock(ctx.quota_mu);
     bool replay = false;
     if (!key.empty()) {
       LeaseFilter mine;
@@ -203,8 +240,17 @@ Status create_lease(ServerContext& ctx, Call& c) {
     }
     ARMHIVE_RETURN_IF_ERROR(ctx.options.check_ports(r.pool, in.ports));
   }
+  if (in.startup && !ctx.options.lease_startup) {
+    return invalid_argument("startup", "this server runs no startup commands");
+  }
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.leases.create_lease(r));
   if (!in.ports.empty()) ctx.options.lease_ports(lease.id, in.ports);
+  if (in.startup) {
+    if (Status s = ctx.options.lease_startup(lease.id, *in.startup); !s.is_ok()) {
+      (void)ctx.leases.release_lease(lease.id);  // a lease without its command must not linger
+      return s;
+    }
+  }
   if (!key.empty()) {
     // A concurrent first use of the key with another request may have won the race.
     ARMHIVE_ASSIGN_OR_RETURN(std::string first, ctx.tokens.remember_request(who.name, key, print));
@@ -212,7 +258,8 @@ Status create_lease(ServerContext& ctx, Call& c) {
   }
   ctx.audit_action(who, "lease.create", lease.id,
                    "pool=" + lease.pool + " ttl=" + std::to_string(lease.ttl.count()) +
-                       (key.empty() ? "" : " idempotency_key=" + key));
+                       (key.empty() ? "" : " idempotency_key=" + key) +
+                       (in.startup ? " startup=" + in.startup->argv[0] : ""));
   auto dto = lease_dto(ctx, lease);
   if (!dto.is_ok()) {
     // No way in (e.g. the access port range is exhausted): the lease must not linger.
@@ -310,7 +357,10 @@ Status renew_lease(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(json body, parse_json(c.req.body));
   ARMHIVE_ASSIGN_OR_RETURN(LeaseRenewRequest in, lease_renew_from_json(body));
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.visible_lease(c.who, id));
-  (void)lease;
+  if (lease.purpose == Purpose::kDev) {
+    ARMHIVE_RETURN_IF_ERROR(check_dev_renew(dev_limits_of(c.who), c.who.name, lease, ctx.now(),
+                                            Seconds(in.ttl_seconds)));
+  }
   if (c.who.max_ttl.count() > 0 && in.ttl_seconds > c.who.max_ttl.count()) {
     return exhausted("token \"" + c.who.name + "\" may lease for at most " +
                      format_duration(c.who.max_ttl.count()) + "; asked for " +
@@ -319,6 +369,30 @@ Status renew_lease(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(Lease renewed, ctx.leases.renew_lease(id, Seconds(in.ttl_seconds)));
   ctx.audit_action(c.who, "lease.renew", id, "ttl=" + std::to_string(in.ttl_seconds));
   return write_lease(ctx, c, renewed);
+}
+
+// Order: the body (400 naming the field), then the lease (404 when not the caller's), then
+// whether certificates are offered (503) and the lease is ready (409).
+Status ssh_certificate(ServerContext& ctx, Call& c) {
+  const std::string& id = c.req.path_params[0];
+  ARMHIVE_ASSIGN_OR_RETURN(json body, parse_json(c.req.body));
+  ARMHIVE_ASSIGN_OR_RETURN(SshCertificateRequest in, ssh_certificate_request_from_json(body));
+  ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.visible_lease(c.who, id));
+  if (!ctx.options.ssh_certificate) {
+    return unavailable("this armhived has no SSH certificate authority (configure [access])");
+  }
+  if (lease.state != LeaseState::kReady) {
+    return conflict("lease " + id + " is " + std::string(to_string(lease.state)) +
+                        ": certificates are issued for ready leases only",
+                    id);
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(SshCertificateDto cert,
+                           ctx.options.ssh_certificate(lease, c.who.name, in.public_key));
+  ctx.audit_action(c.who, "ssh.certificate", id,
+                   "serial=" + std::to_string(cert.serial) + " principal=" + cert.principal +
+                       " valid_before=" + cert.valid_before);
+  write_json(c.res, 200, to_json(cert));
+  return Status::ok();
 }
 
 Status release_lease(ServerContext& ctx, Call& c) {
@@ -367,6 +441,7 @@ void add_lease_routes(Router& router, ServerContext& ctx) {
   router.add({"DELETE", "/v1/leases/{id}", Access::kWrite, h(release_lease)});
   router.add({"POST", "/v1/leases/{id}/renew", Access::kWrite, h(renew_lease), true});
   router.add({"POST", "/v1/leases/{id}/exec", Access::kWrite, h(exec), true});
+  router.add({"POST", "/v1/leases/{id}/ssh-certificate", Access::kWrite, h(ssh_certificate), true});
   router.add({"GET", "/v1/leases/{id}/console", Access::kRead, h(console)});
 }
 

@@ -258,6 +258,7 @@ Status HttpServer::start() {
   add_benchmark_routes(r->router, r->ctx);
   add_host_routes(r->router, r->ctx);
   add_event_routes(r->router, r->ctx);
+  add_github_routes(r->router, r->ctx);
   r->hub.start();
   d.running = std::move(r);
   d.accept();

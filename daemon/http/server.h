@@ -14,6 +14,7 @@
 
 namespace armhive {
 
+class Clock;
 class LeaseService;
 class BenchmarkService;
 class TokenStore;
@@ -50,6 +51,9 @@ struct HttpOptions {
   std::chrono::seconds max_wait{300};               // cap on ?wait=ready&timeout=
   std::chrono::milliseconds event_keepalive{5000};  // newline on an idle event stream
   std::string version = std::string(kVersion);
+  // The wall clock for dev lease lifetimes (renew's hard maximum); null: the system clock. Not
+  // owned; outlives the server.
+  const Clock* clock = nullptr;
   // Receives one line per request and per server error; may be empty. Called from worker
   // threads concurrently.
   std::function<void(std::string_view line)> log;
@@ -61,6 +65,25 @@ struct HttpOptions {
   // refused (the server forwards nothing).
   std::function<Status(const std::string& pool, const std::vector<int>& ports)> check_ports;
   std::function<void(const std::string& lease_id, const std::vector<int>& ports)> lease_ports;
+  // A lease's startup command ("startup", daemon/startup): recorded right after the lease is
+  // created (an error releases the lease again and is the response), and shown in its JSON by
+  // startup_view. Unset: "startup" is refused.
+  std::function<Status(const std::string& lease_id, const StartupRequestDto& startup)>
+      lease_startup;
+  std::function<void(const Lease& lease, LeaseDto& dto)> startup_view;
+  // POST /v1/github/webhook (daemon/github): public, authenticated by its X-Hub-Signature-256.
+  // Gets the X-GitHub-Event and X-GitHub-Delivery headers, the signature, the raw body and the
+  // remote address; ok is 202. Unset: the route does not exist.
+  std::function<Status(const std::string& event, const std::string& delivery,
+                       const std::string& signature, const std::string& body,
+                       const std::string& remote)>
+      github_webhook;
+  // Issues an SSH user certificate for a ready lease the caller may see (daemon/access: the CA;
+  // writes the lease's trust into its guest first). `token` names the caller for the key id.
+  // Unset: POST /v1/leases/{id}/ssh-certificate is 503. Called from worker threads.
+  std::function<Result<SshCertificateDto>(const Lease& lease, const std::string& token,
+                                          const std::string& public_key)>
+      ssh_certificate;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,

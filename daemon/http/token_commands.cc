@@ -14,6 +14,8 @@ namespace {
 constexpr std::string_view kUsage =
     "usage: armhived token create NAME [--role admin|ci|dev|read] [--max-leases N] "
     "[--max-ttl 4h]\n"
+    "                             [--dev-max-leases N] [--dev-max-ttl 8h] "
+    "[--dev-max-lifetime 3d]\n"
     "       armhived token revoke NAME\n"
     "       armhived token list [--json]\n";
 
@@ -60,18 +62,20 @@ int create(const std::vector<std::string>& args, TokenStore& store, std::ostream
       auto role = token_role_from_string(v);
       if (!role) return usage(err, "--role must be admin, ci, dev or read (got \"" + v + "\")");
       spec.role = *role;
-    } else if (a == "--max-leases") {
-      if (!value(v)) return usage(err, "--max-leases needs a value");
+    } else if (a == "--max-leases" || a == "--dev-max-leases") {
+      if (!value(v)) return usage(err, a + " needs a value");
       if (v.empty() || v.size() > 6 || v.find_first_not_of("0123456789") != std::string::npos) {
-        return usage(err, "--max-leases must be a number (0 = unlimited)");
+        return usage(err, a + " must be a number (0 = unlimited)");
       }
-      spec.max_leases = std::stoi(v);
-    } else if (a == "--max-ttl") {
-      if (!value(v)) return usage(err, "--max-ttl needs a value");
-      auto s = parse_duration("--max-ttl", v);
-      if (!s.is_ok()) return usage(err, s.status().message() + " (--max-ttl, e.g. 4h)");
-      if (*s > kMaxTtlSeconds) return usage(err, "--max-ttl must be at most 30d");
-      spec.max_ttl = Seconds(*s);
+      (a == "--max-leases" ? spec.max_leases : spec.dev_max_leases) = std::stoi(v);
+    } else if (a == "--max-ttl" || a == "--dev-max-ttl" || a == "--dev-max-lifetime") {
+      if (!value(v)) return usage(err, a + " needs a value");
+      auto s = parse_duration(a, v);
+      if (!s.is_ok()) return usage(err, s.status().message() + " (" + a + ", e.g. 4h)");
+      if (*s > kMaxTtlSeconds) return usage(err, a + " must be at most 30d");
+      (a == "--max-ttl"       ? spec.max_ttl
+       : a == "--dev-max-ttl" ? spec.dev_max_ttl
+                              : spec.dev_max_lifetime) = Seconds(*s);
     } else if (!a.empty() && a[0] == '-') {
       return usage(err, "unknown option " + a);
     } else if (!have_name) {
@@ -88,6 +92,12 @@ int create(const std::vector<std::string>& args, TokenStore& store, std::ostream
   err << "Created token \"" << spec.name << "\" (role " << to_string(spec.role)
       << (spec.max_leases ? ", max " + std::to_string(spec.max_leases) + " leases" : "")
       << (spec.max_ttl.count() ? ", max ttl " + format_duration(spec.max_ttl.count()) : "")
+      << (spec.dev_max_leases ? ", max " + std::to_string(spec.dev_max_leases) + " dev leases" : "")
+      << (spec.dev_max_ttl.count() ? ", dev max ttl " + format_duration(spec.dev_max_ttl.count())
+                                   : "")
+      << (spec.dev_max_lifetime.count()
+              ? ", dev leases renewable to " + format_duration(spec.dev_max_lifetime.count())
+              : "")
       << "). This is the only time the secret is shown: store it now.\n";
   return 0;
 }
@@ -111,6 +121,9 @@ int list(const std::vector<std::string>& args, TokenStore& store, std::ostream& 
                    {"role", std::string(to_string(t.role))},
                    {"max_leases", t.max_leases},
                    {"max_ttl_seconds", t.max_ttl.count()},
+                   {"dev_max_leases", t.dev_max_leases},
+                   {"dev_max_ttl_seconds", t.dev_max_ttl.count()},
+                   {"dev_max_lifetime_seconds", t.dev_max_lifetime.count()},
                    {"created_at", to_rfc3339(t.created_at)},
                    {"revoked_at", t.revoked_at ? nlohmann::json(to_rfc3339(*t.revoked_at))
                                                : nlohmann::json(nullptr)}});

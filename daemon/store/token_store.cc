@@ -36,6 +36,11 @@ Status check_spec(const TokenSpec& spec) {
   ARMHIVE_RETURN_IF_ERROR(validate_name("name", spec.name));
   if (spec.max_leases < 0) return invalid_argument("max_leases", "must not be negative");
   if (spec.max_ttl.count() < 0) return invalid_argument("max_ttl", "must not be negative");
+  if (spec.dev_max_leases < 0) return invalid_argument("dev_max_leases", "must not be negative");
+  if (spec.dev_max_ttl.count() < 0) return invalid_argument("dev_max_ttl", "must not be negative");
+  if (spec.dev_max_lifetime.count() < 0) {
+    return invalid_argument("dev_max_lifetime", "must not be negative");
+  }
   return Status::ok();
 }
 
@@ -47,10 +52,15 @@ TokenInfo row_to_info(const SqlRow& r) {
   t.max_ttl = Seconds(sql_int(r[3]));
   t.created_at = from_unix_ms(sql_int(r[4]));
   if (!sql_is_null(r[5])) t.revoked_at = from_unix_ms(sql_int(r[5]));
+  t.dev_max_leases = static_cast<int>(sql_int(r[6]));
+  t.dev_max_ttl = Seconds(sql_int(r[7]));
+  t.dev_max_lifetime = Seconds(sql_int(r[8]));
   return t;
 }
 
-constexpr std::string_view kColumns = "name, role, max_leases, max_ttl_s, created_at, revoked_at";
+constexpr std::string_view kColumns =
+    "name, role, max_leases, max_ttl_s, created_at, revoked_at, dev_max_leases, dev_max_ttl_s, "
+    "dev_max_lifetime_s";
 
 const std::vector<std::string> kTokenSteps = {
     "CREATE TABLE tokens ("
@@ -69,6 +79,10 @@ const std::vector<std::string> kTokenSteps = {
     " created_at INTEGER NOT NULL,"
     " PRIMARY KEY (token, key));"
     "CREATE INDEX idempotency_keys_age ON idempotency_keys(created_at)",
+    // Developer-lease limits (additive; 0: unlimited).
+    "ALTER TABLE tokens ADD COLUMN dev_max_leases INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE tokens ADD COLUMN dev_max_ttl_s INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE tokens ADD COLUMN dev_max_lifetime_s INTEGER NOT NULL DEFAULT 0",
 };
 
 const std::vector<std::string> kAuditSteps = {
@@ -148,10 +162,11 @@ Result<std::string> TokenStore::create(const TokenSpec& spec) {
                       "\" exists already (names stay taken after revoke; choose another)");
     }
     return tx.execute(
-        "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at, dev_max_leases, "
+        "dev_max_ttl_s, dev_max_lifetime_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         {spec.name, hash_token(secret), std::string(to_string(spec.role)), int64_t{spec.max_leases},
-         int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now())});
+         int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now()), int64_t{spec.dev_max_leases},
+         int64_t{spec.dev_max_ttl.count()}, int64_t{spec.dev_max_lifetime.count()}});
   });
   if (!s.is_ok()) return s;
   return secret;
@@ -169,12 +184,15 @@ Status TokenStore::put(const TokenSpec& spec, std::string_view secret) {
     ARMHIVE_RETURN_IF_ERROR(tx.execute("DELETE FROM tokens WHERE hash = ? AND name != ?",
                                        {hash_token(secret), spec.name}));
     return tx.execute(
-        "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, "
+        "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at, dev_max_leases, "
+        "dev_max_ttl_s, dev_max_lifetime_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, "
         "role = excluded.role, max_leases = excluded.max_leases, max_ttl_s = excluded.max_ttl_s, "
-        "revoked_at = NULL",
+        "dev_max_leases = excluded.dev_max_leases, dev_max_ttl_s = excluded.dev_max_ttl_s, "
+        "dev_max_lifetime_s = excluded.dev_max_lifetime_s, revoked_at = NULL",
         {spec.name, hash_token(secret), std::string(to_string(spec.role)), int64_t{spec.max_leases},
-         int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now())});
+         int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now()), int64_t{spec.dev_max_leases},
+         int64_t{spec.dev_max_ttl.count()}, int64_t{spec.dev_max_lifetime.count()}});
   });
 }
 

@@ -30,6 +30,12 @@ struct TokenSpec {
   TokenRole role = TokenRole::kCi;
   int max_leases = 0;  // 0: unlimited
   Seconds max_ttl{0};  // 0: unlimited (the pool's max_ttl still applies)
+  // Developer leases (purpose dev) of this token, besides the limits above (0: unlimited):
+  // how many at once, the longest ttl per create or renew, and the hard maximum a renew may
+  // extend one to, counted from its creation.
+  int dev_max_leases = 0;
+  Seconds dev_max_ttl{0};
+  Seconds dev_max_lifetime{0};
 };
 
 struct TokenInfo {
@@ -37,6 +43,9 @@ struct TokenInfo {
   TokenRole role = TokenRole::kRead;
   int max_leases = 0;
   Seconds max_ttl{0};
+  int dev_max_leases = 0;  // TokenSpec's developer-lease limits
+  Seconds dev_max_ttl{0};
+  Seconds dev_max_lifetime{0};
   TimePoint created_at;
   std::optional<TimePoint> revoked_at;
   bool revoked() const { return revoked_at.has_value(); }

@@ -82,6 +82,14 @@ Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::open(
   ARMHIVE_ASSIGN_OR_RETURN(Connection conn, Connection::open(options.uri));
   std::unique_ptr<LibvirtHypervisor> h(new LibvirtHypervisor(std::move(options), std::move(conn)));
   ARMHIVE_ASSIGN_OR_RETURN(h->events_, DomainEvents::attach(h->connection_));
+  // A storage pool of this name on another directory (another armhived's, or an old
+  // configuration's) would fail every create for ever: refuse at once, naming both paths. Other
+  // failures are left to create_vm, which retries them.
+  if (!h->options_.storage_pool.empty()) {
+    auto pool = ensure_dir_pool(h->connection_, h->options_.storage_pool,
+                                (fs::path(h->options_.state_dir) / "overlays").string());
+    if (!pool.is_ok() && pool.status().code() == ErrorCode::kConflict) return pool.status();
+  }
   return h;
 }
 
@@ -400,29 +408,64 @@ Status LibvirtHypervisor::set_authorized_keys(std::string_view name, std::string
   return Status::ok();
 }
 
+namespace {
+
+constexpr std::chrono::milliseconds kAgentCallTimeout{10000};
+
+// The guest-exec command for `request` (argv and env as JSON strings, never spliced).
+Result<std::string> guest_exec_command(const GuestExecRequest& request, bool capture) {
+  if (request.argv.empty()) return invalid_argument("argv", "must not be empty");
+  for (const std::string& e : request.env) {
+    if (e.find('=') == std::string::npos || e.front() == '=') {
+      return invalid_argument("env", "entries must be NAME=value");
+    }
+  }
+  try {
+    json args = {{"path", request.argv[0]}, {"capture-output", capture}};
+    args["arg"] = std::vector<std::string>(request.argv.begin() + 1, request.argv.end());
+    if (!request.env.empty()) args["env"] = request.env;
+    if (!request.stdin_data.empty()) args["input-data"] = base64_encode(request.stdin_data);
+    return json{{"execute", "guest-exec"}, {"arguments", args}}.dump();
+  } catch (const json::exception& e) {
+    // Only the field is named: the text may hold a secret value.
+    return invalid_argument("argv", std::string("arguments and environment must be UTF-8 (") +
+                                        std::to_string(e.id) + ")");
+  }
+}
+
+}  // namespace
+
+Result<int64_t> LibvirtHypervisor::exec_start(std::string_view name,
+                                              const GuestExecRequest& request) {
+  ARMHIVE_ASSIGN_OR_RETURN(std::string cmd, guest_exec_command(request, false));
+  ARMHIVE_ASSIGN_OR_RETURN(std::string started, agent_command(name, cmd, kAgentCallTimeout));
+  auto pid_or = parse_guest_exec_started(started);
+  if (!pid_or.is_ok())
+    return Status(pid_or.status().code(), pid_or.status().message(), std::string(name));
+  return *pid_or;
+}
+
+Result<std::optional<GuestExecResult>> LibvirtHypervisor::exec_status(std::string_view name,
+                                                                      int64_t pid) {
+  if (pid <= 0) return invalid_argument("pid", "must be positive");
+  const std::string cmd =
+      json{{"execute", "guest-exec-status"}, {"arguments", {{"pid", pid}}}}.dump();
+  ARMHIVE_ASSIGN_OR_RETURN(std::string reply, agent_command(name, cmd, kAgentCallTimeout));
+  auto status = parse_guest_exec_status(reply);
+  if (!status.is_ok()) {
+    return Status(status.status().code(), status.status().message(), std::string(name));
+  }
+  return std::move(status).value();
+}
+
 Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name,
                                                 const GuestExecRequest& request) {
-  if (request.argv.empty()) return invalid_argument("argv", "must not be empty");
   if (request.timeout <= std::chrono::milliseconds::zero()) {
     return invalid_argument("timeout", "must be positive");
   }
-  json cmd;
-  try {
-    json args = {{"path", request.argv[0]}, {"capture-output", true}};
-    args["arg"] = std::vector<std::string>(request.argv.begin() + 1, request.argv.end());
-    if (!request.stdin_data.empty()) args["input-data"] = base64_encode(request.stdin_data);
-    cmd = {{"execute", "guest-exec"}, {"arguments", args}};
-  } catch (const json::exception& e) {
-    return invalid_argument("argv", std::string("cannot encode: ") + e.what());
-  }
+  ARMHIVE_ASSIGN_OR_RETURN(std::string dump, guest_exec_command(request, true));
   const auto deadline = std::chrono::steady_clock::now() + request.timeout;
-  constexpr std::chrono::milliseconds kCallTimeout{10000};
-  std::string dump;
-  try {
-    dump = cmd.dump();
-  } catch (const json::exception& e) {
-    return invalid_argument("argv", std::string("arguments must be UTF-8: ") + e.what());
-  }
+  constexpr std::chrono::milliseconds kCallTimeout = kAgentCallTimeout;
   ARMHIVE_ASSIGN_OR_RETURN(std::string started,
                            agent_command(name, dump, std::min(kCallTimeout, request.timeout)));
   auto pid_or = parse_guest_exec_started(started);

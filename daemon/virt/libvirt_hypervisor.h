@@ -70,6 +70,8 @@ class LibvirtHypervisor final : public Hypervisor {
   // Output through guest files read while the command runs (guest_exec_stream.h).
   Result<GuestExecResult> exec_stream(std::string_view name, const GuestExecRequest& request,
                                       ExecSink& sink) override;
+  Result<int64_t> exec_start(std::string_view name, const GuestExecRequest& request) override;
+  Result<std::optional<GuestExecResult>> exec_status(std::string_view name, int64_t pid) override;
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
   void set_event_handler(std::function<void(const VmEvent&)> handler) override;
 

@@ -18,6 +18,7 @@
 #include "api/client.h"
 #include "base/process_runner.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/e2e_daemon.h"
 
 namespace armhive {
 namespace {
@@ -26,42 +27,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr int kApiPort = 18475;
-
-std::string e2e_state() {
-  const char* s = std::getenv("ARMHIVE_E2E_STATE");
-  return s ? s : "/tmp/armhive-e2e";
-}
-
-std::string pool_toml() {
-  return R"(
-[host.cpus]
-housekeeping = "0"
-dedicated = "1"
-
-[[pools]]
-name = "ci"
-image = "tiny"
-vcpus = 1
-memory_mib = 384
-network = "armhive"
-max = 1
-max_starting = 1
-default_ttl = "15m"
-max_ttl = "1h"
-cpu_policy = "dedicated"
-min_warm = 1
-)";
-}
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(500ms);
-  }
-  return pred();
-}
 
 // A child process whose stdout we read while it runs (stderr goes to a file).
 struct Child {
@@ -180,7 +145,7 @@ bool released(Client& api, const std::string& job_id) {
 
 TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[stream-e2e]") {
   const std::string state = e2e_state() + "/stream";
-  DaemonProcess daemon(state, e2e_state() + "/images", kApiPort, pool_toml());
+  DaemonProcess daemon(state, e2e_state() + "/images", kApiPort, one_core_pool_toml(1, "15m"));
   Status started = daemon.start();
   INFO(daemon.log());
   REQUIRE(started.is_ok());

@@ -90,6 +90,56 @@ Result<GuestExecResult> FakeHypervisor::exec(std::string_view name,
   return r;
 }
 
+Result<int64_t> FakeHypervisor::exec_start(std::string_view name, const GuestExecRequest& request) {
+  std::lock_guard lock(mu_);
+  if (!domains_.count(std::string(name))) return not_found("no domain", std::string(name));
+  if (request.argv.empty()) return invalid_argument("argv", "must not be empty");
+  std::string line = std::string(name) + ":";
+  for (const std::string& a : request.argv) line += " " + a;
+  execs_.push_back(std::move(line));
+  const int64_t pid = next_pid_++;
+  processes_[pid] = Process{std::string(name), request.env, std::nullopt};
+  return pid;
+}
+
+Result<std::optional<GuestExecResult>> FakeHypervisor::exec_status(std::string_view name,
+                                                                   int64_t pid) {
+  std::lock_guard lock(mu_);
+  if (!domains_.count(std::string(name))) return not_found("no domain", std::string(name));
+  auto it = processes_.find(pid);
+  if (it == processes_.end() || it->second.domain != name) {
+    return invalid_argument("pid", "no such process " + std::to_string(pid));
+  }
+  if (!it->second.exit_code) return std::optional<GuestExecResult>();
+  GuestExecResult r;
+  r.exit_code = *it->second.exit_code;
+  processes_.erase(it);  // as qemu-ga: an exited process is reported once
+  return std::optional<GuestExecResult>(r);
+}
+
+bool FakeHypervisor::finish_process(int64_t pid, int exit_code) {
+  std::lock_guard lock(mu_);
+  auto it = processes_.find(pid);
+  if (it == processes_.end() || it->second.exit_code) return false;
+  it->second.exit_code = exit_code;
+  return true;
+}
+
+std::vector<int64_t> FakeHypervisor::running_processes() const {
+  std::lock_guard lock(mu_);
+  std::vector<int64_t> out;
+  for (const auto& [pid, p] : processes_) {
+    if (!p.exit_code && domains_.count(p.domain)) out.push_back(pid);
+  }
+  return out;
+}
+
+std::vector<std::string> FakeHypervisor::started_env(int64_t pid) const {
+  std::lock_guard lock(mu_);
+  auto it = processes_.find(pid);
+  return it == processes_.end() ? std::vector<std::string>() : it->second.env;
+}
+
 Result<std::string> FakeHypervisor::console_log(std::string_view name, size_t) {
   std::lock_guard lock(mu_);
   if (!files_.count(std::string(name))) return not_found("no console log", std::string(name));

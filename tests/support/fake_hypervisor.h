@@ -38,6 +38,10 @@ class FakeHypervisor final : public Hypervisor {
   Status set_authorized_keys(std::string_view name, std::string_view user,
                              const std::vector<std::string>& keys) override;
   Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override;
+  // A started process runs until finish_process(pid, ...) or its domain goes; it is recorded
+  // in execs() like exec's, and its env in started_env().
+  Result<int64_t> exec_start(std::string_view name, const GuestExecRequest& request) override;
+  Result<std::optional<GuestExecResult>> exec_status(std::string_view name, int64_t pid) override;
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
   void set_event_handler(std::function<void(const VmEvent&)> handler) override;
 
@@ -53,6 +57,12 @@ class FakeHypervisor final : public Hypervisor {
   std::vector<std::string> execs() const;
   bool saw(const std::string& needle) const;
   size_t index_of(const std::string& needle) const;  // SIZE_MAX when never seen
+
+  // Ends a process started by exec_start with `exit_code`; false if no such process runs.
+  bool finish_process(int64_t pid, int exit_code);
+  // The pids exec_start gave out that still run, and the env each was started with.
+  std::vector<int64_t> running_processes() const;
+  std::vector<std::string> started_env(int64_t pid) const;
 
   std::map<std::string, Domain> domains() const;
   std::set<std::string> files() const;
@@ -77,6 +87,13 @@ class FakeHypervisor final : public Hypervisor {
   int creates_ = 0;
   std::vector<std::string> execs_;
   int next_ip_ = 10;
+  struct Process {
+    std::string domain;
+    std::vector<std::string> env;
+    std::optional<int> exit_code;  // set by finish_process
+  };
+  std::map<int64_t, Process> processes_;
+  int64_t next_pid_ = 100;
 };
 
 }  // namespace armhive

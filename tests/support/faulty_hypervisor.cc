@@ -43,6 +43,18 @@ Result<GuestExecResult> FaultyHypervisor::exec(std::string_view name,
   ARMHIVE_FAULT("exec");
   return inner_.exec(name, request);
 }
+
+Result<int64_t> FaultyHypervisor::exec_start(std::string_view name,
+                                             const GuestExecRequest& request) {
+  ARMHIVE_FAULT("exec_start");
+  return inner_.exec_start(name, request);
+}
+
+Result<std::optional<GuestExecResult>> FaultyHypervisor::exec_status(std::string_view name,
+                                                                     int64_t pid) {
+  ARMHIVE_FAULT("exec_status");
+  return inner_.exec_status(name, pid);
+}
 Result<std::string> FaultyHypervisor::console_log(std::string_view name, size_t max_bytes) {
   ARMHIVE_FAULT("console_log");
   return inner_.console_log(name, max_bytes);

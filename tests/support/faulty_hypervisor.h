@@ -22,6 +22,8 @@ class FaultyHypervisor final : public Hypervisor {
   Status set_authorized_keys(std::string_view name, std::string_view user,
                              const std::vector<std::string>& keys) override;
   Result<GuestExecResult> exec(std::string_view name, const GuestExecRequest& request) override;
+  Result<int64_t> exec_start(std::string_view name, const GuestExecRequest& request) override;
+  Result<std::optional<GuestExecResult>> exec_status(std::string_view name, int64_t pid) override;
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
   void set_event_handler(std::function<void(const VmEvent&)> handler) override;
 

@@ -18,6 +18,7 @@
 #include "daemon/virt/network.h"
 #include "daemon/virt/network_guard.h"
 #include "tests/support/daemon_process.h"
+#include "tests/support/e2e_daemon.h"
 #include "tests/support/outside_netns.h"
 
 namespace armhive {
@@ -25,11 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-std::string e2e_state() {
-  const char* s = std::getenv("ARMHIVE_E2E_STATE");
-  return s ? s : "/tmp/armhive-e2e";
-}
 
 // One API port per test case: the daemon names its storage pool after it.
 constexpr int kNatApiPort = 18490;
@@ -92,16 +88,6 @@ void write(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
   REQUIRE(out.good());
-}
-
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::seconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(500ms);
-  }
-  return pred();
 }
 
 // ssh from outside, verifying the host key against `known_hosts` only.
@@ -267,6 +253,27 @@ TEST_CASE(
   write(kh_wrong, "[" + a.ssh->host + "]:" + std::to_string(a.ssh->port) + " " +
                       other.substr(0, other.rfind(' ')) + "\n");
   CHECK_FALSE(out.run(ssh_argv(key_a, kh_wrong, a.ssh->port, a.ssh->host, "true")).ok());
+  // A certificate from the API for a key the lease never listed opens A, host key verified;
+  // the same key without its certificate does not.
+  const std::string cert_key_a = state + "/cert_a";
+  auto cert_a = api->ssh_certificate(a.id, make_key(cert_key_a));
+  REQUIRE(cert_a.is_ok());
+  CHECK(cert_a->principal == "lease-" + a.id);
+  CHECK(cert_a->user == "root");
+  CHECK(cert_a->valid_before == a.expires_at);
+  auto refused_key = out.run(ssh_argv(cert_key_a, kh_a, a.ssh->port, a.ssh->host, "true"));
+  CHECK_FALSE(refused_key.ok());
+  CHECK(refused_key.err.find("Permission denied") != std::string::npos);
+  write(cert_key_a + "-cert.pub", cert_a->certificate + "\n");
+  auto by_cert = out.run(ssh_argv(cert_key_a, kh_a, a.ssh->port, a.ssh->host, "hostname"));
+  INFO(by_cert.err);
+  CHECK(by_cert.ok());
+  CHECK(by_cert.out.find(a.vm->name) != std::string::npos);
+  CHECK_FALSE(out.run(ssh_argv(cert_key_a, kh_wrong, a.ssh->port, a.ssh->host, "true")).ok());
+  auto malformed = api->ssh_certificate(a.id, "ssh-ed25519 AAAA");
+  REQUIRE_FALSE(malformed.is_ok());
+  CHECK(malformed.status().field() == "public_key");
+
   // The guest's own address is not reachable from outside (routed via the host, not forwarded).
   CHECK_FALSE(out.run(ssh_argv(key_a, kh_a, 22, a.vm->address, "true")).ok());
   // The API is reachable from outside (it listens on every address)...
@@ -322,6 +329,7 @@ TEST_CASE(
   CHECK(has_action(entries, "forward.opened", "10.78.0.1:" + std::to_string(a.ssh->port)));
   CHECK(has_action(entries, "forward.connection", "from 10.78.0.2:"));
   CHECK(has_action(entries, "forward.closed", std::to_string(a.ssh->port)));
+  CHECK(has_action(entries, "ssh.certificate", "principal=lease-" + a.id));
 
   // The pool's next VM (lease B) opens with B's key only: A's key never opens it.
   LeaseDto b = ready_lease(*api, pub_b);
@@ -333,7 +341,44 @@ TEST_CASE(
   CHECK_FALSE(with_a.ok());
   CHECK(with_a.err.find("Permission denied") != std::string::npos);
   CHECK(out.run(ssh_argv(key_b, kh_b, b.ssh->port, b.ssh->host, "true")).ok());
-  REQUIRE(api->release_lease(b.id).is_ok());
+  // Nor does A's certificate, still within its validity: B's VM trusts the CA for B only.
+  auto cert_on_b = out.run(ssh_argv(cert_key_a, kh_b, b.ssh->port, b.ssh->host, "true"));
+  CHECK_FALSE(cert_on_b.ok());
+  CHECK(cert_on_b.err.find("Permission denied") != std::string::npos);
+
+  // `armhive ssh` from outside: a fresh key, a certificate for B, B's host keys verified.
+  const std::string server = "http://10.78.0.1:" + std::to_string(api_port);
+  fs::create_directories(state + "/home");
+  auto cli =
+      out.run({"env", "HOME=" + state + "/home", "ARMHIVE_SERVER=" + server,
+               "ARMHIVE_TOKEN=" + daemon.token(), ARMHIVE_CLI_PATH, "ssh", b.id, "--", "hostname"});
+  INFO(cli.err);
+  CHECK(cli.ok());
+  CHECK(cli.out.find(b.vm->name) != std::string::npos);
+
+  // At expiry an open session (with a certificate) is cut.
+  const std::string cert_key_b = state + "/cert_b";
+  auto cert_b = api->ssh_certificate(b.id, make_key(cert_key_b));
+  REQUIRE(cert_b.is_ok());
+  write(cert_key_b + "-cert.pub", cert_b->certificate + "\n");
+  pid_t held =
+      out.spawn(ssh_argv(cert_key_b, kh_b, b.ssh->port, b.ssh->host, "echo started; sleep 600"),
+                state + "/session_b.log");
+  REQUIRE(eventually(
+      [&] {
+        std::ifstream in(state + "/session_b.log");
+        std::string s((std::istreambuf_iterator<char>(in)), {});
+        return s.find("started") != std::string::npos;
+      },
+      60s));
+  REQUIRE(api->renew_lease(b.id, 60).is_ok());
+  CHECK(eventually([&] { return out.exited(held); }, 240s));
+  CHECK(eventually(
+      [&] {
+        auto g = api->get_lease(b.id);
+        return g.is_ok() && g->state == "expired";
+      },
+      60s));
 
   daemon.kill(SIGTERM);
   remove_network_and_guard("ahnat");

@@ -14,6 +14,7 @@
 
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
+#include "tests/support/manual_clock.h"
 
 namespace armhive {
 namespace {
@@ -284,8 +285,12 @@ class ScriptedLeases final : public LeaseService {
   }
   Result<Lease> release_lease(const std::string&) override { return internal_error("unused"); }
   // The guest's answer to the host-key script: one dropbear-style key.
-  Result<GuestExecResult> exec(const std::string&, const GuestExecRequest& req) override {
+  Result<GuestExecResult> exec(const std::string& id, const GuestExecRequest& req) override {
     if (req.argv.empty() || req.argv[0] != "sh") return internal_error("unexpected command");
+    {
+      std::lock_guard lock(mu_);
+      commands_.push_back({id, req.argv});
+    }
     GuestExecResult r;
     r.exit_code = 0;
     r.out = "Public key portion is:\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n";
@@ -302,7 +307,14 @@ class ScriptedLeases final : public LeaseService {
   }
   std::vector<HostView> hosts() override { return {}; }
 
+  // The guest commands run so far: lease id and argv.
+  std::vector<std::pair<std::string, std::vector<std::string>>> commands() {
+    std::lock_guard lock(mu_);
+    return commands_;
+  }
+
  private:
+  std::vector<std::pair<std::string, std::vector<std::string>>> commands_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Lease> leases_;
@@ -361,6 +373,79 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   leases.set(lease("l-old", LeaseState::kExpired), "lease.expired");
   CHECK(eventually([&] { return (*table)->find("l-old").empty(); }));
   access.stop();
+}
+
+// The guest commands for `lease` whose script contains `marker`, as their trailing arguments.
+std::vector<std::vector<std::string>> scripts(ScriptedLeases& leases, const std::string& lease,
+                                              const std::string& marker) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& [id, argv] : leases.commands()) {
+    if (id == lease && argv.size() >= 4 && argv[2].find(marker) != std::string::npos) {
+      out.emplace_back(argv.begin() + 4, argv.end());
+    }
+  }
+  return out;
+}
+
+TEST_CASE("a ready lease's guest gets the CA and its own principal, once", "[access][ssh-ca]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 4, echo.port());
+  access.set_user_ca("ssh-ed25519 AAAACA armhive-user-ca");
+  access.start();
+  leases.set(lease("l-a", LeaseState::kReady), "lease.ready");
+  leases.set(lease("l-b", LeaseState::kReady), "lease.ready");
+  CHECK(eventually([&] { return scripts(leases, "l-b", "principals").size() == 1; }));
+  // As the certificate endpoint does before answering: already done, so no second write.
+  CHECK(access.install_trust(lease("l-a", LeaseState::kReady)).is_ok());
+  access.stop();
+  auto a = scripts(leases, "l-a", "principals");
+  REQUIRE(a.size() == 1);
+  CHECK(a[0] == std::vector<std::string>{"ssh-ed25519 AAAACA armhive-user-ca", "lease-l-a"});
+  CHECK(scripts(leases, "l-b", "principals")[0][1] == "lease-l-b");
+}
+
+TEST_CASE("developer leases warn the guest's terminals 15 and 2 minutes before expiry",
+          "[access][dev]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  ManualClock clock;
+  LeaseAccess access(leases, **table, 4, echo.port(), &clock);
+  Lease dev = lease("l-dev", LeaseState::kReady);
+  dev.purpose = Purpose::kDev;
+  dev.expires_at = clock.now() + std::chrono::minutes(20);
+  Lease ci = lease("l-ci", LeaseState::kReady);
+  ci.expires_at = dev.expires_at;
+  for (const Lease& l : {dev, ci}) {
+    leases.set(l, "lease.ready");
+    REQUIRE(access.ssh_endpoint(l).is_ok());
+  }
+  access.warn_expiring();
+  CHECK(scripts(leases, "l-dev", "/dev/pts").empty());  // 20 minutes left: nothing yet
+  clock.advance(std::chrono::minutes(6));
+  access.warn_expiring();
+  access.warn_expiring();  // once per mark
+  auto said = scripts(leases, "l-dev", "/dev/pts");
+  REQUIRE(said.size() == 1);
+  CHECK_THAT(said[0][0], Catch::Contains("ends in 14 minutes"));
+  CHECK_THAT(said[0][0], Catch::Contains("armhive lease renew l-dev"));
+  clock.advance(std::chrono::minutes(12));
+  access.warn_expiring();
+  said = scripts(leases, "l-dev", "/dev/pts");
+  REQUIRE(said.size() == 2);
+  CHECK_THAT(said[1][0], Catch::Contains("ends in 2 minutes"));
+  // Renewed: the marks count again from the new expiry.
+  dev.expires_at = clock.now() + std::chrono::minutes(10);
+  leases.set(dev, "lease.renewed");
+  access.warn_expiring();
+  CHECK(scripts(leases, "l-dev", "/dev/pts").size() == 3);
+  CHECK(scripts(leases, "l-ci", "/dev/pts").empty());  // CI leases are never warned
 }
 
 TEST_CASE("host keys are taken from OpenSSH .pub lines and dropbearkey output only", "[access]") {

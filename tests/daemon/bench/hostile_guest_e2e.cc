@@ -83,6 +83,12 @@ class MalformedAgent final : public Hypervisor {
     if (!parsed->has_value()) return internal_error("still running");
     return **parsed;
   }
+  Result<int64_t> exec_start(std::string_view n, const GuestExecRequest& r) override {
+    return real_.exec_start(n, r);
+  }
+  Result<std::optional<GuestExecResult>> exec_status(std::string_view n, int64_t pid) override {
+    return real_.exec_status(n, pid);
+  }
   Result<std::string> console_log(std::string_view n, size_t m) override {
     return real_.console_log(n, m);
   }

@@ -121,6 +121,13 @@ class FakeHypervisor final : public Hypervisor {
     r.out = out;
     return r;
   }
+  // The suites never start background processes.
+  Result<int64_t> exec_start(std::string_view, const GuestExecRequest&) override {
+    return internal_error("not used by the suites");
+  }
+  Result<std::optional<GuestExecResult>> exec_status(std::string_view, int64_t) override {
+    return internal_error("not used by the suites");
+  }
   bool saw(const std::string& needle) {
     std::lock_guard lock(mu);
     for (const auto& e : execs)

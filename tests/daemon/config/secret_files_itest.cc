@@ -60,5 +60,28 @@ TEST_CASE("armhived refuses to start when a secret file is group- or world-reada
   fs::remove_all(dir);
 }
 
+TEST_CASE("the SSH CA key is a checked secret when [access] is configured", "[config][secrets]") {
+  fs::path dir = fs::temp_directory_path() / ("armhive-secrets-ca-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  DaemonConfig c;
+  c.state_dir = dir.string();
+  fs::path ca = dir / "ssh_ca_key";
+  { std::ofstream(ca) << "-----BEGIN OPENSSH PRIVATE KEY-----\n"; }
+  ::chmod(ca.c_str(), 0644);
+  CHECK(check_secret_files(c).is_ok());  // no [access]: armhived never reads it
+  c.access.enabled = true;
+  Status s = check_secret_files(c);
+  CHECK(s.code() == ErrorCode::kPermissionDenied);
+  CHECK_THAT(s.message(), Catch::Contains("SSH CA key"));
+  CHECK_THAT(s.to_string(), Catch::Contains(ca.string()));
+  c.access.ssh_ca_key = (dir / "other_ca").string();  // configured elsewhere: that one counts
+  CHECK(check_secret_files(c).is_ok());
+  ::chmod(ca.c_str(), 0600);
+  c.access.ssh_ca_key.clear();
+  CHECK(check_secret_files(c).is_ok());
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace armhive

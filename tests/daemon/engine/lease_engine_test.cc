@@ -233,6 +233,25 @@ TEST_CASE("a crashed guest fails its lease and the pool refills", "[engine]") {
   CHECK(saw_crash);
 }
 
+TEST_CASE("events recorded from outside join the stream with the lease's owner", "[engine]") {
+  Harness h({ci_pool(1, 3)});
+  h.start();
+  REQUIRE(h.settle(1));
+  Lease l = h.lease();
+  REQUIRE(l.state == LeaseState::kReady);
+  uint64_t before = h.engine->events_since(0, 0ms).back().seq;
+  h.engine->record_event(l.id, "forward.opened", "10.0.0.1:22000 -> 10.77.0.10:22");
+  h.engine->record_event("l-000000000000", "forward.opened", "unknown lease: dropped");
+  auto events = h.engine->events_since(before, 0ms);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].type == "forward.opened");
+  CHECK(events[0].lease_id == l.id);
+  CHECK(events[0].owner == l.owner);
+  CHECK(events[0].pool == l.pool);
+  CHECK(events[0].detail == "10.0.0.1:22000 -> 10.77.0.10:22");
+  CHECK(events[0].seq > before);
+}
+
 TEST_CASE("requests are validated with the field named", "[engine]") {
   Harness h({ci_pool(0, 2)});
   h.start();

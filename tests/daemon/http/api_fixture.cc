@@ -23,7 +23,7 @@ std::string must(Result<std::string> r) {
 
 }  // namespace
 
-ApiFixture::ApiFixture(bool with_benchmarks) {
+ApiFixture::ApiFixture(bool with_benchmarks, const std::function<void(HttpOptions&)>& configure) {
   auto opened = Database::open(":memory:");
   if (!opened.is_ok()) std::abort();
   db = std::move(opened).value();
@@ -42,6 +42,7 @@ ApiFixture::ApiFixture(bool with_benchmarks) {
   o.threads = 8;
   o.event_keepalive = std::chrono::milliseconds(200);
   o.version = "test";
+  if (configure) configure(o);
   server = std::make_unique<HttpServer>(o, leases, benchmarks.get(), *tokens, *audit, metrics);
   Status s = server->start();
   if (!s.is_ok()) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,7 +30,9 @@ struct HttpReply {
 // (one JSON file each: method, path, status, content_type, body) for the OpenAPI check.
 class ApiFixture {
  public:
-  explicit ApiFixture(bool with_benchmarks = true);
+  // `configure` adjusts the server's options before it starts (the access callbacks).
+  explicit ApiFixture(bool with_benchmarks = true,
+                      const std::function<void(HttpOptions&)>& configure = {});
   ~ApiFixture();
 
   std::string url() const { return server->url(); }

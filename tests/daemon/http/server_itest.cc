@@ -133,6 +133,12 @@ TEST_CASE("http: malformed lease requests are 400 problems naming the field", "[
   problem(post(R"({"pool":"tiny","labels":{"team":3}})"), 400, "labels.team");
   problem(post(R"({"pool":"tiny","labels":{"Bad Key":"x"}})"), 400, "labels.Bad Key");
   problem(post(R"({"pool":"tiny","ssh_keys":"ssh-ed25519 AAAA"})"), 400, "ssh_keys");
+  problem(post(R"({"pool":"tiny","startup":{"argv":"/bin/run"}})"), 400, "startup.argv");
+  problem(post(R"({"pool":"tiny","startup":{"argv":["/bin/run",""]}})"), 400, "startup.argv[1]");
+  problem(post(R"({"pool":"tiny","startup":{"argv":["/bin/run"],"env":{"A B":"x"}}})"), 400,
+          "startup.env");
+  // A server without startup commands refuses them rather than ignoring them.
+  problem(post(R"({"pool":"tiny","startup":{"argv":["/bin/run"]}})"), 400, "startup");
   problem(post(R"({"pool":"tiny","ssh_keys":[")" + std::string(kTestKey) +
                R"(","-----BEGIN OPENSSH PRIVATE KEY-----"]})"),
           400, "ssh_keys[1]");

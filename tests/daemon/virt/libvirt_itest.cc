@@ -171,6 +171,33 @@ TEST_CASE("define, start, events, metadata round trip, destroy, undefine", "[vir
   CHECK(conn->lookup_domain("armhive-itest-1").status().code() == ErrorCode::kNotFound);
 }
 
+TEST_CASE("a storage pool of the same name on another directory is refused at open",
+          "[virt][libvirt][hypervisor]") {
+  auto loop = EventLoop::start();
+  REQUIRE(loop.is_ok());
+  TempDir a("pool-a");
+  TempDir b("pool-b");
+  // test:///default is one driver instance per process: both hypervisors see the same pools.
+  LibvirtHypervisorOptions opts;
+  opts.uri = "test:///default";
+  opts.state_dir = (a.path / "vms").string();
+  opts.storage_pool = "armhive-itest-clash";
+  opts.qemu_runtime_dir.clear();
+  auto first = LibvirtHypervisor::open(opts);
+  INFO(first.status().to_string());
+  REQUIRE(first.is_ok());
+  opts.state_dir = (b.path / "vms").string();
+  auto second = LibvirtHypervisor::open(opts);
+  REQUIRE_FALSE(second.is_ok());
+  CHECK(second.status().code() == ErrorCode::kConflict);
+  CHECK(second.status().message().find(a.path.string()) != std::string::npos);
+  CHECK(second.status().message().find(b.path.string()) != std::string::npos);
+  StoragePoolHandle pool(
+      virStoragePoolLookupByName(first.value()->connection().get().get(), "armhive-itest-clash"));
+  REQUIRE(pool);
+  virStoragePoolDestroy(pool.get());
+}
+
 TEST_CASE("LibvirtHypervisor on test:/// creates, lists, leases and destroys a VM",
           "[virt][libvirt][hypervisor]") {
   auto loop = EventLoop::start();

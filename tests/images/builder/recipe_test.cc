@@ -22,7 +22,7 @@ TEST_CASE("the tiny recipe parses with its packages, modules, corpus and files",
   CHECK(r->kind == RecipeKind::kDebs);
   CHECK(r->kernel == "linux-image-arm64");
   CHECK(r->file_name == "tiny.toml");
-  for (const char* p : {"busybox-static", "qemu-guest-agent", "dropbear-bin", "iperf3", "zstd"})
+  for (const char* p : {"busybox-static", "qemu-guest-agent", "openssh-server", "iperf3", "zstd"})
     CHECK(std::find(r->packages.begin(), r->packages.end(), p) != r->packages.end());
   for (const char* m : {"virtio_pci", "virtio_blk", "virtio_net", "virtio_console", "ext4"})
     CHECK(std::find(r->modules.begin(), r->modules.end(), m) != r->modules.end());

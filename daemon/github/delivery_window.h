@@ -1,0 +1,44 @@
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "base/status.h"
+#include "daemon/core/clock.h"
+
+namespace armhive {
+
+// Remembers webhook delivery ids (X-GitHub-Delivery) for `window`, so that a delivery replayed
+// by someone who captured it (signature and all) is refused. GitHub redelivers a failed
+// delivery with the same id only when asked to; a redelivery within the window is refused too,
+// which is what we want (its job was already handled). At most `capacity` ids are kept (the
+// oldest go first), bounding memory under a flood of signed deliveries.
+//
+// Threading: thread-safe (one mutex, held only for the bookkeeping).
+class DeliveryWindow {
+ public:
+  DeliveryWindow(Seconds window, size_t capacity = 100000) : window_(window), capacity_(capacity) {}
+
+  // kConflict (field "X-GitHub-Delivery") when `id` was admitted within the window;
+  // kInvalidArgument when it is empty or longer than 128 bytes. Admits it otherwise.
+  Status admit(const std::string& id, TimePoint now);
+  size_t size() const;
+
+ private:
+  struct Seen {
+    TimePoint at;
+    std::string id;
+  };
+  void expire_locked(TimePoint now);
+
+  Seconds window_;
+  size_t capacity_;
+  mutable std::mutex mu_;
+  std::deque<Seen> order_;  // oldest first
+  std::set<std::string> ids_;
+};
+
+}  // namespace armhive

@@ -1,0 +1,318 @@
+#include "daemon/github/github_provider.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include "daemon/github/webhook_signature.h"
+
+namespace armhive {
+
+namespace {
+
+constexpr const char* kJitVariable = "ACTIONS_RUNNER_INPUT_JITCONFIG";
+constexpr const char* kRunnerLabel = "github.runner";
+
+// A header value fit for a log line: what is printable of its first 64 bytes.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 64)) {
+    out +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == ':') ? c : '?';
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string joined(const std::vector<std::string>& labels) {
+  std::string out;
+  for (const auto& l : labels) out += (out.empty() ? "" : ",") + printable(l);
+  return out;
+}
+
+// Overwrites a secret before its memory is freed (best effort: copies made by libraries are
+// out of reach).
+void wipe(std::string& s) {
+  std::fill(s.begin(), s.end(), '\0');
+  s.clear();
+}
+
+int64_t ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+}  // namespace
+
+GithubProvider::GithubProvider(GithubProviderOptions options, LeaseService& leases,
+                               SetStartup set_startup, GithubApi& api, const Clock& clock,
+                               EventSink sink)
+    : options_(std::move(options)),
+      leases_(leases),
+      set_startup_(std::move(set_startup)),
+      api_(api),
+      clock_(clock),
+      sink_(std::move(sink)),
+      deliveries_(options_.replay_window) {}
+
+GithubProvider::~GithubProvider() noexcept { stop(); }
+
+void GithubProvider::emit(const std::string& type, const std::string& lease_id,
+                          const std::string& detail) {
+  if (sink_) sink_(GithubEvent{type, lease_id, detail});
+}
+
+void GithubProvider::start() {
+  if (thread_.joinable()) return;
+  // Runners of leases made before a restart. Whether their job runs is unknown: they count
+  // as busy (never deleted as idle); `completed` or the runner's exit ends them.
+  LeaseFilter mine;
+  mine.owner = options_.owner;
+  mine.include_ended = false;
+  mine.limit = kMaxLeaseListLimit;
+  if (auto list = leases_.list_leases(mine); list.is_ok()) {
+    std::lock_guard lock(mu_);
+    for (const Lease& l : *list) {
+      auto name = l.labels.find(kRunnerLabel);
+      if (name == l.labels.end()) continue;
+      Runner r;
+      r.runner_name = name->second;
+      r.lease_id = l.id;
+      r.created = l.created_at;
+      r.busy = true;
+      if (auto id = l.labels.find("github.runner_id"); id != l.labels.end()) {
+        r.runner_id = std::strtoll(id->second.c_str(), nullptr, 10);
+      }
+      if (auto job = l.labels.find("github.job"); job != l.labels.end()) {
+        r.job_id = std::strtoll(job->second.c_str(), nullptr, 10);
+      }
+      runners_[r.runner_name] = r;
+    }
+  }
+  {
+    std::lock_guard lock(mu_);
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { work(); });
+}
+
+void GithubProvider::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+Status GithubProvider::deliver(const std::string& event, const std::string& delivery_id,
+                               const std::string& signature, const std::string& body,
+                               const std::string& remote) {
+  const std::string who = "delivery " + printable(delivery_id) + " from " + printable(remote);
+  auto reject = [&](Status s) {
+    emit("github.webhook_rejected", "", who + ": " + s.message());
+    return s;
+  };
+  if (body.size() > kMaxWebhookBodyBytes) {
+    return reject(
+        Status(ErrorCode::kPayloadTooLarge,
+               "a webhook body may be at most " + std::to_string(kMaxWebhookBodyBytes) + " bytes"));
+  }
+  // The signature first: an unsigned caller must not fill the replay window.
+  if (Status s = verify_webhook_signature(options_.webhook_secret, body, signature); !s.is_ok()) {
+    return reject(s);
+  }
+  if (Status s = deliveries_.admit(delivery_id, clock_.now()); !s.is_ok()) return reject(s);
+  if (event != "workflow_job") {
+    emit("github.webhook", "", who + ": event " + printable(event) + " ignored");
+    return Status::ok();
+  }
+  auto job = parse_workflow_job(body);
+  if (!job.is_ok()) return reject(job.status());
+  emit("github.webhook", "",
+       who + ": workflow_job " + printable(job->action) + " job=" + std::to_string(job->job_id) +
+           " labels=" + joined(job->labels) +
+           (job->runner_name.empty() ? "" : " runner=" + printable(job->runner_name)));
+  if (job->action == "queued" || job->action == "in_progress" || job->action == "completed") {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(job).value());
+    }
+    wake_.notify_all();
+  }
+  return Status::ok();
+}
+
+std::vector<GithubProvider::Runner> GithubProvider::runners() {
+  std::lock_guard lock(mu_);
+  std::vector<Runner> out;
+  for (const auto& [name, r] : runners_) out.push_back(r);
+  return out;
+}
+
+void GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
+  const auto t0 = std::chrono::steady_clock::now();
+  JitRequest req;
+  req.name = "armhive-" + std::to_string(job.job_id);
+  req.runner_group_id = options_.runner_group_id;
+  req.labels = job.labels;
+  auto jit = api_.generate_jitconfig(req);
+  if (!jit.is_ok()) {
+    emit("github.error", "",
+         "job " + std::to_string(job.job_id) +
+             ": no runner configuration: " + jit.status().message());
+    return;
+  }
+  const int64_t jit_ms = ms_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  const std::string name = jit->runner_name.empty() ? req.name : jit->runner_name;
+
+  LeaseRequest lr;
+  lr.pool = pool;
+  lr.owner = options_.owner;
+  lr.purpose = Purpose::kCi;
+  lr.idempotency_key = "github-job-" + std::to_string(job.job_id);
+  lr.labels = {{"github.job", std::to_string(job.job_id)},
+               {"github.runner_id", std::to_string(jit->runner_id)},
+               {kRunnerLabel, name.substr(0, 256)}};
+  auto lease = leases_.create_lease(lr);
+  if (!lease.is_ok()) {
+    wipe(jit->encoded_jit_config);
+    (void)api_.delete_runner(jit->runner_id);
+    emit("github.error", "",
+         "job " + std::to_string(job.job_id) + ": no VM from pool " + pool + ": " +
+             lease.status().message() + " (runner " + std::to_string(jit->runner_id) + " deleted)");
+    return;
+  }
+  const int64_t lease_ms = ms_since(t1);
+
+  StartupRequestDto startup;
+  startup.argv = options_.runner_command;
+  startup.env[kJitVariable] = StartupEnvVar{jit->encoded_jit_config, true};
+  startup.release_on_exit = true;
+  Status s = set_startup_(lease->id, startup);
+  wipe(startup.env[kJitVariable].value);
+  wipe(jit->encoded_jit_config);
+  if (!s.is_ok()) {
+    (void)leases_.release_lease(lease->id);
+    (void)api_.delete_runner(jit->runner_id);
+    emit("github.error", lease->id,
+         "job " + std::to_string(job.job_id) + ": startup not recorded: " + s.message());
+    return;
+  }
+  Runner r;
+  r.runner_id = jit->runner_id;
+  r.runner_name = name;
+  r.lease_id = lease->id;
+  r.job_id = job.job_id;
+  r.created = clock_.now();
+  {
+    std::lock_guard lock(mu_);
+    runners_[name] = r;
+  }
+  emit("github.runner_started", lease->id,
+       "job=" + std::to_string(job.job_id) + " runner=" + printable(name) +
+           " runner_id=" + std::to_string(r.runner_id) + " pool=" + pool +
+           " jitconfig_ms=" + std::to_string(jit_ms) + " lease_ms=" + std::to_string(lease_ms) +
+           " lease_state=" + std::string(to_string(lease->state)));
+}
+
+void GithubProvider::release(const Runner& runner, const std::string& event, const std::string& why,
+                             bool delete_from_github) {
+  {
+    std::lock_guard lock(mu_);
+    runners_.erase(runner.runner_name);
+  }
+  std::string detail = "runner=" + printable(runner.runner_name) +
+                       " runner_id=" + std::to_string(runner.runner_id) + ": " + why;
+  if (delete_from_github && runner.runner_id > 0) {
+    if (Status s = api_.delete_runner(runner.runner_id); !s.is_ok()) {
+      detail += " (deleting it from GitHub failed: " + s.message() + ")";
+    }
+  }
+  auto released = leases_.release_lease(runner.lease_id);
+  if (!released.is_ok()) detail += " (release failed: " + released.status().message() + ")";
+  emit(event, runner.lease_id, detail);
+}
+
+void GithubProvider::handle(const WorkflowJob& job) {
+  std::optional<Runner> target;
+  {
+    std::lock_guard lock(mu_);
+    if (job.action == "queued") {
+      for (const auto& [name, r] : runners_) {
+        if (r.job_id == job.job_id) return;  // a redelivery of a job we serve already
+      }
+    } else {
+      auto it = runners_.find(job.runner_name);
+      if (it == runners_.end() && job.runner_name.empty()) {
+        // Completed before any runner took it (cancelled): the runner made for it is idle.
+        for (auto& [name, r] : runners_) {
+          if (r.job_id == job.job_id && !r.busy) it = runners_.find(name);
+        }
+      }
+      if (it == runners_.end()) return;  // another runner's job
+      if (job.action == "in_progress") {
+        it->second.busy = true;
+        return;
+      }
+      target = it->second;
+    }
+  }
+  if (target) {
+    const bool ran = !job.runner_name.empty();
+    release(*target, "github.runner_released",
+            "job " + std::to_string(job.job_id) + " completed" + (ran ? "" : " without it"), !ran);
+    return;
+  }
+  auto pool = pool_for_labels(options_.label_pools, job.labels);
+  if (!pool.is_ok()) {
+    emit("github.error", "", "job " + std::to_string(job.job_id) + ": " + pool.status().message());
+    return;
+  }
+  if (!*pool) return;  // for other runners
+  launch(job, **pool);
+}
+
+void GithubProvider::sweep() {
+  const TimePoint now = clock_.now();
+  for (const Runner& r : runners()) {
+    auto lease = leases_.get_lease(r.lease_id);
+    if (lease.is_ok() && is_terminal(lease->state)) {
+      // The runner exited (release_on_exit) or the lease ended otherwise. A JIT runner
+      // removes itself after its job; one that never ran a job is removed here.
+      release(r, "github.runner_released", "its lease ended (" + lease->reason + ")", !r.busy);
+      continue;
+    }
+    if (!r.busy && now - r.created >= options_.idle_timeout) {
+      release(r, "github.runner_idle",
+              "took no job within " + std::to_string(options_.idle_timeout.count()) + " s", true);
+    }
+  }
+}
+
+void GithubProvider::run_once() {
+  for (;;) {
+    WorkflowJob job;
+    {
+      std::lock_guard lock(mu_);
+      if (queue_.empty() || stop_) break;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    handle(job);
+  }
+  sweep();
+}
+
+void GithubProvider::work() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, options_.sweep_period, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+    }
+    run_once();
+  }
+}
+
+}  // namespace armhive

@@ -1,0 +1,81 @@
+#include <catch2/catch.hpp>
+
+#include "daemon/config/daemon_config.h"
+#include "daemon/config/secret_files.h"
+
+namespace armhive {
+namespace {
+
+const std::string kPools = R"(
+[[pools]]
+name = "ci"
+image = "tiny"
+)";
+
+Result<DaemonConfig> with_github(const std::string& github) {
+  return parse_daemon_config("[github]\n" + github + kPools);
+}
+
+TEST_CASE("[github] is read with its defaults, and its files are secret files", "[config]") {
+  auto c = with_github(R"(
+api_url = "https://ghe.example.com/api/v3"
+org = "octo-org"
+token_file = "/etc/armhive/github.token"
+webhook_secret_file = "/etc/armhive/github-webhook.secret"
+runner_command = ["/opt/runner/run.sh", "--once"]
+idle_timeout = "2m"
+[github.labels]
+armhive-arm64 = "ci"
+)");
+  REQUIRE(c.is_ok());
+  const GithubConfig& g = c->github;
+  CHECK(g.enabled);
+  CHECK(g.api_url == "https://ghe.example.com/api/v3");
+  CHECK(g.org == "octo-org");
+  CHECK(g.runner_group_id == 1);
+  CHECK(g.idle_timeout == std::chrono::minutes(2));
+  CHECK(g.replay_window == std::chrono::hours(24));
+  CHECK(g.runner_command == std::vector<std::string>{"/opt/runner/run.sh", "--once"});
+  CHECK(g.labels == std::map<std::string, std::string>{{"armhive-arm64", "ci"}});
+  std::vector<std::string> secrets;
+  for (const SecretFile& f : secret_files(*c)) secrets.push_back(f.path);
+  CHECK(std::find(secrets.begin(), secrets.end(), "/etc/armhive/github.token") != secrets.end());
+  CHECK(std::find(secrets.begin(), secrets.end(), "/etc/armhive/github-webhook.secret") !=
+        secrets.end());
+  CHECK_FALSE(parse_daemon_config(kPools)->github.enabled);
+}
+
+TEST_CASE("[github] errors name the key", "[config]") {
+  const std::string files =
+      "token_file = \"/t\"\nwebhook_secret_file = \"/s\"\n[github.labels]\nx = \"ci\"\n";
+  struct Case {
+    std::string text;
+    const char* field;
+  };
+  const Case cases[] = {
+      {files, "github.org"},                                    // neither org nor repo
+      {"org = \"a\"\nrepo = \"a/b\"\n" + files, "github.org"},  // both
+      {"org = \"a\"\nwebhook_secret_file = \"/s\"\n[github.labels]\nx = \"ci\"\n",
+       "github.token_file"},
+      {"org = \"a\"\ntoken_file = \"/t\"\n[github.labels]\nx = \"ci\"\n",
+       "github.webhook_secret_file"},
+      {"org = \"a\"\ntoken_file = \"/t\"\nwebhook_secret_file = \"/s\"\n", "github.labels"},
+      {"org = \"a\"\nrunner_command = [\"run.sh\"]\n" + files, "github.runner_command"},
+      {"org = \"a\"\nrunner_command = []\n" + files, "github.runner_command"},
+      {"org = \"a\"\nidle_timeout = \"1s\"\n" + files, "github.idle_timeout"},
+      {"org = \"a\"\nsecret = \"inline\"\n" + files, "github.secret"},
+      {"org = \"a\"\ntoken_file = \"/t\"\nwebhook_secret_file = \"/s\"\n[github.labels]\n"
+       "x = \"nope\"\n",
+       "github.labels.x"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    auto r = with_github(c.text);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == ErrorCode::kInvalidArgument);
+    CHECK(r.status().field() == c.field);
+  }
+}
+
+}  // namespace
+}  // namespace armhive

@@ -1,0 +1,74 @@
+// POST /v1/github/webhook as routed by the server: public (no bearer token), the GitHub headers,
+// raw body and peer handed to the provider unchanged, its verdict mapped to the answer. The
+// provider itself (signatures, replay window, runners) is tested in tests/daemon/github.
+#include <catch2/catch.hpp>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "tests/daemon/http/api_fixture.h"
+
+namespace armhive {
+namespace {
+
+struct Delivered {
+  std::mutex mu;
+  std::vector<std::string> events, deliveries, signatures, bodies, remotes;
+};
+
+std::function<void(HttpOptions&)> with_provider(Delivered& got) {
+  return [&got](HttpOptions& o) {
+    o.github_webhook = [&got](const std::string& event, const std::string& delivery,
+                              const std::string& signature, const std::string& body,
+                              const std::string& remote) -> Status {
+      if (signature != "sha256=good") return Status(ErrorCode::kUnauthenticated, "bad signature");
+      std::lock_guard lock(got.mu);
+      got.events.push_back(event);
+      got.deliveries.push_back(delivery);
+      got.signatures.push_back(signature);
+      got.bodies.push_back(body);
+      got.remotes.push_back(remote);
+      return Status::ok();
+    };
+  };
+}
+
+TEST_CASE("http: the GitHub webhook is public and hands the delivery to the provider",
+          "[http][github]") {
+  Delivered got;
+  ApiFixture f(true, with_provider(got));
+  const std::string body = R"({"action":"queued","workflow_job":{"id":1}})";
+  auto ok = f.request("POST", "/v1/github/webhook", {}, body,
+                      {{"X-GitHub-Event", "workflow_job"},
+                       {"X-GitHub-Delivery", "d-1"},
+                       {"X-Hub-Signature-256", "sha256=good"}});
+  INFO(ok.body);
+  CHECK(ok.status == 202);
+  CHECK(nlohmann::json::parse(ok.body, nullptr, false)["status"] == "accepted");
+  std::lock_guard lock(got.mu);
+  REQUIRE(got.bodies.size() == 1);
+  CHECK(got.events[0] == "workflow_job");
+  CHECK(got.deliveries[0] == "d-1");
+  CHECK(got.bodies[0] == body);  // the raw bytes the signature covers
+  CHECK(got.remotes[0] == "127.0.0.1");
+}
+
+TEST_CASE("http: a refused webhook delivery is a problem, and no provider means no route",
+          "[http][github]") {
+  Delivered got;
+  ApiFixture f(true, with_provider(got));
+  auto bad = f.request("POST", "/v1/github/webhook", {}, "{}",
+                       {{"X-GitHub-Event", "workflow_job"},
+                        {"X-GitHub-Delivery", "d-2"},
+                        {"X-Hub-Signature-256", "sha256=forged"}});
+  CHECK(bad.status == 401);
+  CHECK(bad.content_type.find("application/problem+json") != std::string::npos);
+  {
+    std::lock_guard lock(got.mu);
+    CHECK(got.bodies.empty());
+  }
+  ApiFixture plain;
+  CHECK(plain.request("POST", "/v1/github/webhook", {}, "{}").status == 404);
+}
+
+}  // namespace
+}  // namespace armhive

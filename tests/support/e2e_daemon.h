@@ -1,0 +1,54 @@
+#pragma once
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+namespace armhive {
+
+// Shared bits of the e2e tests that run a real armhived (tests/support/daemon_process.h).
+
+// $ARMHIVE_E2E_STATE (set by tests/CMakeLists.txt), where each test keeps its state directory.
+inline std::string e2e_state() {
+  const char* s = std::getenv("ARMHIVE_E2E_STATE");
+  return s ? s : "/tmp/armhive-e2e";
+}
+
+// A pool "ci" of one 1-vCPU tiny VM on one dedicated core (CPU 1 of this 2-CPU machine),
+// CPU 0 for housekeeping; min_warm 1 keeps a warm VM, 0 makes every lease boot cold.
+inline std::string one_core_pool_toml(int min_warm, const std::string& default_ttl = "10m") {
+  return R"(
+[host.cpus]
+housekeeping = "0"
+dedicated = "1"
+
+[[pools]]
+name = "ci"
+image = "tiny"
+vcpus = 1
+memory_mib = 384
+network = "armhive"
+max = 1
+max_starting = 1
+default_ttl = ")" +
+         default_ttl + R"("
+max_ttl = "1h"
+cpu_policy = "dedicated"
+min_warm = )" +
+         std::to_string(min_warm) + "\n";
+}
+
+// Polls `pred` until it holds or `timeout` passes (real guests: no events to wait on).
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::seconds timeout,
+                std::chrono::milliseconds poll = std::chrono::milliseconds(500)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(poll);
+  }
+  return pred();
+}
+
+}  // namespace armhive
