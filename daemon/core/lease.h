@@ -77,10 +77,10 @@ struct LeaseRequest {
 
 enum class CpuPolicy { kDedicated, kShared };
 
-// A pool's health benchmarks (issue 16, item 4): every `every` a fresh VM of the pool would run
-// the short `suite`, its figures joining the host's time series, and a figure outside the band
-// of the host's last `runs_kept` results (daemon/bench/health_band.h) marking the host degraded.
-// Only parsed and validated so far: no scheduler reads it yet (daemon/config/README.md).
+// A pool's health benchmarks: every `every` a spare warm VM of the pool runs the short `suite`,
+// its headline figure joins the host's time series, and a figure outside the band of the
+// host's last `runs_kept` results (daemon/bench/health_band.h) marks the host degraded
+// (daemon/bench/health_scheduler.h).
 struct HealthScheduleConfig {
   Seconds every{0};  // 0: off (the default)
   std::string suite = "compression";
