@@ -220,13 +220,15 @@ int serve(const DaemonConfig& config) {
   if (Status s = engine.start(); !s.is_ok()) return fail(s, "lease engine");
 
   SubprocessRunner runner;
+  std::map<std::string, std::string> network_bridges;  // MTU runs change the VM's bridge too
+  for (const NetworkConfig& n : config.networks) network_bridges[n.name] = n.bridge;
   BenchmarkRunnerOptions bench_options;
   bench_options.runs_dir = config.state_dir + "/benchmarks";
   BenchmarkRunner benchmarks(
       **hypervisor, runner,
       make_lease_target_resolver(
           [&engine](const std::string& id) { return engine.lease_vm(id); }, *topology,
-          [&images](const std::string& name) { return images.resolve(name); }),
+          [&images](const std::string& name) { return images.resolve(name); }, network_bridges),
       clock, bench_options);
   if (Status s = benchmarks.load(); !s.is_ok()) {
     spdlog::warn("benchmarks: earlier runs not loaded: {}", s.to_string());
