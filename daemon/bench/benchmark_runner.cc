@@ -144,7 +144,17 @@ Result<BenchmarkRun> BenchmarkRunner::start(const BenchmarkRequest& request) {
   if (has_suite(request, kSuiteNetwork) && target->address.empty()) {
     return conflict("the lease's VM has no address yet", request.lease_id);
   }
-  // An MTU the host side cannot carry is refused before anything changes.
+  // An MTU the VM's NIC or the host side cannot carry is refused before anything changes.
+  const int nic_max = target->nic_max_mtu > 0 ? target->nic_max_mtu : target->mtu;
+  for (size_t i = 0; has_suite(request, kSuiteNetwork) && i < request.network.mtus.size(); ++i) {
+    if (request.network.mtus[i] > nic_max) {
+      return invalid_argument(
+          "network.mtus[" + std::to_string(i) + "]",
+          "MTU " + std::to_string(request.network.mtus[i]) +
+              ": the VM's virtio NIC carries at most " + std::to_string(nic_max) +
+              " (the host MTU its domain advertises, the pool's mtu); raise the pool's mtu");
+    }
+  }
   if (has_suite(request, kSuiteNetwork) && !request.network.mtus.empty() &&
       !target->bridge.empty()) {
     ARMHIVE_ASSIGN_OR_RETURN(

@@ -319,6 +319,7 @@ TEST_CASE("runner: MTU runs set and restore the guest MTU; zstd failures are cle
     }
     return std::nullopt;
   };
+  h.target.nic_max_mtu = 9000;
   auto runner = h.runner();
   auto req = request();
   req.network.mtus = {1500, 9000};
@@ -557,6 +558,7 @@ struct HostLinks {
 
 void with_host_links(Harness& h, HostLinks& links) {
   h.target.bridge = "ahbr0";
+  h.target.nic_max_mtu = 9000;
   h.procs.override_handler = [&links](const std::vector<std::string>& a) {
     return links.handle(a);
   };
@@ -664,6 +666,15 @@ TEST_CASE("runner: an MTU the bridge's ports cannot carry is a 400 naming networ
   CHECK(started.status().field() == "network.mtus[1]");
   CHECK_THAT(started.status().message(), Catch::Contains("eno1 carries at most 1500"));
   for (const auto& r : h.procs.runs) CHECK(r.rfind("ip link set", 0) != 0);  // nothing changed
+
+  // The guest's virtio NIC takes no more than the host MTU its domain advertises.
+  h.target.nic_max_mtu = 0;  // = mtu, 1500
+  links.uplink = false;
+  auto runner2 = h.runner();
+  auto nic = runner2->start(req);
+  REQUIRE_FALSE(nic.is_ok());
+  CHECK(nic.status().field() == "network.mtus[1]");
+  CHECK_THAT(nic.status().message(), Catch::Contains("virtio NIC carries at most 1500"));
 }
 
 }  // namespace
