@@ -251,7 +251,8 @@ void HealthScheduler::finish(PoolRun& p, const BenchmarkRun& run, TimePoint now)
   }
   record(r);
   source_.pool_event(pool, "health.result",
-                     r.reason + " " + r.unit + " (run " + run.id + ", " + r.verdict + ")");
+                     svg_num(r.value, 2) + " " + r.unit + ", " + r.verdict + ": " + r.reason +
+                         " (run " + run.id + ")");
   if (r.verdict == "degraded") {
     source_.pool_event(pool, "host.degraded", "host " + options_.host + ": " + r.reason);
   } else if (was_degraded && r.verdict == "within_band") {

@@ -5,6 +5,7 @@
 #include "api/json.h"
 #include "base/xml_escape.h"
 #include "daemon/bench/health_chart.h"
+#include "daemon/bench/svg.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/core_map_svg.h"
 #include "daemon/http/handlers.h"
@@ -104,8 +105,9 @@ std::string health_lines(const HostView& h) {
   for (const HealthResult& r : h.health) {
     const bool bad = r.verdict == "degraded";
     out += "<li>Health, pool " + xml_escape(r.pool) + ": " + (bad ? "<b>degraded</b> " : "") +
-           xml_escape(r.reason) + " " + xml_escape(r.unit) + " (" + xml_escape(to_rfc3339(r.at)) +
-           ") <a href=\"/ui/hosts/" + xml_escape(url_encode(h.topology.hostname)) +
+           xml_escape(svg_num(r.value, 2) + " " + r.unit + ": " + r.reason) + " (" +
+           xml_escape(to_rfc3339(r.at)) + ") <a href=\"/ui/hosts/" +
+           xml_escape(url_encode(h.topology.hostname)) +
            "/health?pool=" + xml_escape(url_encode(r.pool)) + "\">trend</a></li>";
   }
   return out + "</ul>\n";
