@@ -127,7 +127,9 @@ class VmLifecycle {
   // UEFI vars). Idempotent: parts already gone are not errors.
   virtual Status destroy_vm(std::string_view name) = 0;
 
-  // armhive-owned domains (recognised by their metadata: a vm_id), running or not.
+  // This armhived's domains (recognised by their metadata: a vm_id, and LibvirtHypervisor's
+  // instance marker, so another armhived's VMs on the same libvirtd are not listed), running or
+  // not. destroy_vm refuses another armhived's domain (kConflict).
   virtual Result<std::vector<VmInfo>> list_vms() = 0;
 
   // Domain names whose overlay or per-VM files exist on disk (for orphan cleanup).

@@ -89,6 +89,7 @@ void write_metadata(XmlWriter& w, const VmMetadata& m, bool with_namespace) {
   w.start("labels");
   for (const auto& [k, v] : m.labels) w.start("label").attr("key", k).text(v).end();
   w.end();  // labels
+  if (!m.instance.empty()) w.element("instance", m.instance);
   w.end();  // vm
 }
 
@@ -151,7 +152,8 @@ Result<std::string> build_metadata_xml(const VmMetadata& metadata, bool with_nam
   return w.finish();
 }
 
-Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& paths, Accel accel) {
+Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& paths, Accel accel,
+                                     std::string_view instance) {
   ARMHIVE_RETURN_IF_ERROR(validate_vm_spec(spec));
   ARMHIVE_RETURN_IF_ERROR(check_path("overlay", paths.overlay, true));
   ARMHIVE_RETURN_IF_ERROR(check_path("console_log", paths.console_log, true));
@@ -162,13 +164,15 @@ Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& path
     ARMHIVE_RETURN_IF_ERROR(check_path("uefi_code", paths.uefi_code, true));
     ARMHIVE_RETURN_IF_ERROR(check_path("uefi_vars_template", paths.uefi_vars_template, true));
   }
+  ARMHIVE_RETURN_IF_ERROR(check_text("instance", instance));
   const bool kvm = accel == Accel::kKvm;
 
   XmlWriter w;
   w.start("domain").attr("type", kvm ? "kvm" : "qemu");
   w.element("name", spec.name);
   w.start("metadata");
-  write_metadata(w, VmMetadata{spec.vm_id, spec.pool, "", spec.labels}, true);
+  write_metadata(w, VmMetadata{spec.vm_id, spec.pool, "", spec.labels, std::string(instance)},
+                 true);
   w.end();
   w.start("memory").attr("unit", "MiB").text(std::to_string(spec.memory_mib)).end();
   w.start("vcpu").attr("placement", "static").text(std::to_string(spec.vcpus)).end();
@@ -273,6 +277,7 @@ VmMetadata metadata_from(const XmlDoc& doc, xmlNodePtr vm) {
   m.vm_id = doc.str("string(*[local-name()='vm_id'])", vm);
   m.pool = doc.str("string(*[local-name()='pool'])", vm);
   m.lease_id = doc.str("string(*[local-name()='lease_id'])", vm);
+  m.instance = doc.str("string(*[local-name()='instance'])", vm);
   for (xmlNodePtr l : doc.nodes("*[local-name()='labels']/*[local-name()='label']", vm)) {
     m.labels[detail::attr_of(l, "key")] = detail::text_of(l);
   }

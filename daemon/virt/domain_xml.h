@@ -18,13 +18,17 @@ inline constexpr const char* kMetadataUri = "https://armhive.dev/xmlns/domain/1"
 inline constexpr const char* kMetadataKey = "armhive";
 
 // What armhive records in a domain: <armhive:vm><vm_id/><pool/><lease_id/><labels><label
-// key="…">value</label></labels></armhive:vm>. Only the root element is namespaced (libvirt's
-// virDomainSetMetadata re-namespaces only the root it is given).
+// key="…">value</label></labels><instance/></armhive:vm>. Only the root element is namespaced
+// (libvirt's virDomainSetMetadata re-namespaces only the root it is given).
 struct VmMetadata {
   std::string vm_id;
   std::string pool;
   std::string lease_id;
   std::map<std::string, std::string> labels;
+  // The armhived that made the domain (its storage pool's name, unique per libvirt host): two
+  // daemons on one libvirtd must never adopt or destroy each other's VMs. Empty in domains made
+  // before it was recorded; those count as any instance's.
+  std::string instance;
   bool operator==(const VmMetadata&) const = default;
 };
 
@@ -51,7 +55,8 @@ Status validate_vm_spec(const VmSpec& spec);
 // queues> and no option ROM; a serial console logged to paths.console_log; the guest agent
 // channel; <cputune> pins, <numatune> strict, armhive <metadata>.
 // Every value is written through libxml2's text writer (escaped). Pure function.
-Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& paths, Accel accel);
+Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& paths, Accel accel,
+                                     std::string_view instance = {});
 
 // The metadata element alone, as virDomainSetMetadata wants it (`with_namespace` false: a bare
 // <vm> that libvirt puts into kMetadataUri) or as it appears inside <metadata> (true).

@@ -29,7 +29,6 @@ namespace {
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 // Names of the domains the engine creates ("armhive-" + vm_id); only DHCP host entries with
 // this prefix are taken for armhive's in orphan cleanup.
-constexpr std::string_view kDomainPrefix = "armhive-";
 
 Status check_name(std::string_view name) { return validate_domain_name(name); }
 
@@ -183,6 +182,11 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
     return s.annotate("create " + spec.name);
   };
 
+  // The VM's directory first: a reservation (on a network other armhiveds may share) then never
+  // exists without files of ours that name it, which is how list_vm_files() finds what a crash
+  // left behind without claiming another daemon's reservations.
+  fs::create_directories(fs::path(paths.console_log).parent_path(), ec);
+  if (ec) return fail(unavailable("cannot create VM directory: " + ec.message(), spec.name));
   // The address is reserved before the domain exists, so it is known (and final) at start and
   // readiness does not wait for the guest's DHCP exchange.
   VmSpec vm = spec;
@@ -203,8 +207,6 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
     vm.mac = (*reserved)->mac;
   }
 
-  fs::create_directories(fs::path(paths.console_log).parent_path(), ec);
-  if (ec) return fail(unavailable("cannot create VM directory: " + ec.message(), spec.name));
   if (spec.kernel.empty()) {
     fs::copy_file(paths.uefi_vars_template, paths.nvram, fs::copy_options::overwrite_existing, ec);
     if (ec)
@@ -214,7 +216,7 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
   if (!overlay.is_ok()) return fail(overlay.status());
   paths.overlay = *overlay;
 
-  auto xml = build_domain_xml(vm, paths, options_.accel);
+  auto xml = build_domain_xml(vm, paths, options_.accel, options_.storage_pool);
   if (!xml.is_ok()) return fail(xml.status());
   ConnectPtr conn = connection_.get();
   DomainHandle dom(virDomainCreateXML(conn.get(), xml->c_str(), 0));
@@ -228,6 +230,18 @@ Status LibvirtHypervisor::destroy_vm(std::string_view name) {
   std::string n(name);
   auto dom = connection_.lookup_domain(n);
   if (dom.is_ok()) {
+    // Another armhived's VM of the same name is never ours to end (nor are its files, which
+    // live under its own state directory).
+    LibvirtString meta(
+        virDomainGetMetadata(dom->get(), VIR_DOMAIN_METADATA_ELEMENT, kMetadataUri, 0));
+    virResetLastError();
+    if (meta) {
+      auto parsed = parse_metadata_xml(meta.get());
+      if (parsed.is_ok() && !ours(*parsed)) {
+        return conflict(
+            "domain belongs to another armhived (storage pool '" + parsed->instance + "')", n);
+      }
+    }
     if (virDomainIsActive(dom->get()) == 1 && virDomainDestroy(dom->get()) < 0) {
       Status s = libvirt_error("destroy domain", n);
       // Gone or stopped in between: that is what we wanted.
@@ -270,6 +284,7 @@ Result<std::vector<VmInfo>> LibvirtHypervisor::list_vms() {
     }
     auto parsed = parse_metadata_xml(meta.get());
     if (!parsed.is_ok()) continue;  // not an armhive element we understand
+    if (!ours(*parsed)) continue;   // another armhived's on this libvirtd
     VmInfo info;
     info.name = name;
     info.vm_id = parsed->vm_id;
@@ -308,11 +323,9 @@ Result<std::vector<std::string>> LibvirtHypervisor::list_vm_files() {
     std::string n = e.path().filename().string();
     if (e.is_directory() && validate_domain_name(n).is_ok()) names.insert(n);
   }
-  // Address reservations outlive a crashed daemon like the files do; destroy_vm releases them.
-  ARMHIVE_RETURN_IF_ERROR(ensure_connected());
-  ARMHIVE_ASSIGN_OR_RETURN(std::vector<std::string> reserved,
-                           list_dhcp_host_names(connection_, kDomainPrefix));
-  names.insert(reserved.begin(), reserved.end());
+  // An address reservation outlives a crashed daemon too, but never without the VM's directory
+  // (create_vm makes it first, destroy_vm releases the reservation before removing it): the
+  // names above cover it, and reservations of other armhiveds on a shared network are left be.
   return std::vector<std::string>(names.begin(), names.end());
 }
 

@@ -89,6 +89,10 @@ class LibvirtHypervisor final : public Hypervisor {
   Status ensure_connected();
   Result<DomainHandle> lookup(std::string_view name);
   Status remove_files(const std::string& name);
+  // True if this armhived made the domain (VmMetadata::instance is its storage pool, or empty).
+  bool ours(const VmMetadata& metadata) const {
+    return metadata.instance.empty() || metadata.instance == options_.storage_pool;
+  }
 
   LibvirtHypervisorOptions options_;
   Connection connection_;

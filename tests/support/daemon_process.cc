@@ -36,8 +36,9 @@ Status DaemonProcess::start(std::chrono::seconds timeout) {
     std::ofstream out(config);
     out << "[server]\nbind = \"" << bind_ << "\"\nport = " << port_ << "\nbootstrap_token_file = \""
         << state_dir_ << "/admin.token\"\n\n[host]\nstate_dir = \"" << state_dir_
-        << "\"\nstorage_pool = \"armhive-e2e-" << port_ << "\"\ncatalog = \"" << catalog_
-        << "\"\n\n[engine]\nreconcile_period = \"5s\"\n\n[[networks]]\nname = \"armhive\"\n"
+        << "\"\nstorage_pool = \"armhive-e2e-" << port_ << "\"\ncatalog = \"" << catalog_ << "\"\n"
+        << host_keys_
+        << "\n[engine]\nreconcile_period = \"5s\"\n\n[[networks]]\nname = \"armhive\"\n"
            "bridge = \"ahbr0\"\ncidr = \"10.77.0.1/24\"\ndhcp_start = \"10.77.0.10\"\n"
            "dhcp_end = \"10.77.0.250\"\n\n"
         << pool_toml_;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -38,6 +39,12 @@ cpu_policy = "dedicated"
 min_warm = )" +
          std::to_string(min_warm) + "\n";
 }
+
+// A fresh ed25519 key pair in `dir` (id_ed25519, replaced); returns the public key line.
+std::string make_ssh_key(const std::string& dir);
+
+// Domains with per-VM files under <state>/vms: overlays/NAME.qcow2 and domains/NAME/.
+std::set<std::string> vm_files(const std::string& state);
 
 // Polls `pred` until it holds or `timeout` passes (real guests: no events to wait on).
 template <typename Pred>

@@ -22,21 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// A fresh ed25519 key pair; returns the public key line.
-std::string make_key(const std::string& dir) {
-  SubprocessRunner run;
-  fs::remove(dir + "/id_ed25519");
-  fs::remove(dir + "/id_ed25519.pub");
-  auto r = run.run({.argv = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "e2e@armhive",
-                             "-f", dir + "/id_ed25519"}});
-  REQUIRE(r.is_ok());
-  REQUIRE(r->ok());
-  std::ifstream in(dir + "/id_ed25519.pub");
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 // Runs a command over a real OpenSSH login (the guest's sshd may need a moment after ready).
 ProcessResult ssh(const std::string& key, const std::string& user, const std::string& host,
                   const std::string& command) {
@@ -56,19 +41,6 @@ ProcessResult ssh(const std::string& key, const std::string& user, const std::st
   return last;
 }
 
-// Domains with per-VM files under <state>/vms: overlays/NAME.qcow2 and domains/NAME/.
-std::set<std::string> vm_files(const std::string& state) {
-  std::set<std::string> names;
-  for (const char* sub : {"/vms/overlays", "/vms/domains"}) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(state + sub, ec)) {
-      std::string n = e.path().filename().string();
-      names.insert(n.substr(0, n.find('.')));
-    }
-  }
-  return names;
-}
-
 TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill and expiry",
           "[lease]") {
   std::string state = e2e_state() + "/lease-warm";
@@ -85,7 +57,7 @@ TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill an
       },
       240s));
 
-  std::string pub = make_key(state);
+  std::string pub = make_ssh_key(state);
   LeaseCreateRequest req;
   req.pool = "ci";
   req.ttl_seconds = 600;
@@ -204,7 +176,7 @@ TEST_CASE("kill -9 of the daemon while provisioning: restart converges, nothing 
   auto api = daemon.client();
   LeaseCreateRequest req;
   req.pool = "ci";
-  req.ssh_keys = {make_key(state)};
+  req.ssh_keys = {make_ssh_key(state)};
   auto lease = api->create_lease(req);
   REQUIRE(lease.is_ok());
   // Cold (no warm VM configured): pending until the engine has placed it (the first reconcile
@@ -236,67 +208,6 @@ TEST_CASE("kill -9 of the daemon while provisioning: restart converges, nothing 
   daemon.kill(SIGTERM);
 }
 
-TEST_CASE("an unreadable database at start: armhived refuses to start and no VM is touched",
-          "[recovery]") {
-  std::string state = e2e_state() + "/lease-baddb";
-  DaemonProcess daemon(state, e2e_state() + "/images", 18473, one_core_pool_toml(1));
-  REQUIRE(daemon.start().is_ok());
-  auto api = daemon.client();
-  REQUIRE(eventually([&] { return api->pools().is_ok() && (*api->pools())[0].warm == 1; }, 240s));
-  LeaseCreateRequest req;
-  req.pool = "ci";
-  req.ssh_keys = {make_key(state)};
-  auto lease = api->create_lease(req);
-  REQUIRE(lease.is_ok());
-  REQUIRE(lease->state == "ready");
-  const std::string vm = lease->vm->name;
-  const pid_t qemu = qemu_pid(vm);
-  REQUIRE(qemu > 0);
-  daemon.kill(SIGKILL);
-
-  // The database's header overwritten (a disk error, a bad restore): the copy is put back later.
-  const std::string db = state + "/armhive.db";
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    if (fs::exists(db + suffix)) {
-      fs::copy_file(db + suffix, db + suffix + ".good", fs::copy_options::overwrite_existing);
-    }
-  }
-  // (Without its write-ahead log: SQLite would read page 1 from the log and never see it.)
-  fs::remove(db + "-wal");
-  fs::remove(db + "-shm");
-  {
-    std::fstream f(db, std::ios::in | std::ios::out | std::ios::binary);
-    REQUIRE(f);
-    const std::string garbage(100, '\x5a');
-    f.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
-  }
-  Status refused = daemon.start(60s);
-  INFO(daemon.log());
-  REQUIRE_FALSE(refused.is_ok());
-  CHECK_FALSE(daemon.running());
-  CHECK(daemon.full_log().find("armhive.db") != std::string::npos);
-  // Nothing was destroyed on partial knowledge: the same QEMU process, the same files.
-  CHECK(qemu_pid(vm) == qemu);
-  CHECK(vm_files(state).count(vm));
-
-  // Restored, the daemon adopts the VM and the lease is as it was.
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    fs::remove(db + suffix);
-    if (fs::exists(db + suffix + ".good")) fs::rename(db + suffix + ".good", db + suffix);
-  }
-  REQUIRE(daemon.start().is_ok());
-  api = daemon.client();
-  auto again = api->get_lease(lease->id);
-  REQUIRE(again.is_ok());
-  CHECK(again->state == "ready");
-  REQUIRE(again->vm.has_value());
-  CHECK(again->vm->name == vm);
-  CHECK(qemu_pid(vm) == qemu);
-  REQUIRE(api->release_lease(lease->id).is_ok());
-  REQUIRE(eventually([&] { return !vm_files(state).count(vm); }, 60s));
-  daemon.kill(SIGTERM);
-}
-
 TEST_CASE("kill -9 of a guest's QEMU fails its lease and the pool refills", "[crash]") {
   std::string state = e2e_state() + "/lease-crash";
   DaemonProcess daemon(state, e2e_state() + "/images", 18472, one_core_pool_toml(1));
@@ -305,7 +216,7 @@ TEST_CASE("kill -9 of a guest's QEMU fails its lease and the pool refills", "[cr
   REQUIRE(eventually([&] { return api->pools().is_ok() && (*api->pools())[0].warm == 1; }, 240s));
   LeaseCreateRequest req;
   req.pool = "ci";
-  req.ssh_keys = {make_key(state)};
+  req.ssh_keys = {make_ssh_key(state)};
   auto lease = api->create_lease(req);
   REQUIRE(lease.is_ok());
   REQUIRE(lease->state == "ready");

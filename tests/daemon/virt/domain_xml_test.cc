@@ -157,6 +157,15 @@ TEST_CASE("domain metadata carries vm_id, pool and labels in the armhive namespa
   REQUIRE(desc->metadata.has_value());
   CHECK(desc->metadata->vm_id == "vm-3f2a9c");
   CHECK(desc->metadata->labels.at("arch") == "arm64");
+  CHECK(desc->metadata->instance.empty());
+
+  // The instance marker names the armhived that made it (its storage pool).
+  auto marked = build_domain_xml(direct_boot_spec(), paths(), Accel::kTcg, "armhive-lab1");
+  REQUIRE(marked.is_ok());
+  CHECK(parse(*marked).str("string(/domain/metadata/ah:vm/instance)") == "armhive-lab1");
+  CHECK(parse_domain_xml(*marked)->metadata->instance == "armhive-lab1");
+  CHECK(build_domain_xml(direct_boot_spec(), paths(), Accel::kTcg, "a\nb").status().field() ==
+        "instance");
   CHECK(desc->vcpu_pins == std::vector<int>{4, 5});
   CHECK(desc->emulator_cpus == std::vector<int>{0, 1});
   CHECK(desc->overlay == paths().overlay);
@@ -188,7 +197,7 @@ TEST_CASE("hostile pool names and labels stay text", "[virt][domain_xml]") {
 }
 
 TEST_CASE("metadata round trip through the bare element libvirt stores", "[virt][domain_xml]") {
-  VmMetadata m{"vm-1", "pool <&>", "lease-42", {{"a", "b]]>"}}};
+  VmMetadata m{"vm-1", "pool <&>", "lease-42", {{"a", "b]]>"}}, "armhive-overlays"};
   auto bare = build_metadata_xml(m, false);
   REQUIRE(bare.is_ok());
   auto back = parse_metadata_xml(*bare);

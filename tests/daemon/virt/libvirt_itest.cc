@@ -293,6 +293,69 @@ TEST_CASE("LibvirtHypervisor on test:/// creates, lists, leases and destroys a V
   CHECK((*hv)->list_vm_files()->empty());
 }
 
+TEST_CASE("two armhiveds on one libvirtd neither list nor destroy each other's VMs",
+          "[virt][libvirt][hypervisor]") {
+  auto loop = EventLoop::start();
+  REQUIRE(loop.is_ok());
+  TempDir a("inst-a");
+  TempDir b("inst-b");
+  fs::path base = a.path / "base.qcow2";
+  {
+    unsigned char header[32] = {'Q', 'F', 'I', 0xfb, 0, 0, 0, 3};
+    header[24 + 4] = 0x40;
+    FILE* f = std::fopen(base.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fwrite(header, 1, sizeof header, f);
+    std::fclose(f);
+  }
+  // test:///default is one driver instance per process: both daemons see the same domains.
+  LibvirtHypervisorOptions opts;
+  opts.uri = "test:///default";
+  opts.qemu_runtime_dir.clear();
+  opts.state_dir = (a.path / "vms").string();
+  opts.storage_pool = "armhive-itest-inst-a";
+  auto first = LibvirtHypervisor::open(opts);
+  REQUIRE(first.is_ok());
+  opts.state_dir = (b.path / "vms").string();
+  opts.storage_pool = "armhive-itest-inst-b";
+  auto second = LibvirtHypervisor::open(opts);
+  REQUIRE(second.is_ok());
+
+  VmSpec spec;
+  spec.name = "armhive-vm-inst1";
+  spec.vm_id = "vm-inst1";
+  spec.pool = "ci";
+  spec.base_disk = base.string();
+  spec.kernel = "/boot/vmlinuz";
+  Status created = (*first)->create_vm(spec);
+  INFO(created.to_string());
+  REQUIRE(created.is_ok());
+  auto listed = [](LibvirtHypervisor& hv) {
+    auto vms = hv.list_vms();
+    INFO(vms.status().to_string());
+    REQUIRE(vms.is_ok());
+    std::vector<std::string> names;
+    for (const VmInfo& v : *vms) names.push_back(v.name);
+    return names;
+  };
+  CHECK(listed(**first) == std::vector<std::string>{"armhive-vm-inst1"});
+  CHECK(listed(**second).empty());
+  CHECK((*second)->list_vm_files()->empty());
+  // The other daemon's destroy of that name is refused and the VM keeps running.
+  Status refused = (*second)->destroy_vm("armhive-vm-inst1");
+  CHECK(refused.code() == ErrorCode::kConflict);
+  CHECK(refused.message().find("armhive-itest-inst-a") != std::string::npos);
+  REQUIRE(listed(**first) == std::vector<std::string>{"armhive-vm-inst1"});
+  CHECK((*first)->list_vms()->at(0).running);
+  REQUIRE((*first)->destroy_vm("armhive-vm-inst1").is_ok());
+  CHECK(listed(**first).empty());
+  for (const char* name : {"armhive-itest-inst-a", "armhive-itest-inst-b"}) {
+    StoragePoolHandle pool(
+        virStoragePoolLookupByName(first.value()->connection().get().get(), name));
+    if (pool) virStoragePoolDestroy(pool.get());
+  }
+}
+
 TEST_CASE("create_vm refuses a base image that is not qcow2 and leaves nothing behind",
           "[virt][libvirt][hypervisor]") {
   TempDir tmp("hv-bad");

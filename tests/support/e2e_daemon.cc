@@ -1,0 +1,39 @@
+#include "tests/support/e2e_daemon.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "base/process_runner.h"
+
+namespace armhive {
+
+namespace fs = std::filesystem;
+
+std::string make_ssh_key(const std::string& dir) {
+  SubprocessRunner run;
+  fs::remove(dir + "/id_ed25519");
+  fs::remove(dir + "/id_ed25519.pub");
+  auto r = run.run({.argv = {"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "e2e@armhive",
+                             "-f", dir + "/id_ed25519"}});
+  REQUIRE(r.is_ok());
+  REQUIRE(r->ok());
+  std::ifstream in(dir + "/id_ed25519.pub");
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::set<std::string> vm_files(const std::string& state) {
+  std::set<std::string> names;
+  for (const char* sub : {"/vms/overlays", "/vms/domains"}) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(state + sub, ec)) {
+      std::string n = e.path().filename().string();
+      names.insert(n.substr(0, n.find('.')));
+    }
+  }
+  return names;
+}
+
+}  // namespace armhive
