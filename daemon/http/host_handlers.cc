@@ -84,7 +84,7 @@ Status list_hosts(ServerContext& ctx, Call& c) {
 
 // RFC 3986 percent-encoding of a path segment or query value.
 std::string url_encode(std::string_view s) {
-  static const char* kHex = "0123456789ABCDEF";
+  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (unsigned char ch : s) {
     if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
