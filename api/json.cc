@@ -138,6 +138,14 @@ Status parse_lease(const json& j, const std::string& prefix, LeaseDto& l) {
     AH_TRY(parse_startup_status(*startup, r.field("startup"), s));
     l.startup = std::move(s);
   }
+  if (const json* queue = r.find("queue")) {
+    JsonReader q(*queue, r.field("queue"));
+    AH_TRY(q.require_object());
+    LeaseQueueDto dto;
+    AH_TRY(q.integer("position", dto.position, true));
+    AH_TRY(q.str("reason", dto.reason, true));
+    l.queue = std::move(dto);
+  }
   AH_TRY(r.objects("history", l.history, parse_transition));
   return Status::ok();
 }
@@ -395,6 +403,7 @@ json to_json(const LeaseDto& l) {
     }
   }
   if (l.startup) j["startup"] = to_json(*l.startup);
+  if (l.queue) j["queue"] = {{"position", l.queue->position}, {"reason", l.queue->reason}};
   for (const auto& t : l.history) {
     j["history"].push_back({{"from", t.from}, {"to", t.to}, {"at", t.at}, {"reason", t.reason}});
   }

@@ -125,6 +125,12 @@ struct TransitionDto {
   std::string reason;
 };
 
+// A waiting lease's place in its pool's queue (daemon/core/pool_queue.h).
+struct LeaseQueueDto {
+  int position = 0;    // 1-based, in the order the pool serves its waiting leases
+  std::string reason;  // at_max_starting, at_pool_max, no_free_cores, warm_vm_booting, …
+};
+
 struct LeaseDto {
   std::string id;
   std::string pool;
@@ -143,6 +149,7 @@ struct LeaseDto {
   std::optional<SshDto> ssh;
   std::vector<PortForwardDto> forwards;  // the extra ports' forwards while ready
   std::optional<StartupStatusDto> startup;
+  std::optional<LeaseQueueDto> queue;  // set while it waits in its pool's queue
   std::vector<TransitionDto> history;
 };
 

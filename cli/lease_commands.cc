@@ -3,6 +3,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "api/json.h"
 #include "base/validation.h"
@@ -17,12 +18,30 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// "position 3: at_max_starting (max_starting VMs are booting)".
+std::string queue_text(const LeaseQueueDto& q) {
+  static const std::map<std::string, std::string> kMeaning = {
+      {"warm_vm_free", "a warm VM is free for it"},
+      {"warm_vm_booting", "a warm VM is booting for it"},
+      {"host_unavailable", "the host is not available"},
+      {"image_unavailable", "the pool's image is not available"},
+      {"backing_off", "the pool backs off after failed boots"},
+      {"at_pool_max", "the pool is at max, waiting for a release"},
+      {"at_max_starting", "the pool has max_starting VMs booting"},
+      {"no_free_cores", "no free cores on the host"},
+      {"scheduling", "its VM boots next"}};
+  auto it = kMeaning.find(q.reason);
+  return "position " + std::to_string(q.position) + ": " + q.reason +
+         (it == kMeaning.end() ? "" : " (" + it->second + ")");
+}
+
 void print_lease(const LeaseDto& l, std::ostream& out) {
   out << "Lease:    " << l.id << "\n"
       << "Pool:     " << l.pool << "\n"
       << "Owner:    " << l.owner << "\n"
       << "State:    " << l.state << (l.reason.empty() ? "" : " (" + l.reason + ")") << "\n"
-      << "Purpose:  " << l.purpose << "\n"
+      << (l.queue ? "Queue:    " + queue_text(*l.queue) + "\n" : "") << "Purpose:  " << l.purpose
+      << "\n"
       << "Labels:   " << labels_text(l.labels) << "\n"
       << "Created:  " << l.created_at << "\n"
       << "Expires:  " << l.expires_at << " (" << relative_time(l.expires_at) << ", ttl "
@@ -89,7 +108,12 @@ int wait_ready(Client& client, LeaseDto& lease, std::chrono::seconds limit) {
   Progress progress(lease.id);
   auto deadline = SteadyClock::now() + limit;
   while (lease.state != "ready") {
-    progress.update(lease.state, lease.reason);
+    // One short line (a spinner redraws it): the code only; `lease show` explains it.
+    progress.update(
+        lease.state,
+        lease.reason + (lease.queue ? "; queue position " + std::to_string(lease.queue->position) +
+                                          ": " + lease.queue->reason
+                                    : std::string()));
     if (lease.state == "failed" || lease.state == "released" || lease.state == "expired" ||
         lease.state == "releasing") {
       progress.finish();
@@ -105,7 +129,10 @@ int wait_ready(Client& client, LeaseDto& lease, std::chrono::seconds limit) {
                 << "`armhive lease rm " << lease.id << "` cancels it)\n";
       return kExitTimeout;
     }
-    auto r = client.wait_lease(lease.id, std::min(left, std::chrono::seconds(30)));
+    // While queued, poll more often than the long-poll's own wake-up (readiness) so that the
+    // position shown moves as the leases ahead are served.
+    auto poll = lease.queue ? std::chrono::seconds(5) : std::chrono::seconds(30);
+    auto r = client.wait_lease(lease.id, std::min(left, poll));
     if (!r.is_ok()) {
       progress.finish();
       return report(r.status());

@@ -9,6 +9,7 @@
 
 #include "base/result.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/pool_queue.h"
 
 namespace armhive {
 
@@ -63,6 +64,9 @@ struct Lease {
   std::vector<int> cpus;      // host CPUs pinned to it
   bool warm_handout = false;  // served from the warm pool
   std::vector<LeaseTransition> history;
+  // While it waits in its pool's queue: its position and what holds it (daemon/core/
+  // pool_queue.h). Computed by the engine when the lease is read; never persisted.
+  std::optional<QueueSlot> queue;
 };
 
 struct LeaseRequest {

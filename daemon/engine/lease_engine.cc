@@ -347,7 +347,7 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
              !it->second.lease.warm_handout;
     });
     auto it = leases_.find(id);
-    if (it != leases_.end()) return it->second.lease;
+    if (it != leases_.end()) return with_queue_locked(it->second);
   }
   return get_lease(id);
 }
@@ -356,7 +356,7 @@ Result<std::optional<Lease>> LeaseEngine::find_lease(const std::string& id) {
   {
     MutexLock lock(mu_);
     auto it = leases_.find(id);
-    if (it != leases_.end()) return std::optional<Lease>(it->second.lease);
+    if (it != leases_.end()) return std::optional<Lease>(with_queue_locked(it->second));
   }
   // An ended lease may not be written yet: its queued version is the truth.
   if (auto unwritten = persist_.unwritten_lease(id)) return unwritten;
@@ -382,10 +382,16 @@ Result<std::vector<Lease>> LeaseEngine::list_leases(const LeaseFilter& filter) {
   std::vector<std::string> ended;
   {
     MutexLock lock(mu_);
+    std::map<std::string, std::map<std::string, QueueSlot>> slots;  // per pool, computed once
     for (Lease& l : *listed) {
       auto it = leases_.find(l.id);
       if (it != leases_.end()) {
         l = it->second.lease;
+        auto pool = pools_.find(l.pool);
+        if (pool == pools_.end()) continue;
+        auto [ps, fresh] = slots.try_emplace(l.pool);
+        if (fresh) ps->second = queue_slots_locked(pool->second);
+        if (auto slot = ps->second.find(l.id); slot != ps->second.end()) l.queue = slot->second;
       } else {
         ended.push_back(l.id);
       }
@@ -411,7 +417,7 @@ Result<Lease> LeaseEngine::wait_lease(const std::string& id, std::chrono::millis
       return it == leases_.end() || it->second.lease.state == LeaseState::kReady || !running_;
     });
     auto it = leases_.find(id);
-    if (it != leases_.end()) return it->second.lease;
+    if (it != leases_.end()) return with_queue_locked(it->second);
   }
   return get_lease(id);
 }

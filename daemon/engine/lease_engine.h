@@ -179,6 +179,10 @@ class LeaseEngine final : public LeaseService {
   void emit_vm_locked(std::string type, const Vm& vm, std::string detail = {}) REQUIRES(mu_);
   void schedule_locked(PoolRuntime& pool) REQUIRES(mu_);
   void schedule_all_locked() REQUIRES(mu_);
+  // The queue slot of every waiting lease of the pool, by lease id (plan_queue over the pool's
+  // state now), and a copy of a live lease with its slot filled in.
+  std::map<std::string, QueueSlot> queue_slots_locked(const PoolRuntime& pool) const REQUIRES(mu_);
+  Lease with_queue_locked(const ActiveLease& al) const REQUIRES(mu_);
   Result<std::string> start_vm_locked(PoolRuntime& pool, const std::string& lease_id) REQUIRES(mu_);
   void begin_handout_locked(Vm& vm, ActiveLease& al) REQUIRES(mu_);
   void begin_release_locked(ActiveLease& al, LeaseState end_state, std::string reason)

@@ -166,6 +166,56 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
   }
 }
 
+std::map<std::string, QueueSlot> LeaseEngine::queue_slots_locked(const PoolRuntime& pool) const {
+  const PoolConfig& cfg = pool.config;
+  PoolQueueSnapshot snap;
+  std::vector<const std::string*> waiting;
+  for (const std::string& id : pool.queue) {
+    auto it = leases_.find(id);
+    if (it == leases_.end() || is_terminal(it->second.lease.state) ||
+        it->second.lease.state == LeaseState::kReleasing) {
+      continue;  // schedule_locked() drops these without serving them
+    }
+    waiting.push_back(&id);
+  }
+  snap.waiting = static_cast<int>(waiting.size());
+  for (const auto& [name, vm] : vms_) {
+    if (vm.record.pool != cfg.name) continue;
+    ++snap.total;
+    bool unbound = vm.record.lease_id.empty();
+    if (vm.record.state == VmState::kStarting) {
+      ++snap.starting;
+      if (unbound) ++snap.starting_unbound;
+    } else if (vm.record.state == VmState::kWarm && unbound && !vm.cancelled) {
+      ++snap.warm_free;
+    }
+  }
+  snap.max = cfg.max;
+  snap.max_starting = cfg.max_starting;
+  snap.free_core_slots =
+      vm_slots(cfg.vcpus, cfg.cpu_policy == CpuPolicy::kDedicated, allocator_.free_dedicated(),
+               static_cast<int>(allocator_.sets().shared.size()), allocator_.shared_vcpus_in_use(),
+               cfg.overcommit);
+  snap.host_listed = host_listed_;
+  snap.image_ready = pool.image.has_value() && pool.image->is_ok();
+  snap.now = clock_.now();
+  snap.retry_after = pool.retry_after;
+  std::vector<QueueSlot> slots = plan_queue(snap);
+  std::map<std::string, QueueSlot> out;
+  for (size_t i = 0; i < waiting.size(); ++i) out.emplace(*waiting[i], slots[i]);
+  return out;
+}
+
+Lease LeaseEngine::with_queue_locked(const ActiveLease& al) const {
+  Lease l = al.lease;
+  l.queue.reset();
+  auto pool = pools_.find(l.pool);
+  if (pool == pools_.end()) return l;
+  auto slots = queue_slots_locked(pool->second);
+  if (auto it = slots.find(l.id); it != slots.end()) l.queue = it->second;
+  return l;
+}
+
 // Reserves cores and posts the boot of a new VM (for a lease, or warm when lease_id is empty).
 // Returns the VM name, or why it cannot start now.
 Result<std::string> LeaseEngine::start_vm_locked(PoolRuntime& pool, const std::string& lease_id) {
@@ -429,6 +479,10 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
       vit->second.record.state = VmState::kLeased;
       vit->second.record.lease_id = lease_id;
       persist_vm_locked(vit->second);
+      // The VM no longer counts against max_starting: let the next waiting lease's boot start
+      // now rather than after the keys are installed (a guest-agent round trip; under TCG
+      // hundreds of ms in a burst, during which a boot slot stood idle).
+      schedule_locked(pools_.at(vit->second.record.pool));
     }
   }
   if (user.empty()) {  // released meanwhile

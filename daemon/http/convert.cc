@@ -62,6 +62,7 @@ LeaseDto to_dto(const Lease& l) {
   if (to_unix_ms(l.ended_at) != 0) d.ended_at = to_rfc3339(l.ended_at);
   d.ttl_seconds = l.ttl.count();
   d.warm_handout = l.warm_handout;
+  if (l.queue) d.queue = LeaseQueueDto{l.queue->position, std::string(to_string(l.queue->reason))};
   if (!l.vm_name.empty()) {
     d.vm = VmDto{l.vm_name, l.address, l.login_user, l.cpus};
   }

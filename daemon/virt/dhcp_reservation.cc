@@ -5,6 +5,7 @@
 #include <libvirt/virterror.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <random>
 #include <set>
@@ -46,10 +47,10 @@ Result<std::string> network_xml(virNetworkPtr net, const std::string& network) {
   return xml.str();
 }
 
-// Addresses dnsmasq has handed out dynamically (a guest of before this feature, or anything
-// else on the network): a reservation must not take one of them.
-std::vector<std::string> leased_addresses(virNetworkPtr net) {
-  std::vector<std::string> out;
+// What dnsmasq has handed out: former VMs' leases (kept for the lease time after they are
+// gone), guests of before reservations, anything else on the network.
+std::vector<DhcpLease> current_leases(virNetworkPtr net) {
+  std::vector<DhcpLease> out;
   virNetworkDHCPLeasePtr* leases = nullptr;
   int n = virNetworkGetDHCPLeases(net, nullptr, &leases, 0);
   if (n < 0) {
@@ -58,7 +59,7 @@ std::vector<std::string> leased_addresses(virNetworkPtr net) {
   }
   for (int i = 0; i < n; ++i) {
     if (leases[i]->type == VIR_IP_ADDR_TYPE_IPV4 && leases[i]->ipaddr != nullptr) {
-      out.emplace_back(leases[i]->ipaddr);
+      out.push_back({leases[i]->ipaddr, leases[i]->mac != nullptr ? leases[i]->mac : ""});
     }
     virNetworkDHCPLeaseFree(leases[i]);
   }
@@ -128,6 +129,31 @@ std::string random_mac() {
   return buf;
 }
 
+std::string mac_for_address(const std::string& ip) {
+  auto a = parse_ipv4(ip);
+  if (!a) return "";
+  char buf[18] = {};
+  std::snprintf(buf, sizeof(buf), "52:54:00:%02x:%02x:%02x", (*a >> 16) & 0xff, (*a >> 8) & 0xff,
+                *a & 0xff);
+  return buf;
+}
+
+std::vector<std::string> addresses_in_use(const std::vector<DhcpLease>& leases,
+                                          const std::vector<DhcpHost>& hosts,
+                                          const std::string& mac) {
+  auto lower = [](std::string s) {
+    for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  std::vector<std::string> out;
+  for (const DhcpHost& h : hosts) out.push_back(h.ip);
+  for (const DhcpLease& l : leases) {
+    std::string would_use = mac.empty() ? mac_for_address(l.ip) : mac;
+    if (would_use.empty() || lower(l.mac) != lower(would_use)) out.push_back(l.ip);
+  }
+  return out;
+}
+
 std::optional<std::string> first_free_address(const std::string& range_start,
                                               const std::string& range_end,
                                               const std::vector<std::string>& taken) {
@@ -158,16 +184,15 @@ Result<std::optional<DhcpHost>> reserve_dhcp_host(const Connection& connection,
     if (dhcp.range_start.empty()) {
       return std::optional<DhcpHost>();  // the network serves no DHCP
     }
-    std::vector<std::string> taken = leased_addresses(net.get());
     for (const DhcpHost& h : dhcp.hosts) {
       if (h.name == name) return std::optional<DhcpHost>(h);  // reserved already
-      taken.push_back(h.ip);
     }
+    std::vector<std::string> taken = addresses_in_use(current_leases(net.get()), dhcp.hosts, mac);
     auto ip = first_free_address(dhcp.range_start, dhcp.range_end, taken);
     if (!ip) {
       return Status(ErrorCode::kResourceExhausted, "no free address in the DHCP range", network);
     }
-    DhcpHost host{mac.empty() ? random_mac() : mac, name, *ip};
+    DhcpHost host{mac.empty() ? mac_for_address(*ip) : mac, name, *ip};
     last = update_host(net.get(), network, VIR_NETWORK_UPDATE_COMMAND_ADD_LAST, host);
     if (last.is_ok()) return std::optional<DhcpHost>(std::move(host));
     // Taken in between (same MAC, name or address): read the network again.

@@ -45,6 +45,27 @@ Result<std::string> build_dhcp_host_xml(const DhcpHost& host);
 // A random locally administered MAC in QEMU's 52:54:00 prefix.
 std::string random_mac();
 
+// The MAC a VM reserving IPv4 `ip` gets: 52:54:00 and the address's last three bytes; empty for
+// a malformed address. One MAC per address on purpose: dnsmasq keeps a destroyed VM's lease for
+// its lease time (an hour), and a lease held by another MAC blocks its address, so fresh random
+// MACs would exhaust a range within an hour of busy CI (a /24 serves ~240 VMs an hour). The next
+// VM on that address has the lease's own MAC and dnsmasq simply renews it. Pure.
+std::string mac_for_address(const std::string& ip);
+
+// A current DHCP lease of a network (virNetworkGetDHCPLeases).
+struct DhcpLease {
+  std::string ip;
+  std::string mac;
+};
+
+// Addresses a new reservation must not take: every host entry's, and every leased address
+// except those whose lease is held by the MAC the reservation would use there (`mac`, or
+// mac_for_address(ip) when `mac` is empty) — that lease is a former VM's of this address.
+// Pure.
+std::vector<std::string> addresses_in_use(const std::vector<DhcpLease>& leases,
+                                          const std::vector<DhcpHost>& hosts,
+                                          const std::string& mac);
+
 // The first address of [range_start, range_end] not in `taken`; nullopt when the range is full
 // or malformed. Pure.
 std::optional<std::string> first_free_address(const std::string& range_start,
@@ -52,9 +73,9 @@ std::optional<std::string> first_free_address(const std::string& range_start,
                                               const std::vector<std::string>& taken);
 
 // Adds a host entry for domain `name` on the active network `network` (live only: armhive's
-// networks are transient) under `mac` (empty: a fresh random one) and the first address of the DHCP
-// range that no host entry and no current DHCP lease holds; the existing entry when `name` has one
-// already. nullopt when the network serves no DHCP (the guest then finds its own address);
+// networks are transient) under `mac` (empty: mac_for_address() of the address) and the first
+// address of the DHCP range that addresses_in_use() leaves free; the existing entry when `name`
+// has one already. nullopt when the network serves no DHCP (the guest then finds its own address);
 // kResourceExhausted when the range is full, kNotFound when the network does not exist.
 Result<std::optional<DhcpHost>> reserve_dhcp_host(const Connection& connection,
                                                   const std::string& network,

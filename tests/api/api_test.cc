@@ -129,5 +129,24 @@ TEST_CASE("api: responses parse leniently but type-check", "[api]") {
   CHECK(lease_page_from_json(json::object()).status().field() == "items");
 }
 
+TEST_CASE("api: a waiting lease carries its queue position and reason", "[api][queue]") {
+  LeaseDto l;
+  l.id = "l-2";
+  l.state = "pending";
+  l.queue = LeaseQueueDto{3, "at_max_starting"};
+  json j = to_json(l);
+  CHECK(j["queue"] == json{{"position", 3}, {"reason", "at_max_starting"}});
+  auto back = lease_from_json(j);
+  REQUIRE(back.is_ok());
+  REQUIRE(back->queue.has_value());
+  CHECK(back->queue->position == 3);
+  CHECK(back->queue->reason == "at_max_starting");
+  // A ready lease has none.
+  l.queue.reset();
+  CHECK_FALSE(to_json(l).contains("queue"));
+  j["queue"] = {{"reason", "at_pool_max"}};
+  CHECK(lease_from_json(j).status().field() == "queue.position");
+}
+
 }  // namespace
 }  // namespace armhive

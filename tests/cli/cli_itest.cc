@@ -217,9 +217,16 @@ TEST_CASE("cli: --wait follows a pending lease until ready, or times out with ex
   auto timeout = cli.run({"lease", "create", "--pool", "slow", "--wait", "--wait-timeout", "2s"});
   CHECK(timeout.exit_code == 4);
   // Not a terminal: plain progress lines rather than a spinner.
-  CHECK(timeout.err.find(": pending (waiting for capacity)") != std::string::npos);
+  CHECK(timeout.err.find(": pending (waiting for capacity; queue position 1: at_pool_max)") !=
+        std::string::npos);
   CHECK(timeout.err.find("\r") == std::string::npos);
   CHECK(timeout.err.find("still pending") != std::string::npos);
+  // A waiting lease's place in the queue, as `lease show` prints it.
+  json pending = cli.run_json({"lease", "create", "--pool", "slow"});
+  CHECK(pending["queue"] == json{{"position", 2}, {"reason", "at_pool_max"}});
+  auto shown = cli.run({"lease", "show", pending["id"]});
+  CHECK(shown.out.find("Queue:    position 2: at_pool_max (the pool is at max, waiting for a "
+                       "release)") != std::string::npos);
 
   std::atomic<bool> done{false};
   std::thread readier([&] {
@@ -266,7 +273,8 @@ TEST_CASE("cli: --wait shows a spinner with the state and elapsed time on a term
   INFO(r->out << r->err);
   CHECK(r->exit_code == 4);
   CHECK(r->out.find("\r") != std::string::npos);  // redrawn in place
-  CHECK(r->out.find(": pending (waiting for capacity) ") != std::string::npos);
+  CHECK(r->out.find(": pending (waiting for capacity; queue position 1: at_pool_max) ") !=
+        std::string::npos);
   CHECK(r->out.find("still pending") != std::string::npos);
 }
 

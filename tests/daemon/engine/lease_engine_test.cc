@@ -350,3 +350,77 @@ TEST_CASE("restart re-adopts live VMs, destroys orphans and fails leases whose V
 
 }  // namespace
 }  // namespace armhive
+
+namespace armhive {
+namespace {
+
+std::vector<std::pair<int, std::string>> queue_of(LeaseEngine& engine,
+                                                  const std::vector<std::string>& ids) {
+  std::vector<std::pair<int, std::string>> out;
+  for (const auto& id : ids) {
+    auto l = engine.get_lease(id);
+    REQUIRE(l.is_ok());
+    if (l->queue) {
+      out.emplace_back(l->queue->position, std::string(to_string(l->queue->reason)));
+    } else {
+      out.emplace_back(0, std::string(to_string(l->state)));
+    }
+  }
+  return out;
+}
+
+TEST_CASE("a burst of leases shows each waiting lease's queue position and reason",
+          "[engine][queue]") {
+  PoolConfig pool = ci_pool(0, 3);
+  pool.max_starting = 1;
+  Harness h({pool});
+  h.hypervisor->pings_until_ready = 1 << 30;  // boots do not finish until the test says so
+  h.start();
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(h.lease().id);
+
+  using Q = std::vector<std::pair<int, std::string>>;
+  // The first boots its VM; the next two fit under max but wait for max_starting; the last two
+  // need a release of one of the three VMs first.
+  CHECK(queue_of(*h.engine, ids) == Q{{0, "provisioning"},
+                                      {1, "at_max_starting"},
+                                      {2, "at_max_starting"},
+                                      {3, "at_pool_max"},
+                                      {4, "at_pool_max"}});
+  // The listing says the same.
+  LeaseFilter all;
+  auto listed = h.engine->list_leases(all);
+  REQUIRE(listed.is_ok());
+  int queued = 0;
+  for (const Lease& l : *listed) {
+    if (l.id == ids[4]) {
+      REQUIRE(l.queue.has_value());
+      CHECK(l.queue->position == 4);
+      CHECK(l.queue->reason == QueueReason::kAtPoolMax);
+    }
+    queued += l.queue ? 1 : 0;
+  }
+  CHECK(queued == 4);
+
+  // Boots finish: three leases run, the other two wait for a release, now at the head.
+  h.hypervisor->pings_until_ready = 1;
+  for (int i = 0; i < 3; ++i) CHECK(h.wait_ready(ids[i]).state == LeaseState::kReady);
+  h.engine->wait_idle(5s);
+  CHECK(queue_of(*h.engine, ids) ==
+        Q{{0, "ready"}, {0, "ready"}, {0, "ready"}, {1, "at_pool_max"}, {2, "at_pool_max"}});
+  Lease ready = h.wait_ready(ids[0]);
+  CHECK_FALSE(ready.queue.has_value());
+
+  // A release lets the head boot; the last moves up to position 1.
+  REQUIRE(h.engine->release_lease(ids[0]).is_ok());
+  CHECK(h.wait_ready(ids[3]).state == LeaseState::kReady);
+  h.engine->wait_idle(5s);
+  auto last = h.engine->get_lease(ids[4]);
+  REQUIRE(last.is_ok());
+  REQUIRE(last->queue.has_value());
+  CHECK(last->queue->position == 1);
+  CHECK(last->queue->reason == QueueReason::kAtPoolMax);
+}
+
+}  // namespace
+}  // namespace armhive

@@ -50,6 +50,7 @@ void FakeLeaseService::event_locked(const std::string& type, const Lease& l) {
 void FakeLeaseService::transition_locked(Lease& l, LeaseState to, const std::string& reason) {
   l.history.push_back({l.state, to, now_, reason});
   l.state = to;
+  l.queue.reset();
   l.reason = reason;
   if (to == LeaseState::kReady) {
     l.ready_at = now_;
@@ -95,7 +96,11 @@ Result<Lease> FakeLeaseService::create_lease(const LeaseRequest& r) {
     l.warm_handout = true;
     transition_locked(l, LeaseState::kReady, "warm VM handed out");
   } else {
+    // As the engine says of a pool whose VMs are all leased: queued behind the pending ones.
     l.reason = "waiting for capacity";
+    int ahead = 0;
+    for (const auto& other : leases_) ahead += other.queue ? 1 : 0;
+    l.queue = QueueSlot{.position = ahead + 1, .reason = QueueReason::kAtPoolMax};
   }
   leases_.push_back(l);
   cv_.notify_all();
