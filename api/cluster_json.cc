@@ -59,6 +59,34 @@ Status parse_numa(const json& j, const std::string& prefix, NumaNodeDto& n) {
   return Status::ok();
 }
 
+Status parse_health_result(const json& j, const std::string& prefix, HealthResultDto& h) {
+  JsonReader r(j, prefix);
+  AH_TRY(r.require_object());
+  AH_TRY(r.str("at", h.at));
+  AH_TRY(r.str("pool", h.pool));
+  AH_TRY(r.str("suite", h.suite));
+  AH_TRY(r.str("figure", h.figure));
+  AH_TRY(r.str("label", h.label));
+  AH_TRY(r.str("unit", h.unit));
+  AH_TRY(r.boolean("higher_is_better", h.higher_is_better));
+  AH_TRY(r.number("value", h.value));
+  AH_TRY(r.str("run_id", h.run_id));
+  AH_TRY(r.str("verdict", h.verdict));
+  AH_TRY(r.str("reason", h.reason));
+  if (const json* b = r.find("band")) {
+    JsonReader br(*b, r.field("band") + ".");
+    AH_TRY(br.require_object());
+    HealthBandDto band;
+    AH_TRY(br.integer("n", band.n));
+    AH_TRY(br.number("median", band.median));
+    AH_TRY(br.number("mad", band.mad));
+    AH_TRY(br.number("low", band.low));
+    AH_TRY(br.number("high", band.high));
+    h.band = band;
+  }
+  return Status::ok();
+}
+
 Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
   JsonReader r(j, prefix);
   AH_TRY(r.require_object());
@@ -85,6 +113,7 @@ Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
   }
   AH_TRY(r.objects("cores", h.cores, parse_core));
   AH_TRY(r.number("fragmentation", h.fragmentation));
+  AH_TRY(r.objects("health", h.health, parse_health_result));
   return Status::ok();
 }
 
@@ -145,6 +174,29 @@ Result<PoolDto> pool_from_json(const json& j) {
   return p;
 }
 
+json to_json(const HealthResultDto& h) {
+  json band = nullptr;
+  if (h.band) {
+    band = {{"n", h.band->n},
+            {"median", h.band->median},
+            {"mad", h.band->mad},
+            {"low", h.band->low},
+            {"high", h.band->high}};
+  }
+  return {{"at", h.at},
+          {"pool", h.pool},
+          {"suite", h.suite},
+          {"figure", h.figure},
+          {"label", h.label},
+          {"unit", h.unit},
+          {"higher_is_better", h.higher_is_better},
+          {"value", h.value},
+          {"run_id", h.run_id},
+          {"verdict", h.verdict},
+          {"band", std::move(band)},
+          {"reason", h.reason}};
+}
+
 json to_json(const HostDto& h) {
   json numa = json::array();
   for (const auto& n : h.numa_nodes) {
@@ -160,13 +212,15 @@ json to_json(const HostDto& h) {
                      {"vm", c.vm},
                      {"pool", c.pool}});
   }
-  return {{"hostname", h.hostname},          {"uri", h.uri},
-          {"connected", h.connected},        {"state", h.state},
-          {"last_error", h.last_error},      {"arch", h.arch},
-          {"cpu_model", h.cpu_model},        {"accel", h.accel},
-          {"memory_kib", h.memory_kib},      {"numa_nodes", std::move(numa)},
-          {"clusters", h.clusters},          {"cores", std::move(cores)},
-          {"fragmentation", h.fragmentation}};
+  json health = json::array();
+  for (const auto& r : h.health) health.push_back(to_json(r));
+  return {{"hostname", h.hostname},           {"uri", h.uri},
+          {"connected", h.connected},         {"state", h.state},
+          {"last_error", h.last_error},       {"arch", h.arch},
+          {"cpu_model", h.cpu_model},         {"accel", h.accel},
+          {"memory_kib", h.memory_kib},       {"numa_nodes", std::move(numa)},
+          {"clusters", h.clusters},           {"cores", std::move(cores)},
+          {"fragmentation", h.fragmentation}, {"health", std::move(health)}};
 }
 
 Result<HostDto> host_from_json(const json& j) {

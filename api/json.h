@@ -42,6 +42,7 @@ nlohmann::json to_json(const LeasePage& p);
 Result<LeasePage> lease_page_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const PoolDto& p);
 Result<PoolDto> pool_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const HealthResultDto& h);
 nlohmann::json to_json(const HostDto& h);
 Result<HostDto> host_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const EventDto& e);

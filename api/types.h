@@ -205,6 +205,29 @@ struct NumaNodeDto {
   std::vector<int> cpus;
 };
 
+// One health benchmark result of a host (GET /v1/hosts/{name}/health, HostDto::health).
+struct HealthBandDto {
+  int64_t n = 0;  // earlier results the band was made of
+  double median = 0;
+  double mad = 0;
+  double low = 0;
+  double high = 0;
+};
+struct HealthResultDto {
+  std::string at;  // RFC 3339
+  std::string pool;
+  std::string suite;
+  std::string figure;  // "compression.guest.t1.compress_mb_s"
+  std::string label;
+  std::string unit;
+  bool higher_is_better = true;
+  double value = 0;
+  std::string run_id;
+  std::string verdict;  // insufficient_history | within_band | degraded
+  std::optional<HealthBandDto> band;
+  std::string reason;
+};
+
 struct HostDto {
   std::string hostname;
   std::string uri;
@@ -219,6 +242,9 @@ struct HostDto {
   std::vector<std::vector<int>> clusters;  // CPUs sharing an L2
   std::vector<CoreDto> cores;
   double fragmentation = 0;
+  // The newest health benchmark result per pool with a schedule; a degraded one makes the
+  // host's state degraded.
+  std::vector<HealthResultDto> health;
 };
 
 struct EventDto {

@@ -19,11 +19,13 @@
 #include "daemon/access/lease_access.h"
 #include "daemon/access/ssh_ca.h"
 #include "daemon/bench/benchmark_runner.h"
+#include "daemon/bench/health_scheduler.h"
 #include "daemon/bench/lease_target_resolver.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/config/secret_files.h"
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/catalog_image_source.h"
+#include "daemon/engine/health_vm_source.h"
 #include "daemon/engine/lease_engine.h"
 #include "daemon/github/github_api.h"
 #include "daemon/github/github_provider.h"
@@ -31,6 +33,7 @@
 #include "daemon/http/server.h"
 #include "daemon/http/token_commands.h"
 #include "daemon/startup/startup_runner.h"
+#include "daemon/store/sqlite_health_store.h"
 #include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
 #include "daemon/virt/event_loop.h"
@@ -231,16 +234,33 @@ int serve(const DaemonConfig& config) {
   if (Status s = engine.start(); !s.is_ok()) return fail(s, "lease engine");
 
   SubprocessRunner runner;
+  std::map<std::string, std::string> network_bridges;  // MTU runs change the VM's bridge too
+  for (const NetworkConfig& n : config.networks) network_bridges[n.name] = n.bridge;
   BenchmarkRunnerOptions bench_options;
   bench_options.runs_dir = config.state_dir + "/benchmarks";
   BenchmarkRunner benchmarks(
       **hypervisor, runner,
       make_lease_target_resolver(
           [&engine](const std::string& id) { return engine.lease_vm(id); }, *topology,
-          [&images](const std::string& name) { return images.resolve(name); }),
+          [&images](const std::string& name) { return images.resolve(name); }, network_bridges),
       clock, bench_options);
   if (Status s = benchmarks.load(); !s.is_ok()) {
     spdlog::warn("benchmarks: earlier runs not loaded: {}", s.to_string());
+  }
+  // Health benchmarks ([[pools]] health): a short suite on a spare warm VM every `every`.
+  auto health_store = SqliteHealthStore::open(**db);
+  if (!health_store.is_ok()) return fail(health_store.status(), "health series");
+  LeaseServiceHealthSource health_source(engine);
+  HealthSchedulerOptions health_options;
+  health_options.host = topology->hostname;
+  for (const PoolConfig& p : config.pools) {
+    if (p.health.every.count() > 0) {
+      health_options.pools.push_back({p.name, p.health.every, p.health.suite, p.health.runs_kept});
+    }
+  }
+  HealthScheduler health(health_options, health_source, benchmarks, **health_store, clock);
+  if (Status s = health.load(); !s.is_ok()) {
+    spdlog::warn("health benchmarks: earlier results not loaded: {}", s.to_string());
   }
 
   // [access]: per-lease forwards from the host to the guests' SSH.
@@ -371,6 +391,10 @@ int serve(const DaemonConfig& config) {
       return github->deliver(event, delivery, signature, body, remote);
     };
   }
+  http_options.health_series = [&store = **health_store](const std::string& host,
+                                                         const std::string& pool, size_t limit) {
+    return store.recent(host, pool, "", limit);
+  };
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);
   if (Status s = server.start(); !s.is_ok()) {
     if (github) github->stop();
@@ -380,6 +404,7 @@ int serve(const DaemonConfig& config) {
     return fail(s, "HTTP server");
   }
   spdlog::info("armhived listening on {}", server.url());
+  health.start();
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -388,6 +413,7 @@ int serve(const DaemonConfig& config) {
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping (VMs keep running and are re-adopted on restart)", sig);
+  health.stop();
   server.stop();
   if (github) github->stop();
   (*startups)->stop();

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "daemon/bench/cache_topology.h"
+#include "daemon/bench/host_mtu.h"
 #include "daemon/bench/host_sampler.h"
 #include "daemon/bench/machine_suites.h"
 #include "daemon/bench/report.h"
@@ -142,6 +143,24 @@ Result<BenchmarkRun> BenchmarkRunner::start(const BenchmarkRequest& request) {
   if (target->vm_name.empty()) return conflict("the lease has no VM yet", request.lease_id);
   if (has_suite(request, kSuiteNetwork) && target->address.empty()) {
     return conflict("the lease's VM has no address yet", request.lease_id);
+  }
+  // An MTU the VM's NIC or the host side cannot carry is refused before anything changes.
+  const int nic_max = target->nic_max_mtu > 0 ? target->nic_max_mtu : target->mtu;
+  for (size_t i = 0; has_suite(request, kSuiteNetwork) && i < request.network.mtus.size(); ++i) {
+    if (request.network.mtus[i] > nic_max) {
+      return invalid_argument(
+          "network.mtus[" + std::to_string(i) + "]",
+          "MTU " + std::to_string(request.network.mtus[i]) +
+              ": the VM's virtio NIC carries at most " + std::to_string(nic_max) +
+              " (the host MTU its domain advertises, the pool's mtu); raise the pool's mtu");
+    }
+  }
+  if (has_suite(request, kSuiteNetwork) && !request.network.mtus.empty() &&
+      !target->bridge.empty()) {
+    ARMHIVE_ASSIGN_OR_RETURN(
+        HostMtuLinks links,
+        read_host_mtu_links(processes_, target->bridge, options_.guest_command_timeout));
+    ARMHIVE_RETURN_IF_ERROR(check_host_mtus(request.network.mtus, links));
   }
   if (has_suite(request, kSuiteMemory)) {
     uint64_t llc = target->last_level_cache_bytes;

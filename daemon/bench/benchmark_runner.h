@@ -25,8 +25,8 @@ struct BenchmarkRunnerOptions {
   std::string guest_interface = "eth0";  // for `ip link set dev IF mtu M` when MTUs are given
   std::string guest_run_dir = "/run";    // where the guest server's pidfile goes
   int zstd_seconds = 1;                  // zstd -i<s>: minimum seconds per measurement
-  std::chrono::milliseconds guest_command_timeout{std::chrono::seconds(30)};
-  std::chrono::milliseconds zstd_timeout{std::chrono::minutes(5)};  // per zstd run
+  std::chrono::milliseconds guest_command_timeout{std::chrono::seconds(30)};  // also `ip`, ping
+  std::chrono::milliseconds zstd_timeout{std::chrono::minutes(5)};            // per zstd run
   // Per armhive-stream run (memory suite); crypto and storage derive theirs from their settings.
   std::chrono::milliseconds stream_timeout{std::chrono::minutes(10)};
   size_t max_queued_per_vm = 8;     // start() answers kResourceExhausted beyond this

@@ -9,12 +9,12 @@
 
 namespace armhive {
 
-// Health benchmarks' decision (issue 16, item 4): is a host's latest figure outside its own
+// Health benchmarks' decision: is a host's latest figure outside its own
 // baseline band? The band is median ± k × MAD of the host's last `window` results of that
 // figure (MAD = median absolute deviation, robust against the odd bad run). Only the bad side
 // counts: slower throughput (or higher latency) than the band marks the host degraded, a
-// faster run does not. Pure; any thread. The scheduling, time series and events around it
-// belong to the engine and are not here.
+// faster run does not. Pure; any thread. health_scheduler.h schedules the runs, keeps the
+// series and emits the events.
 struct HealthBandOptions {
   size_t window = 10;         // K: the last K results form the baseline
   size_t min_history = 5;     // fewer results: no verdict yet

@@ -22,7 +22,13 @@ struct LeaseTarget {
   std::vector<int> cpus;               // host CPUs pinned to the VM (empty: not pinned)
   std::vector<int> housekeeping_cpus;  // host CPUs for IRQs / emulator threads, if known
   int vcpus = 1;
-  int mtu = 1500;         // configured MTU of the guest NIC
+  int mtu = 1500;  // configured MTU of the guest NIC
+  // The largest MTU the guest's NIC takes: virtio-net caps it at the host MTU the domain
+  // advertises (its <mtu>, the pool's mtu). 0: `mtu`.
+  int nic_max_mtu = 0;
+  // The host bridge of the VM's network: MTU runs also set it and the VM's tap device (and
+  // restore both). Empty: unknown, only the guest's MTU changes.
+  std::string bridge;
   bool emulated = false;  // TCG (no KVM): every guest figure is EMULATED
   // The image's deterministic compression corpus (images/ manifest "corpus").
   std::string corpus_path = "/usr/share/armhive/corpus.bin";

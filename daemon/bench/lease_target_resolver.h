@@ -1,6 +1,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 
 #include "daemon/bench/lease_target.h"
@@ -17,7 +18,9 @@ using LeasedVmLookup = std::function<Result<LeasedVm>(const std::string& lease_i
 // Tells the benchmark runner which VM a lease has and what it needs to know about it (address,
 // pinned cores, MTU, whether guests are emulated, the image's corpus). The host topology is
 // borrowed and must outlive the resolver.
-LeaseTargetResolver make_lease_target_resolver(LeasedVmLookup lookup, const HostTopology& host,
-                                               ImageResolver images);
+// `network_bridges` maps a network name to its host bridge (LeaseTarget::bridge).
+LeaseTargetResolver make_lease_target_resolver(
+    LeasedVmLookup lookup, const HostTopology& host, ImageResolver images,
+    std::map<std::string, std::string> network_bridges = {});
 
 }  // namespace armhive

@@ -1,8 +1,10 @@
 #include "daemon/bench/suites.h"
 
+#include <functional>
 #include <optional>
 #include <thread>
 
+#include "daemon/bench/host_mtu.h"
 #include "daemon/bench/host_sampler.h"
 #include "daemon/bench/iperf3_parser.h"
 #include "daemon/bench/report.h"
@@ -151,6 +153,83 @@ Status set_guest_mtu(const SuiteContext& ctx, int mtu) {
   return r.is_ok() ? Status::ok() : r.status();
 }
 
+// The host side of MTU runs: the VM's bridge and tap, found once per run.
+struct HostMtuSide {
+  HostMtuLinks links;
+  HostLinkMtu tap;
+};
+
+Result<HostMtuSide> find_host_mtu_side(const SuiteContext& ctx) {
+  HostMtuSide side;
+  ARMHIVE_ASSIGN_OR_RETURN(side.links, read_host_mtu_links(ctx.processes, ctx.target.bridge,
+                                                           ctx.options.guest_command_timeout));
+  auto mac = guest_run(ctx, "reading the guest's MAC",
+                       {"cat", "/sys/class/net/" + ctx.options.guest_interface + "/address"},
+                       ctx.options.guest_command_timeout);
+  if (!mac.is_ok()) return mac.status();
+  ARMHIVE_ASSIGN_OR_RETURN(side.tap, find_tap(side.links, mac->out));
+  return side;
+}
+
+json mtu_steps_json(const std::vector<MtuStep>& steps) {
+  json out = json::array();
+  for (const MtuStep& s : steps) out.push_back({{"link", s.link}, {"from", s.from}, {"to", s.to}});
+  return out;
+}
+
+// Runs `body` at `mtu` with bridge, tap (when `host` is set) and guest changed, and restores
+// all three in reverse order on every path. Records what changed and the verified path MTU in
+// `change`. Returns the first error (the body's before a restore's).
+Status at_mtu(const SuiteContext& ctx, const std::optional<HostMtuSide>& host, int mtu,
+              json& change, const std::function<Status()>& body) {
+  const auto timeout = ctx.options.guest_command_timeout;
+  change = {{"mtu", mtu},
+            {"guest",
+             {{"interface", ctx.options.guest_interface}, {"from", ctx.target.mtu}, {"to", mtu}}},
+            {"host", nullptr},
+            {"verified_path_mtu", nullptr}};
+  MtuPlan plan;
+  size_t applied = 0;
+  Status result = Status::ok();
+  if (host) {
+    auto p = plan_host_mtu(mtu, {host->links.bridge, host->tap});
+    if (!p.is_ok()) return p.status();
+    plan = *p;
+    change["host"] = {{"bridge", host->links.bridge.name},
+                      {"tap", host->tap.name},
+                      {"applied", mtu_steps_json(plan.apply)}};
+    result = apply_mtu_steps(ctx.processes, plan.apply, timeout, &applied);
+    if (!result.is_ok()) result = result.annotate("setting the host MTU to " + std::to_string(mtu));
+  }
+  bool guest_changed = false;
+  if (result.is_ok()) {
+    guest_changed = true;
+    result = set_guest_mtu(ctx, mtu);
+  }
+  if (result.is_ok()) {
+    std::string why;
+    if (auto verified = verify_path_mtu(ctx.processes, ctx.target.address, mtu, timeout, why)) {
+      change["verified_path_mtu"] = *verified;
+    } else {
+      change["path_mtu_error"] = why;
+    }
+    result = body();
+  }
+  // Restore: guest, then tap and bridge (the reverse of the steps that were applied).
+  if (guest_changed) {
+    Status s = set_guest_mtu(ctx, ctx.target.mtu);
+    if (result.is_ok() && !s.is_ok()) result = s.annotate("restoring the guest MTU");
+  }
+  if (applied > 0) {
+    std::vector<MtuStep> undo(plan.restore.end() - static_cast<std::ptrdiff_t>(applied),
+                              plan.restore.end());
+    Status s = apply_mtu_steps(ctx.processes, undo, timeout);
+    if (result.is_ok() && !s.is_ok()) result = s.annotate("restoring the host MTU");
+    if (host) change["host"]["restored"] = s.is_ok() ? json(mtu_steps_json(undo)) : json(nullptr);
+  }
+  return result;
+}
+
 Result<std::vector<ZstdBenchResult>> zstd_repeats(const SuiteContext& ctx, bool on_host, int level,
                                                   int threads, int repeats,
                                                   const std::string& corpus) {
@@ -198,28 +277,35 @@ Status run_network_suite(const SuiteContext& ctx, const NetworkOptions& opts, js
     std::string first = version->out.substr(0, version->out.find('\n'));
     if (!first.empty()) out["guest_iperf3_version"] = trim(first);
   }
-  std::vector<int> mtus = opts.mtus;
-  bool change_mtu = !mtus.empty();
-  if (mtus.empty()) mtus.push_back(ctx.target.mtu);
-  Status result = Status::ok();
-  bool changed = false;
-  for (int mtu : mtus) {
-    if (change_mtu) {
-      changed = true;
-      result = set_guest_mtu(ctx, mtu);
-      if (!result.is_ok()) break;
-    }
+  auto both = [&](int mtu) -> Status {
     for (bool reverse : {false, true}) {
       if (reverse && !opts.both_directions) continue;
-      result = one_iperf(ctx, opts, mtu, reverse, out["runs"]);
-      if (!result.is_ok()) break;
+      ARMHIVE_RETURN_IF_ERROR(one_iperf(ctx, opts, mtu, reverse, out["runs"]));
     }
-    if (!result.is_ok()) break;
+    return Status::ok();
+  };
+  if (opts.mtus.empty()) {
+    Status result = both(ctx.target.mtu);
+    if (!out["runs"].empty()) out["iperf3_version"] = out["runs"][0].value("iperf3_version", "");
+    return result;
   }
-  if (changed) {
-    Status restored = set_guest_mtu(ctx, ctx.target.mtu);
-    if (result.is_ok() && !restored.is_ok())
-      result = restored.annotate("restoring the configured MTU");
+  // MTU runs: the host's bridge and the VM's tap change with the guest when the bridge is
+  // known; otherwise only the guest does, and the report says so.
+  std::optional<HostMtuSide> host;
+  out["mtu_changes"] = json::array();
+  if (ctx.target.bridge.empty()) {
+    out["host_mtu_note"] = "the VM's bridge is not known: only the guest's MTU was changed";
+  } else {
+    auto side = find_host_mtu_side(ctx);
+    if (!side.is_ok()) return side.status().annotate("finding the VM's bridge and tap");
+    host = *side;
+  }
+  Status result = Status::ok();
+  for (int mtu : opts.mtus) {
+    json change;
+    result = at_mtu(ctx, host, mtu, change, [&] { return both(mtu); });
+    out["mtu_changes"].push_back(std::move(change));
+    if (!result.is_ok()) break;
   }
   if (!out["runs"].empty()) out["iperf3_version"] = out["runs"][0].value("iperf3_version", "");
   return result;

@@ -36,7 +36,36 @@ Status parse_pool_files(const toml::table& pool, const std::string& prefix, File
   return Status::ok();
 }
 
-Status parse_pool(const toml::table& t, const std::string& prefix, PoolConfig& p) {
+// [pools.health]: off unless `every` is set; `every` at least `min_interval`.
+Status parse_health(const toml::table& t, const std::string& prefix,
+                    std::chrono::milliseconds min_interval, HealthScheduleConfig& h) {
+  TomlReader r(t, prefix);
+  std::chrono::milliseconds every{0};
+  ARMHIVE_RETURN_IF_ERROR(r.duration("every", every));
+  ARMHIVE_RETURN_IF_ERROR(r.str("suite", h.suite));
+  ARMHIVE_RETURN_IF_ERROR(r.integer_as("runs_kept", h.runs_kept, 5, 1000));
+  ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+  static const std::set<std::string> kSuites = {"network", "compression", "memory", "crypto",
+                                                "storage"};
+  if (!kSuites.contains(h.suite)) {
+    return invalid_argument(r.field("suite"),
+                            "must be one of network, compression, memory, crypto, storage");
+  }
+  if (every.count() == 0) return Status::ok();  // no `every`: off
+  const auto min_s = std::chrono::duration_cast<Seconds>(min_interval).count();
+  const auto every_s = std::chrono::duration_cast<Seconds>(every).count();
+  constexpr int64_t kMaxEvery = 365LL * 24 * 3600;
+  if (every_s < min_s || every_s > kMaxEvery) {
+    return invalid_argument(r.field("every"), "must be between " + format_duration(min_s) +
+                                                  " (engine.min_health_interval) and 365d, got " +
+                                                  format_duration(every_s));
+  }
+  h.every = Seconds(every_s);
+  return Status::ok();
+}
+
+Status parse_pool(const toml::table& t, const std::string& prefix,
+                  std::chrono::milliseconds min_health_interval, PoolConfig& p) {
   TomlReader r(t, prefix);
   ARMHIVE_RETURN_IF_ERROR(r.str("name", p.name));
   ARMHIVE_RETURN_IF_ERROR(check_name(r.field("name"), p.name));
@@ -70,8 +99,15 @@ Status parse_pool(const toml::table& t, const std::string& prefix, PoolConfig& p
   ARMHIVE_RETURN_IF_ERROR(validate_labels(r.field("host_labels"), p.host_labels));
   r.skip("access_ports");
   r.skip("files");
+  r.skip("health");
   ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
   ARMHIVE_RETURN_IF_ERROR(parse_pool_files(t, prefix, p.files));
+  Status st;
+  if (const toml::table* h = r.table("health", st)) {
+    ARMHIVE_RETURN_IF_ERROR(
+        parse_health(*h, r.field("health") + ".", min_health_interval, p.health));
+  }
+  ARMHIVE_RETURN_IF_ERROR(st);
   if (const toml::node* ports = t.get("access_ports")) {
     if (!ports->is_array()) return invalid_argument(r.field("access_ports"), "must be an array");
     size_t j = 0;
@@ -282,6 +318,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.duration("boot_timeout", c.boot_timeout));
     ARMHIVE_RETURN_IF_ERROR(r.duration("reconcile_period", c.reconcile_period));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("threads", c.threads, 1, 64));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("min_health_interval", c.min_health_interval));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
   }
   ARMHIVE_RETURN_IF_ERROR(st);
@@ -388,7 +425,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     for (const toml::node& item : *n->as_array()) {
       std::string prefix = "pools[" + std::to_string(i++) + "].";
       PoolConfig p;
-      ARMHIVE_RETURN_IF_ERROR(parse_pool(*item.as_table(), prefix, p));
+      ARMHIVE_RETURN_IF_ERROR(parse_pool(*item.as_table(), prefix, c.min_health_interval, p));
       if (!names.insert(p.name).second) {
         return invalid_argument(prefix + "name", "pool '" + p.name + "' is defined twice");
       }

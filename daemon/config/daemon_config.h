@@ -101,6 +101,8 @@ struct DaemonConfig {
   std::chrono::milliseconds boot_timeout{std::chrono::minutes(3)};
   std::chrono::milliseconds reconcile_period{std::chrono::seconds(30)};
   int threads = 4;
+  // The shortest pools[].health.every allowed: health runs take a VM and the host's cores.
+  std::chrono::milliseconds min_health_interval{std::chrono::hours(1)};
   AccessConfig access;
   GithubConfig github;
   // [[hosts]]; never empty after parsing: without [[hosts]], the one host of [host]. With a

@@ -87,6 +87,16 @@ struct FilePolicy {
   std::string path_prefix = "/";           // absolute, normalised; guest paths must lie under it
 };
 
+// A pool's health benchmarks: every `every` a spare warm VM of the pool runs the short `suite`,
+// its headline figure joins the host's time series, and a figure outside the band of the
+// host's last `runs_kept` results (daemon/bench/health_band.h) marks the host degraded
+// (daemon/bench/health_scheduler.h).
+struct HealthScheduleConfig {
+  Seconds every{0};  // 0: off (the default)
+  std::string suite = "compression";
+  int runs_kept = 10;  // K: the baseline band's window
+};
+
 struct PoolConfig {
   std::string name;
   std::string image;  // catalogue name, e.g. "tiny"
@@ -108,6 +118,7 @@ struct PoolConfig {
   // Guest TCP ports besides SSH that a lease may ask to have forwarded (daemon/access).
   std::vector<int> access_ports;
   FilePolicy files;
+  HealthScheduleConfig health;
 };
 
 struct PoolStatus {

@@ -652,7 +652,29 @@ std::vector<HostView> LeaseEngine::hosts() {
     }
     view.cores.push_back(std::move(use));
   }
+  view.health = host_health_;
+  for (const HealthResult& r : host_health_) {
+    if (r.verdict == "degraded") view.state = HostState::kDegraded;
+  }
   return {view};
+}
+
+void LeaseEngine::record_pool_event(const std::string& pool, std::string type, std::string detail) {
+  MutexLock lock(mu_);
+  Event e;
+  e.seq = next_seq_++;
+  e.at = clock_.now();
+  e.type = std::move(type);
+  e.pool = pool;
+  e.detail = std::move(detail);
+  events_.push_back(std::move(e));
+  while (events_.size() > options_.event_buffer) events_.pop_front();
+  changed_.notify_all();
+}
+
+void LeaseEngine::set_host_health(std::vector<HealthResult> latest) {
+  MutexLock lock(mu_);
+  host_health_ = std::move(latest);
 }
 
 void LeaseEngine::record_event(const std::string& lease_id, std::string type, std::string detail) {

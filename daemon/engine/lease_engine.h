@@ -119,6 +119,8 @@ class LeaseEngine final : public LeaseService {
   std::vector<HostView> hosts() override;
   std::vector<Event> events_since(uint64_t after, std::chrono::milliseconds timeout) override;
   void record_event(const std::string& lease_id, std::string type, std::string detail) override;
+  void record_pool_event(const std::string& pool, std::string type, std::string detail) override;
+  void set_host_health(std::vector<HealthResult> latest) override;
 
   // Runs one TTL sweep now (tests move a ManualClock instead of sleeping).
   void expire_due_leases();
@@ -258,6 +260,7 @@ class LeaseEngine final : public LeaseService {
   // unknown, so no VM is started.
   bool host_listed_ GUARDED_BY(mu_) = false;
   std::deque<Event> events_ GUARDED_BY(mu_);
+  std::vector<HealthResult> host_health_ GUARDED_BY(mu_);
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   int ops_in_flight_ GUARDED_BY(mu_) = 0;
   bool running_ GUARDED_BY(mu_) = false;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "daemon/core/health_series.h"
 #include "daemon/core/hypervisor.h"
 #include "daemon/core/lease.h"
 #include "daemon/core/lease_filter.h"
@@ -55,6 +56,9 @@ struct HostView {
   HostState state = HostState::kOk;
   std::string last_error;
   TimePoint last_error_at;
+  // The newest health benchmark result of each pool with a schedule (daemon/bench
+  // health_scheduler.h); any of them "degraded" makes `state` degraded too.
+  std::vector<HealthResult> health;
 };
 
 class LeaseService {
@@ -147,6 +151,15 @@ class LeaseService {
     (void)type;
     (void)detail;
   }
+  // An event about a pool rather than a lease (health benchmarks: "health.postponed",
+  // "host.degraded"...), with no owner: only admins see it. The default records nothing.
+  virtual void record_pool_event(const std::string& pool, std::string type, std::string detail) {
+    (void)pool;
+    (void)type;
+    (void)detail;
+  }
+  // The health results hosts() shows (HostView::health). The default keeps nothing.
+  virtual void set_host_health(std::vector<HealthResult> latest) { (void)latest; }
 };
 
 }  // namespace armhive

@@ -104,8 +104,29 @@ PoolDto to_dto(const PoolStatus& p) {
   return d;
 }
 
+HealthResultDto to_dto(const HealthResult& r) {
+  HealthResultDto d;
+  d.at = to_rfc3339(r.at);
+  d.pool = r.pool;
+  d.suite = r.suite;
+  d.figure = r.figure;
+  d.label = r.label;
+  d.unit = r.unit;
+  d.higher_is_better = r.higher_is_better;
+  d.value = r.value;
+  d.run_id = r.run_id;
+  d.verdict = r.verdict;
+  if (r.band) {
+    d.band = HealthBandDto{static_cast<int64_t>(r.band->n), r.band->median, r.band->mad,
+                           r.band->low, r.band->high};
+  }
+  d.reason = r.reason;
+  return d;
+}
+
 HostDto to_dto(const HostView& h) {
   HostDto d;
+  for (const HealthResult& r : h.health) d.health.push_back(to_dto(r));
   const HostTopology& t = h.topology;
   d.hostname = t.hostname;
   d.connected = h.state == HostState::kOk;

@@ -17,6 +17,7 @@ GuestExecRequest from_dto(const ExecRequestDto& in);
 LeaseDto to_dto(const Lease& lease);
 ExecResultDto to_dto(GuestExecResult result);
 PoolDto to_dto(const PoolStatus& pool);
+HealthResultDto to_dto(const HealthResult& result);
 HostDto to_dto(const HostView& host);
 EventDto to_dto(const Event& event);
 

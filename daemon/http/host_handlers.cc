@@ -1,8 +1,11 @@
 // Pools, hosts (JSON and the SVG core map) and the /ui/hosts page.
+#include <cctype>
 #include <set>
 
 #include "api/json.h"
 #include "base/xml_escape.h"
+#include "daemon/bench/health_chart.h"
+#include "daemon/bench/svg.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/core_map_svg.h"
 #include "daemon/http/handlers.h"
@@ -79,6 +82,85 @@ Status list_hosts(ServerContext& ctx, Call& c) {
   return Status::ok();
 }
 
+// RFC 3986 percent-encoding of a path segment or query value.
+std::string url_encode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : s) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    }
+  }
+  return out;
+}
+
+// The host's newest health result per pool, each linking its trend page.
+std::string health_lines(const HostView& h) {
+  if (h.health.empty()) return {};
+  std::string out = "<ul class=\"health\">";
+  for (const HealthResult& r : h.health) {
+    const bool bad = r.verdict == "degraded";
+    out += "<li>Health, pool " + xml_escape(r.pool) + ": " + (bad ? "<b>degraded</b> " : "") +
+           xml_escape(svg_num(r.value, 2) + " " + r.unit + ": " + r.reason) + " (" +
+           xml_escape(to_rfc3339(r.at)) + ") <a href=\"/ui/hosts/" +
+           xml_escape(url_encode(h.topology.hostname)) +
+           "/health?pool=" + xml_escape(url_encode(r.pool)) + "\">trend</a></li>";
+  }
+  return out + "</ul>\n";
+}
+
+// GET /v1/hosts/{name}/health[.svg], /ui/hosts/{name}/health: ?pool= (required) names a
+// configured pool; ?limit= 1..1000 (200) results.
+struct HealthQuery {
+  std::string host;
+  std::string pool;
+  std::vector<HealthResult> results;
+};
+Result<HealthQuery> health_query(ServerContext& ctx, Call& c) {
+  if (!ctx.options.health_series) {
+    return unavailable("health benchmarks are not available on this server");
+  }
+  HealthQuery q;
+  q.host = c.req.path_params[0];
+  bool known = false;
+  for (const HostView& h : ctx.leases.hosts()) known = known || h.topology.hostname == q.host;
+  if (!known) return not_found("no host \"" + q.host + "\"");
+  if (!c.req.has_param("pool") || c.req.param("pool").empty()) {
+    return invalid_argument("pool", "is required: the pool whose health series to show");
+  }
+  q.pool = c.req.param("pool");
+  bool pool_known = false;
+  for (const PoolStatus& p : ctx.leases.pools()) pool_known = pool_known || p.config.name == q.pool;
+  if (!pool_known) return not_found("no pool \"" + q.pool + "\"");
+  ARMHIVE_ASSIGN_OR_RETURN(size_t limit, parse_size_param(c.req, "limit", 200, 1000));
+  ARMHIVE_ASSIGN_OR_RETURN(q.results, ctx.options.health_series(q.host, q.pool, limit));
+  return q;
+}
+
+Status host_health(ServerContext& ctx, Call& c) {
+  ARMHIVE_ASSIGN_OR_RETURN(HealthQuery q, health_query(ctx, c));
+  json items = json::array();
+  for (const HealthResult& r : q.results) items.push_back(to_json(to_dto(r)));
+  write_json(c.res, 200, {{"host", q.host}, {"pool", q.pool}, {"items", std::move(items)}});
+  return Status::ok();
+}
+
+Status host_health_svg(ServerContext& ctx, Call& c) {
+  ARMHIVE_ASSIGN_OR_RETURN(HealthQuery q, health_query(ctx, c));
+  write_text(c.res, 200, health_trend_svg(q.host, q.pool, q.results), "image/svg+xml");
+  return Status::ok();
+}
+
+Status host_health_page(ServerContext& ctx, Call& c) {
+  ARMHIVE_ASSIGN_OR_RETURN(HealthQuery q, health_query(ctx, c));
+  write_text(c.res, 200, health_trend_html(q.host, q.pool, q.results), "text/html; charset=utf-8");
+  return Status::ok();
+}
+
 Status hosts_page(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(auto hosts, visible_hosts(ctx, c.who));
   std::string html =
@@ -94,7 +176,7 @@ Status hosts_page(ServerContext& ctx, Call& c) {
             std::to_string(d.fragmentation) +
             (d.state == "ok" ? "" : ", <b>" + xml_escape(d.state) + "</b>") + "</p>\n" +
             (d.last_error.empty() ? "" : "<p>Last error: " + xml_escape(d.last_error) + "</p>\n") +
-            render_svg(h) + "\n</section>\n";
+            health_lines(h) + render_svg(h) + "\n</section>\n";
   }
   html += "</body></html>\n";
   write_text(c.res, 200, std::move(html), "text/html; charset=utf-8");
@@ -110,6 +192,9 @@ void add_host_routes(Router& router, ServerContext& ctx) {
   router.add({"GET", "/v1/pools", Access::kRead, h(list_pools)});
   router.add({"GET", "/v1/hosts", Access::kRead, h(list_hosts)});
   router.add({"GET", "/ui/hosts", Access::kRead, h(hosts_page)});
+  router.add({"GET", "/v1/hosts/{name}/health", Access::kRead, h(host_health)});
+  router.add({"GET", "/v1/hosts/{name}/health.svg", Access::kRead, h(host_health_svg)});
+  router.add({"GET", "/ui/hosts/{name}/health", Access::kRead, h(host_health_page)});
 }
 
 }  // namespace armhive

@@ -12,6 +12,7 @@
 #include "base/metrics.h"
 #include "base/result.h"
 #include "base/version.h"
+#include "daemon/core/health_series.h"
 
 namespace armhive {
 
@@ -90,6 +91,12 @@ struct HttpOptions {
                        const std::string& signature, const std::string& body,
                        const std::string& remote)>
       github_webhook;
+  // Health benchmarks' series (daemon/bench/health_scheduler.h): the newest `limit` results of
+  // (host, pool), oldest first. Unset: GET /v1/hosts/{name}/health[.svg] and
+  // /ui/hosts/{name}/health are 503. Called from worker threads.
+  std::function<Result<std::vector<HealthResult>>(const std::string& host, const std::string& pool,
+                                                  size_t limit)>
+      health_series;
   // Issues an SSH user certificate for a ready lease the caller may see (daemon/access: the CA;
   // writes the lease's trust into its guest first). `token` names the caller for the key id.
   // Unset: POST /v1/leases/{id}/ssh-certificate is 503. Called from worker threads.

@@ -82,7 +82,7 @@ void E2eGuest::boot(const E2eGuestOptions& o) {
   spec_.vcpus = o.vcpus;
   spec_.memory_mib = o.memory_mib;
   spec_.network = o.net.name;
-  spec_.mtu = o.net.mtu;
+  spec_.mtu = o.nic_mtu > 0 ? o.nic_mtu : o.net.mtu;
   Status created = e2e_.hv->create_vm(spec_);
   INFO(created.to_string());
   REQUIRE(created.is_ok());

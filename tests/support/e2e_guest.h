@@ -45,6 +45,7 @@ struct E2eGuestOptions {
   int vcpus = 2;
   int memory_mib = 512;
   bool wait_address = true;
+  int nic_mtu = 0;  // the domain's <mtu> (the NIC's host MTU); 0: net.mtu
 };
 class E2eGuest {
  public:

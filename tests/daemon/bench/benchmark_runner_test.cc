@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -318,6 +319,7 @@ TEST_CASE("runner: MTU runs set and restore the guest MTU; zstd failures are cle
     }
     return std::nullopt;
   };
+  h.target.nic_max_mtu = 9000;
   auto runner = h.runner();
   auto req = request();
   req.network.mtus = {1500, 9000};
@@ -509,6 +511,170 @@ TEST_CASE("runner: invalid UTF-8 from the guest is stored, not thrown", "[bench]
   auto loaded = again->get(id);
   REQUIRE(loaded.is_ok());
   CHECK(loaded->state == BenchmarkState::kFailed);
+}
+
+}  // namespace
+}  // namespace armhive
+
+namespace armhive {
+namespace {
+
+// The sandbox's bridge with the VM's tap and, optionally, an uplink that cannot carry jumbo
+// frames; `ip link set` changes what later `ip -j link` calls print.
+struct HostLinks {
+  std::map<std::string, int> mtu = {{"ahbr0", 1500}, {"vnet3", 1500}, {"eno1", 1500}};
+  bool uplink = false;
+  bool ping_ok = true;
+  std::string fail_set;  // "ip link set dev <this> ..." fails
+
+  std::string link(const std::string& name, const std::string& mac, int max) {
+    return "{\"ifname\":\"" + name + "\",\"mtu\":" + std::to_string(mtu[name]) +
+           ",\"min_mtu\":68,\"max_mtu\":" + std::to_string(max) + ",\"address\":\"" + mac + "\"}";
+  }
+  std::optional<Result<ProcessResult>> handle(const std::vector<std::string>& a) {
+    ProcessResult r;
+    r.exit_code = 0;
+    if (a.size() == 7 && a[0] == "ip" && a[3] == "link" && a[5] == "dev") {
+      r.out = "[" + link("ahbr0", "52:54:00:aa:bb:cc", 65535) + "]";
+    } else if (a.size() == 7 && a[0] == "ip" && a[5] == "master") {
+      r.out = "[" + link("vnet3", "FE:54:00:12:34:56", 65521) +
+              (uplink ? "," + link("eno1", "00:11:22:33:44:55", 1500) : "") + "]";
+    } else if (a.size() == 7 && a[0] == "ip" && a[1] == "link" && a[2] == "set") {
+      if (a[4] == fail_set) {
+        r.exit_code = 2;
+        r.err = "RTNETLINK answers: Invalid argument\n";
+      } else {
+        mtu[a[4]] = std::stoi(a[6]);
+      }
+    } else if (a[0] == "ping") {
+      r.exit_code = ping_ok ? 0 : 1;
+      if (!ping_ok) r.err = "ping: local error: message too long, mtu=1500\n";
+    } else {
+      return std::nullopt;
+    }
+    return Result<ProcessResult>(r);
+  }
+};
+
+void with_host_links(Harness& h, HostLinks& links) {
+  h.target.bridge = "ahbr0";
+  h.target.nic_max_mtu = 9000;
+  h.procs.override_handler = [&links](const std::vector<std::string>& a) {
+    return links.handle(a);
+  };
+  h.override_handler =
+      [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
+    if (a[0] == "cat" && a[1] == "/sys/class/net/eth0/address") {
+      GuestExecResult r;
+      r.exit_code = 0;
+      r.out = "52:54:00:12:34:56\n";
+      return Result<GuestExecResult>(r);
+    }
+    return std::nullopt;
+  };
+}
+
+size_t position(const std::vector<std::string>& runs, const std::string& cmd) {
+  return static_cast<size_t>(std::find(runs.begin(), runs.end(), cmd) - runs.begin());
+}
+
+TEST_CASE(
+    "runner: an MTU run sets bridge, tap and guest, verifies the path MTU and restores "
+    "all three",
+    "[bench][mtu]") {
+  Harness h;
+  HostLinks links;
+  with_host_links(h, links);
+  auto runner = h.runner();
+  auto req = request({"network"});
+  req.network.mtus = {1500, 9000};
+  req.network.both_directions = false;
+  auto run = runner->wait(runner->start(req)->id, 60s);
+  REQUIRE(run.is_ok());
+  REQUIRE(run->state == BenchmarkState::kSucceeded);
+  const auto& runs = h.procs.runs;
+  // Bridge before tap going up, tap before bridge coming back.
+  size_t br_up = position(runs, "ip link set dev ahbr0 mtu 9000");
+  size_t tap_up = position(runs, "ip link set dev vnet3 mtu 9000");
+  size_t ping = position(runs, "ping -n -q -M do -s 8972 -c 2 -W 2 192.0.2.10");
+  size_t tap_down = position(runs, "ip link set dev vnet3 mtu 1500");
+  size_t br_down = position(runs, "ip link set dev ahbr0 mtu 1500");
+  CHECK(br_up < tap_up);
+  CHECK(tap_up < ping);
+  CHECK(ping < tap_down);
+  CHECK(tap_down < br_down);
+  CHECK(br_down < runs.size());
+  CHECK(links.mtu["ahbr0"] == 1500);
+  CHECK(links.mtu["vnet3"] == 1500);
+  CHECK(h.hv.saw("ip link set dev eth0 mtu 9000"));
+
+  const auto& changes = run->report["network"]["mtu_changes"];
+  REQUIRE(changes.size() == 2);
+  CHECK(changes[0]["host"]["applied"].empty());  // already at 1500
+  CHECK(changes[1]["mtu"] == 9000);
+  CHECK(changes[1]["verified_path_mtu"] == 9000);
+  CHECK(changes[1]["host"]["bridge"] == "ahbr0");
+  CHECK(changes[1]["host"]["tap"] == "vnet3");
+  CHECK(changes[1]["host"]["applied"].size() == 2);
+  CHECK(changes[1]["host"]["restored"].size() == 2);
+  CHECK(changes[1]["guest"]["to"] == 9000);
+}
+
+TEST_CASE("runner: an MTU run restores the host and guest MTU when a step fails", "[bench][mtu]") {
+  Harness h;
+  HostLinks links;
+  links.fail_set = "vnet3";  // the bridge goes up, the tap refuses
+  with_host_links(h, links);
+  auto runner = h.runner();
+  auto req = request({"network"});
+  req.network.mtus = {9000};
+  auto run = runner->wait(runner->start(req)->id, 60s);
+  REQUIRE(run.is_ok());
+  CHECK(run->state == BenchmarkState::kFailed);
+  CHECK_THAT(run->error, Catch::Contains("setting the host MTU to 9000"));
+  CHECK_THAT(run->error, Catch::Contains("RTNETLINK answers"));
+  CHECK(links.mtu["ahbr0"] == 1500);  // put back
+  CHECK_FALSE(h.hv.saw("ip link set dev eth0 mtu 9000"));
+  CHECK(run->report["network"]["mtu_changes"][0]["verified_path_mtu"].is_null());
+
+  // A failing ping is recorded, not fatal: the iperf3 figures still say what got through.
+  Harness h2;
+  HostLinks links2;
+  links2.ping_ok = false;
+  with_host_links(h2, links2);
+  auto runner2 = h2.runner();
+  auto run2 = runner2->wait(runner2->start(req)->id, 60s);
+  REQUIRE(run2.is_ok());
+  const auto& c = run2->report["network"]["mtu_changes"][0];
+  CHECK(c["verified_path_mtu"].is_null());
+  CHECK_THAT(c["path_mtu_error"].get<std::string>(), Catch::Contains("message too long"));
+  CHECK(links2.mtu["vnet3"] == 1500);
+}
+
+TEST_CASE("runner: an MTU the bridge's ports cannot carry is a 400 naming network.mtus[i]",
+          "[bench][mtu]") {
+  Harness h;
+  HostLinks links;
+  links.uplink = true;  // eno1 carries at most 1500
+  with_host_links(h, links);
+  auto runner = h.runner();
+  auto req = request({"network"});
+  req.network.mtus = {1500, 9000};
+  auto started = runner->start(req);
+  REQUIRE_FALSE(started.is_ok());
+  CHECK(started.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(started.status().field() == "network.mtus[1]");
+  CHECK_THAT(started.status().message(), Catch::Contains("eno1 carries at most 1500"));
+  for (const auto& r : h.procs.runs) CHECK(r.rfind("ip link set", 0) != 0);  // nothing changed
+
+  // The guest's virtio NIC takes no more than the host MTU its domain advertises.
+  h.target.nic_max_mtu = 0;  // = mtu, 1500
+  links.uplink = false;
+  auto runner2 = h.runner();
+  auto nic = runner2->start(req);
+  REQUIRE_FALSE(nic.is_ok());
+  CHECK(nic.status().field() == "network.mtus[1]");
+  CHECK_THAT(nic.status().message(), Catch::Contains("virtio NIC carries at most 1500"));
 }
 
 }  // namespace

@@ -88,6 +88,43 @@ TEST_CASE("configuration errors name the key", "[config]") {
   CHECK(parse_daemon_config("[[pools]\n").status().field() == "config");
 }
 
+TEST_CASE("a pool's health schedule is off by default and read from [pools.health]", "[config]") {
+  auto off = parse_daemon_config("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n");
+  REQUIRE(off.is_ok());
+  CHECK(off->pools[0].health.every == Seconds(0));
+
+  auto on = parse_daemon_config(R"(
+[[pools]]
+name = "ci"
+image = "tiny"
+health = { every = "6h", suite = "memory", runs_kept = 20 }
+)");
+  REQUIRE(on.is_ok());
+  CHECK(on->pools[0].health.every == Seconds(6 * 3600));
+  CHECK(on->pools[0].health.suite == "memory");
+  CHECK(on->pools[0].health.runs_kept == 20);
+
+  auto status_of = [](const std::string& text) { return parse_daemon_config(text).status(); };
+  const std::string pool = "[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
+  // Below the configured minimum (1 h by default, or engine.min_health_interval).
+  Status too_often = status_of(pool + "health = { every = \"30m\" }\n");
+  CHECK(too_often.field() == "pools[0].health.every");
+  CHECK_THAT(too_often.message(), Catch::Contains("1h") && Catch::Contains("30m"));
+  CHECK(status_of("[engine]\nmin_health_interval = \"10m\"\n" + pool +
+                  "health = { every = \"30m\" }\n")
+            .is_ok());
+  CHECK(status_of("[engine]\nmin_health_interval = \"12h\"\n" + pool +
+                  "health = { every = \"6h\" }\n")
+            .field() == "pools[0].health.every");
+  CHECK(status_of(pool + "health = { every = \"6h\", suite = \"gpu\" }\n").field() ==
+        "pools[0].health.suite");
+  CHECK(status_of(pool + "health = { every = \"6h\", runs_kept = 2 }\n").field() ==
+        "pools[0].health.runs_kept");
+  CHECK(status_of(pool + "health = { every = \"6h\", often = true }\n").field() ==
+        "pools[0].health.often");
+  CHECK(status_of(pool + "health = \"6h\"\n").field() == "pools[0].health");
+}
+
 TEST_CASE("without [[hosts]] the fleet is the one host of [host]", "[config]") {
   auto c = parse_daemon_config(R"(
 [host]

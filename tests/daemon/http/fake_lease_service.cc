@@ -258,9 +258,15 @@ std::vector<PoolStatus> FakeLeaseService::pools() {
   return out;
 }
 
+void FakeLeaseService::set_host_health(std::vector<HealthResult> latest) {
+  std::lock_guard lock(mu_);
+  host_health_ = std::move(latest);
+}
+
 std::vector<HostView> FakeLeaseService::hosts() {
   std::lock_guard lock(mu_);
   HostView h;
+  h.health = host_health_;
   h.topology.hostname = "honeycomb";
   h.topology.arch = "aarch64";
   h.topology.cpu_model = "cortex-a72";
@@ -296,6 +302,9 @@ std::vector<HostView> FakeLeaseService::hosts() {
   }
   h.fragmentation = 0;
   h.state = host_state_;
+  for (const HealthResult& r : host_health_) {
+    if (r.verdict == "degraded") h.state = HostState::kDegraded;
+  }
   h.last_error = host_last_error_;
   return {h};
 }

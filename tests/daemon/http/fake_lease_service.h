@@ -41,6 +41,8 @@ class FakeLeaseService final : public LeaseService {
   std::vector<PoolStatus> pools() override;
   std::vector<HostView> hosts() override;
   std::vector<Event> events_since(uint64_t after, std::chrono::milliseconds timeout) override;
+  // Kept and shown by hosts(), a degraded result making the host degraded, as the engine does.
+  void set_host_health(std::vector<HealthResult> latest) override;
 
   // Test controls.
   void make_ready(const std::string& id);
@@ -64,6 +66,7 @@ class FakeLeaseService final : public LeaseService {
   std::vector<Event> events_;
   HostState host_state_ = HostState::kOk;
   std::string host_last_error_;
+  std::vector<HealthResult> host_health_;
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;
   GuestExecRequest last_exec_;
