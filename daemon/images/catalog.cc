@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/images/sha256.h"
+#include "base/sha256.h"
 
 namespace armhive {
 namespace {

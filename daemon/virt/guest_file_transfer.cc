@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/base64.h"
-#include "daemon/images/sha256.h"
+#include "base/sha256.h"
 #include "daemon/virt/guest_agent_reply.h"
 
 namespace armhive {

@@ -1,6 +1,6 @@
 #include "images/builder/archive.h"
 
-#include "daemon/images/sha256.h"
+#include "base/sha256.h"
 
 namespace armhive {
 

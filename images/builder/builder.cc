@@ -12,8 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include "base/sha256.h"
 #include "base/utc_time.h"
-#include "daemon/images/sha256.h"
 #include "images/builder/archive.h"
 #include "images/builder/corpus.h"
 #include "images/builder/deb_cache.h"

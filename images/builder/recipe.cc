@@ -6,8 +6,8 @@
 #include <fstream>
 #include <set>
 
+#include "base/sha256.h"
 #include "base/toml_reader.h"
-#include "daemon/images/sha256.h"
 
 namespace armhive {
 namespace {

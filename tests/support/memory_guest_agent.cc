@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/base64.h"
-#include "daemon/images/sha256.h"
+#include "base/sha256.h"
 
 namespace armhive {
 namespace {

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/client.h"
-#include "daemon/images/sha256.h"
+#include "base/sha256.h"
 #include "tests/daemon/http/api_fixture.h"
 
 namespace armhive {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/images/sha256.h"
+#include "base/sha256.h"
 
 namespace armhive {
 namespace {

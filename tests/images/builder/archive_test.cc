@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "daemon/images/sha256.h"
+#include "base/sha256.h"
 #include "images/builder/recipe.h"
 
 namespace armhive {

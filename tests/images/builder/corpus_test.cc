@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon/images/sha256.h"
+#include "base/sha256.h"
 
 namespace armhive {
 namespace {

@@ -1,4 +1,4 @@
-#include "daemon/images/sha256.h"
+#include "base/sha256.h"
 
 #include <openssl/evp.h>
 
