@@ -36,4 +36,17 @@ std::set<std::string> vm_files(const std::string& state) {
   return names;
 }
 
+LeaseDto lease_warm_vm(Client& api, const std::string& state_dir) {
+  REQUIRE(eventually([&] { return api.pools().is_ok() && (*api.pools())[0].warm == 1; },
+                     std::chrono::seconds(240)));
+  LeaseCreateRequest req;
+  req.pool = (*api.pools())[0].name;
+  req.ssh_keys = {make_ssh_key(state_dir)};
+  auto lease = api.create_lease(req);
+  REQUIRE(lease.is_ok());
+  REQUIRE(lease->state == "ready");
+  REQUIRE(lease->vm.has_value());
+  return *lease;
+}
+
 }  // namespace armhive

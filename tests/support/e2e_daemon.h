@@ -6,6 +6,8 @@
 #include <string>
 #include <thread>
 
+#include "api/client.h"
+
 namespace armhive {
 
 // Shared bits of the e2e tests that run a real armhived (tests/support/daemon_process.h).
@@ -45,6 +47,10 @@ std::string make_ssh_key(const std::string& dir);
 
 // Domains with per-VM files under <state>/vms: overlays/NAME.qcow2 and domains/NAME/.
 std::set<std::string> vm_files(const std::string& state);
+
+// Waits until `api`'s first pool has a warm VM, then leases it with a fresh key made in
+// `state_dir`; the lease is ready (REQUIREd) and names its VM.
+LeaseDto lease_warm_vm(Client& api, const std::string& state_dir);
 
 // Polls `pred` until it holds or `timeout` passes (real guests: no events to wait on).
 template <typename Pred>

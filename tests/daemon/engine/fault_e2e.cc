@@ -27,14 +27,8 @@ TEST_CASE("an unreadable database at start: armhived refuses to start and no VM 
   DaemonProcess daemon(state, e2e_state() + "/images", 18473, one_core_pool_toml(1));
   REQUIRE(daemon.start().is_ok());
   auto api = daemon.client();
-  REQUIRE(eventually([&] { return api->pools().is_ok() && (*api->pools())[0].warm == 1; }, 240s));
-  LeaseCreateRequest req;
-  req.pool = "ci";
-  req.ssh_keys = {make_ssh_key(state)};
-  auto lease = api->create_lease(req);
-  REQUIRE(lease.is_ok());
-  REQUIRE(lease->state == "ready");
-  const std::string vm = lease->vm->name;
+  const LeaseDto lease = lease_warm_vm(*api, state);
+  const std::string vm = lease.vm->name;
   const pid_t qemu = qemu_pid(vm);
   REQUIRE(qemu > 0);
   daemon.kill(SIGKILL);
@@ -71,13 +65,13 @@ TEST_CASE("an unreadable database at start: armhived refuses to start and no VM 
   }
   REQUIRE(daemon.start().is_ok());
   api = daemon.client();
-  auto again = api->get_lease(lease->id);
+  auto again = api->get_lease(lease.id);
   REQUIRE(again.is_ok());
   CHECK(again->state == "ready");
   REQUIRE(again->vm.has_value());
   CHECK(again->vm->name == vm);
   CHECK(qemu_pid(vm) == qemu);
-  REQUIRE(api->release_lease(lease->id).is_ok());
+  REQUIRE(api->release_lease(lease.id).is_ok());
   REQUIRE(eventually([&] { return !vm_files(state).count(vm); }, 60s));
   daemon.kill(SIGTERM);
 }
@@ -92,14 +86,8 @@ TEST_CASE(
   daemon.set_host_keys("libvirt_timeout = \"5s\"\n");
   REQUIRE(daemon.start().is_ok());
   auto api = daemon.client();
-  REQUIRE(eventually([&] { return api->pools().is_ok() && (*api->pools())[0].warm == 1; }, 240s));
-  LeaseCreateRequest req;
-  req.pool = "ci";
-  req.ssh_keys = {make_ssh_key(state)};
-  auto lease = api->create_lease(req);
-  REQUIRE(lease.is_ok());
-  REQUIRE(lease->state == "ready");
-  const std::string vm = lease->vm->name;
+  const LeaseDto lease = lease_warm_vm(*api, state);
+  const std::string vm = lease.vm->name;
   const pid_t qemu = qemu_pid(vm);
   REQUIRE(qemu > 0);
   {
@@ -118,7 +106,7 @@ TEST_CASE(
         120s));
     INFO(last_error);
     CHECK_FALSE(last_error.empty());
-    auto during = api->get_lease(lease->id);
+    auto during = api->get_lease(lease.id);
     REQUIRE(during.is_ok());
     CHECK(during->state == "ready");
     CHECK(qemu_pid(vm) == qemu);
@@ -136,7 +124,7 @@ TEST_CASE(
   // libvirtd continues: the next start adopts the VM, the lease is as it was, the host is ok.
   REQUIRE(daemon.start().is_ok());
   api = daemon.client();
-  auto again = api->get_lease(lease->id);
+  auto again = api->get_lease(lease.id);
   REQUIRE(again.is_ok());
   CHECK(again->state == "ready");
   REQUIRE(again->vm.has_value());
@@ -148,7 +136,7 @@ TEST_CASE(
         return hosts.is_ok() && !hosts->empty() && (*hosts)[0].state == "ok";
       },
       60s));
-  REQUIRE(api->release_lease(lease->id).is_ok());
+  REQUIRE(api->release_lease(lease.id).is_ok());
   REQUIRE(eventually([&] { return !vm_files(state).count(vm); }, 60s));
   daemon.kill(SIGTERM);
 }
@@ -159,14 +147,8 @@ TEST_CASE("a destroy that fails is retried: the lease ends, nothing leaks, the p
   DaemonProcess daemon(state, e2e_state() + "/images", 18476, one_core_pool_toml(1));
   REQUIRE(daemon.start().is_ok());
   auto api = daemon.client();
-  REQUIRE(eventually([&] { return api->pools().is_ok() && (*api->pools())[0].warm == 1; }, 240s));
-  LeaseCreateRequest req;
-  req.pool = "ci";
-  req.ssh_keys = {make_ssh_key(state)};
-  auto lease = api->create_lease(req);
-  REQUIRE(lease.is_ok());
-  REQUIRE(lease->state == "ready");
-  const std::string vm = lease->vm->name;
+  const LeaseDto lease = lease_warm_vm(*api, state);
+  const std::string vm = lease.vm->name;
   const std::string vm_dir = state + "/vms/domains/" + vm;
   REQUIRE(fs::is_directory(vm_dir));
   uint64_t since = 0;
@@ -179,7 +161,7 @@ TEST_CASE("a destroy that fails is retried: the lease ends, nothing leaks, the p
   {
     ReadOnlyDir readonly(vm_dir);
     REQUIRE(readonly.active());
-    REQUIRE(api->release_lease(lease->id).is_ok());
+    REQUIRE(api->release_lease(lease.id).is_ok());
     // The domain is gone but its files cannot be removed: the destroy fails, is reported, and
     // the lease waits in releasing instead of claiming an end that leaked files.
     std::string failure;
@@ -194,7 +176,7 @@ TEST_CASE("a destroy that fails is retried: the lease ends, nothing leaks, the p
         },
         120s));
     INFO(failure);
-    auto during = api->get_lease(lease->id);
+    auto during = api->get_lease(lease.id);
     REQUIRE(during.is_ok());
     CHECK(during->state == "releasing");
     auto hosts = api->hosts();
@@ -207,7 +189,7 @@ TEST_CASE("a destroy that fails is retried: the lease ends, nothing leaks, the p
   // fresh warm VM, and the host is ok again.
   CHECK(eventually(
       [&] {
-        auto l = api->get_lease(lease->id);
+        auto l = api->get_lease(lease.id);
         return l.is_ok() && l->state == "released";
       },
       180s));

@@ -213,23 +213,17 @@ TEST_CASE("kill -9 of a guest's QEMU fails its lease and the pool refills", "[cr
   DaemonProcess daemon(state, e2e_state() + "/images", 18472, one_core_pool_toml(1));
   REQUIRE(daemon.start().is_ok());
   auto api = daemon.client();
-  REQUIRE(eventually([&] { return api->pools().is_ok() && (*api->pools())[0].warm == 1; }, 240s));
-  LeaseCreateRequest req;
-  req.pool = "ci";
-  req.ssh_keys = {make_ssh_key(state)};
-  auto lease = api->create_lease(req);
-  REQUIRE(lease.is_ok());
-  REQUIRE(lease->state == "ready");
-  pid_t pid = qemu_pid(lease->vm->name);
+  const LeaseDto lease = lease_warm_vm(*api, state);
+  pid_t pid = qemu_pid(lease.vm->name);
   REQUIRE(pid > 0);
   ::kill(pid, SIGKILL);
 
-  REQUIRE(eventually([&] { return api->get_lease(lease->id)->state == "failed"; }, 60s));
-  auto failed = api->get_lease(lease->id);
+  REQUIRE(eventually([&] { return api->get_lease(lease.id)->state == "failed"; }, 60s));
+  auto failed = api->get_lease(lease.id);
   INFO(failed->reason);
-  CHECK(failed->reason.find(lease->vm->name) != std::string::npos);
+  CHECK(failed->reason.find(lease.vm->name) != std::string::npos);
   // The crashed VM's files and address go with it (the destroy follows the lease's end).
-  CHECK(eventually([&] { return !vm_files(state).count(lease->vm->name); }, 60s));
+  CHECK(eventually([&] { return !vm_files(state).count(lease.vm->name); }, 60s));
   REQUIRE(eventually([&] { return (*api->pools())[0].warm == 1; }, 240s));
   daemon.kill(SIGTERM);
 }
