@@ -96,6 +96,10 @@ Status TomlReader::duration(std::string_view key, std::chrono::milliseconds& out
     return invalid_argument(field(key), "must be a duration such as \"2h\" or seconds");
   }
   if (secs <= 0) return invalid_argument(field(key), "must be positive");
+  // Ten years is beyond any period or timeout armhive has; larger values would also overflow
+  // the milliseconds they are kept in.
+  constexpr int64_t kMaxSeconds = int64_t{10} * 366 * 24 * 3600;
+  if (secs > kMaxSeconds) return invalid_argument(field(key), "must be at most 10 years");
   out = std::chrono::seconds(secs);
   return Status::ok();
 }

@@ -22,5 +22,17 @@ TEST_CASE("toml reader: typed values, ranges and unknown keys name the field", "
   CHECK(r.only({"name", "vcpus", "ttl", "size", "extra"}).is_ok());
 }
 
+TEST_CASE("toml reader: a duration too long to keep is refused, not overflowed", "[base]") {
+  // Found by the daemon_config fuzz target: seconds whose milliseconds overflow int64.
+  toml::table t =
+      toml::parse("a = \"4987736587312824312\"\nb = 4987736587312824312\nc = \"3650d\"\n");
+  TomlReader r(t, "engine.");
+  std::chrono::milliseconds d{0};
+  CHECK(r.duration("a", d).field() == "engine.a");
+  CHECK(r.duration("b", d).field() == "engine.b");
+  CHECK(r.duration("c", d).is_ok());
+  CHECK(d == std::chrono::hours(24 * 3650));
+}
+
 }  // namespace
 }  // namespace armhive
