@@ -65,6 +65,16 @@ struct TempDir {
   }
 };
 
+// A qcow2 header is all the test driver (and our size probe) looks at: 1 GiB virtual size.
+void write_qcow2_header(const fs::path& path) {
+  unsigned char header[32] = {'Q', 'F', 'I', 0xfb, 0, 0, 0, 3};
+  header[24 + 4] = 0x40;
+  FILE* f = std::fopen(path.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fwrite(header, 1, sizeof header, f);
+  std::fclose(f);
+}
+
 // A private test:/// state per connection: test:///ABS/PATH.xml needs a node file.
 std::string private_test_uri(const fs::path& dir) {
   fs::path node = dir / "node.xml";
@@ -205,15 +215,7 @@ TEST_CASE("LibvirtHypervisor on test:/// creates, lists, leases and destroys a V
   TempDir tmp("hv");
   const fs::path& state = tmp.path;
   fs::path base = state / "base.qcow2";
-  {
-    // A qcow2 header is all the test driver (and our size probe) looks at: 1 GiB virtual size.
-    unsigned char header[32] = {'Q', 'F', 'I', 0xfb, 0, 0, 0, 3};
-    header[24 + 4] = 0x40;
-    FILE* f = std::fopen(base.c_str(), "w");
-    REQUIRE(f != nullptr);
-    std::fwrite(header, 1, sizeof header, f);
-    std::fclose(f);
-  }
+  write_qcow2_header(base);
 
   LibvirtHypervisorOptions opts;
   opts.uri = private_test_uri(state);
@@ -300,14 +302,7 @@ TEST_CASE("two armhiveds on one libvirtd neither list nor destroy each other's V
   TempDir a("inst-a");
   TempDir b("inst-b");
   fs::path base = a.path / "base.qcow2";
-  {
-    unsigned char header[32] = {'Q', 'F', 'I', 0xfb, 0, 0, 0, 3};
-    header[24 + 4] = 0x40;
-    FILE* f = std::fopen(base.c_str(), "w");
-    REQUIRE(f != nullptr);
-    std::fwrite(header, 1, sizeof header, f);
-    std::fclose(f);
-  }
+  write_qcow2_header(base);
   // test:///default is one driver instance per process: both daemons see the same domains.
   LibvirtHypervisorOptions opts;
   opts.uri = "test:///default";
