@@ -3,15 +3,19 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
 #include <utility>
+
+#include "daemon/core/pool_scheduler.h"
 
 namespace armhive {
 namespace {
 
-constexpr std::array<std::pair<QueueReason, std::string_view>, 9> kReasons = {{
+constexpr std::array<std::pair<QueueReason, std::string_view>, 10> kReasons = {{
     {QueueReason::kWarmVmFree, "warm_vm_free"},
     {QueueReason::kWarmVmBooting, "warm_vm_booting"},
     {QueueReason::kHostUnavailable, "host_unavailable"},
+    {QueueReason::kHostDraining, "host_draining"},
     {QueueReason::kImageUnavailable, "image_unavailable"},
     {QueueReason::kBackingOff, "backing_off"},
     {QueueReason::kAtPoolMax, "at_pool_max"},
@@ -19,16 +23,6 @@ constexpr std::array<std::pair<QueueReason, std::string_view>, 9> kReasons = {{
     {QueueReason::kNoFreeCores, "no_free_cores"},
     {QueueReason::kScheduling, "scheduling"},
 }};
-
-// Why the lease needing the `nth` new VM (1-based) of the pool waits.
-QueueReason new_vm_reason(const PoolQueueSnapshot& p, int nth) {
-  if (!p.image_ready) return QueueReason::kImageUnavailable;
-  if (p.now < p.retry_after) return QueueReason::kBackingOff;
-  if (p.total + nth > p.max) return QueueReason::kAtPoolMax;
-  if (p.starting + nth > p.max_starting) return QueueReason::kAtMaxStarting;
-  if (nth > p.free_core_slots) return QueueReason::kNoFreeCores;
-  return QueueReason::kScheduling;
-}
 
 }  // namespace
 
@@ -46,23 +40,29 @@ std::optional<QueueReason> queue_reason_from_string(std::string_view s) {
   return std::nullopt;
 }
 
+// The pool the counts describe, VM by VM (counts that contradict each other are read as the
+// smallest pool that has them all), through the one scheduler.
 std::vector<QueueSlot> plan_queue(const PoolQueueSnapshot& pool) {
-  std::vector<QueueSlot> out;
-  out.reserve(static_cast<size_t>(std::max(pool.waiting, 0)));
-  for (int i = 0; i < pool.waiting; ++i) {
-    QueueSlot slot{.position = i + 1};
-    if (!pool.host_listed) {
-      slot.reason = QueueReason::kHostUnavailable;
-    } else if (i < pool.warm_free) {
-      slot.reason = QueueReason::kWarmVmFree;
-    } else if (i < pool.warm_free + pool.starting_unbound) {
-      slot.reason = QueueReason::kWarmVmBooting;
-    } else {
-      slot.reason = new_vm_reason(pool, i - pool.warm_free - pool.starting_unbound + 1);
+  PoolSnapshot snap;
+  snap.limits = {.max = pool.max, .max_starting = pool.max_starting};
+  auto add = [&snap](int n, VmState state, bool bound) {
+    for (int i = 0; i < n; ++i) {
+      snap.vms.push_back(
+          {.name = "vm-" + std::to_string(snap.vms.size()), .state = state, .bound = bound});
     }
-    out.push_back(slot);
-  }
-  return out;
+  };
+  add(pool.warm_free, VmState::kWarm, false);
+  add(pool.starting_unbound, VmState::kStarting, false);
+  add(pool.starting - pool.starting_unbound, VmState::kStarting, true);
+  add(pool.total - static_cast<int>(snap.vms.size()), VmState::kLeased, true);
+  for (int i = 0; i < pool.waiting; ++i) snap.queue.push_back("l-" + std::to_string(i + 1));
+  snap.free_core_slots = pool.free_core_slots;
+  snap.host_listed = pool.host_listed;
+  snap.host_draining = pool.host_draining;
+  snap.image_ready = pool.image_ready;
+  snap.now = pool.now;
+  snap.retry_after = pool.retry_after;
+  return plan_pool(snap).slots;
 }
 
 int vm_slots(int vcpus, bool dedicated, int free_dedicated, int shared_cpus, int shared_vcpus_used,

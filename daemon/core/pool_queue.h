@@ -9,9 +9,9 @@
 namespace armhive {
 
 // Where a waiting lease stands in its pool's queue and what holds it (GET /v1/leases/{id}'s
-// `queue`). Pure logic: the engine passes a snapshot of the pool taken under its lock.
-//
-// The model is the engine's scheduling order (daemon/engine/README.md): leases are served FIFO;
+// `queue`). The reasons are decided by the pool scheduler (daemon/core/pool_scheduler.h): the
+// engine carries out plan_pool()'s actions and shows the same plan's slots, so they cannot drift.
+// The rules, in short: leases are served FIFO;
 // free warm VMs go first, then VMs booting for no lease (each will serve one lease), then new
 // boots, each needing room under `max` (all VMs of the pool, destroying ones included),
 // `max_starting` (VMs booting) and the host's free cores. The i-th waiting lease that needs a new
@@ -23,6 +23,7 @@ enum class QueueReason {
   kWarmVmFree,        // a warm VM is free: the next scheduling pass hands it out
   kWarmVmBooting,     // a warm VM booting for no lease will serve it
   kHostUnavailable,   // the host is not listed yet (degraded or unreachable)
+  kHostDraining,      // the admin drains the host (or took it for maintenance): no new VMs
   kImageUnavailable,  // the pool's image is not resolved or not valid
   kBackingOff,        // the pool waits after failed boots
   kAtPoolMax,         // the pool holds `max` VMs: waits for a release
@@ -31,8 +32,9 @@ enum class QueueReason {
   kScheduling,        // nothing holds it: the next scheduling pass boots its VM
 };
 
-// "warm_vm_free", "warm_vm_booting", "host_unavailable", "image_unavailable", "backing_off",
-// "at_pool_max", "at_max_starting", "no_free_cores", "scheduling" (the API's strings).
+// "warm_vm_free", "warm_vm_booting", "host_unavailable", "host_draining", "image_unavailable",
+// "backing_off", "at_pool_max", "at_max_starting", "no_free_cores", "scheduling" (the API's
+// strings).
 std::string_view to_string(QueueReason r);
 std::optional<QueueReason> queue_reason_from_string(std::string_view s);
 
@@ -54,12 +56,13 @@ struct PoolQueueSnapshot {
   int max_starting = 1;
   int free_core_slots = 0;  // more VMs of the pool's shape the host's cores hold now
   bool host_listed = true;
+  bool host_draining = false;
   bool image_ready = true;
   TimePoint now;
   TimePoint retry_after;  // the pool's boot backoff ends (epoch: none)
 };
 
-// One slot per waiting lease, in queue order (slot i belongs to the i-th lease).
+// plan_pool()'s slots for a pool given by its counts, in queue order (slot i: the i-th lease).
 std::vector<QueueSlot> plan_queue(const PoolQueueSnapshot& pool);
 
 // How many more VMs of `vcpus` vCPUs fit: dedicated, one free dedicated CPU per vCPU; shared,

@@ -4,6 +4,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -19,10 +20,12 @@
 #include "base/thread_annotations.h"
 #include "daemon/core/boot_image.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/host_health.h"
 #include "daemon/core/hypervisor.h"
 #include "daemon/core/lease.h"
 #include "daemon/core/lease_store.h"
 #include "daemon/core/placement.h"
+#include "daemon/core/pool_scheduler.h"
 #include "daemon/core/reconciler.h"
 #include "daemon/engine/engine_health.h"
 #include "daemon/engine/lease_service.h"
@@ -121,6 +124,10 @@ class LeaseEngine final : public LeaseService {
   void record_event(const std::string& lease_id, std::string type, std::string detail) override;
   void record_pool_event(const std::string& pool, std::string type, std::string detail) override;
   void set_host_health(std::vector<HealthResult> latest) override;
+  // Saved through LeaseStore::put_host_admin before it takes effect (a failed write changes
+  // nothing); start() restores it. The next scheduling pass (run at once) retires the host's
+  // free VMs (pool_scheduler.h) and holds waiting leases; undrained, the pools refill.
+  Status set_host_admin(const std::string& host, HostHealthTracker::Admin admin) override;
 
   // Runs one TTL sweep now (tests move a ManualClock instead of sleeping).
   void expire_due_leases();
@@ -162,7 +169,9 @@ class LeaseEngine final : public LeaseService {
   };
   struct PoolRuntime {
     PoolConfig config;
-    std::deque<std::string> queue;  // leases waiting for a VM, FIFO
+    // Leases waiting for a VM, FIFO. Entries are live leases: finish_lease_locked() erases an
+    // ended one at once (schedule_locked() still drops any that is not, defensively).
+    std::deque<std::string> queue;
     // Consecutive VM boot failures, and until when new boots wait (exponential backoff, so a
     // broken image or host does not turn into a tight create/destroy loop).
     int failures = 0;
@@ -180,12 +189,25 @@ class LeaseEngine final : public LeaseService {
 
   // All *_locked methods require mu_.
   void transition_locked(ActiveLease& al, LeaseState to, std::string reason) REQUIRES(mu_);
+  void append_event_locked(Event e) REQUIRES(mu_);
   void emit_locked(std::string type, const Lease& lease, std::string detail = {}) REQUIRES(mu_);
   void emit_vm_locked(std::string type, const Vm& vm, std::string detail = {}) REQUIRES(mu_);
+  // Scheduling: pool_snapshot_locked() feeds plan_pool() (daemon/core/pool_scheduler.h);
+  // schedule_locked() carries its plan out and queue_slots_locked() shows the same plan's slots.
   void schedule_locked(PoolRuntime& pool) REQUIRES(mu_);
   void schedule_all_locked() REQUIRES(mu_);
-  // The queue slot of every waiting lease of the pool, by lease id (plan_queue over the pool's
-  // state now), and a copy of a live lease with its slot filled in.
+  // Whether a queue entry is a lease that still waits (not ended, not releasing).
+  bool queued_live_locked(const std::string& id) const REQUIRES(mu_);
+  // The live leases of the pool's queue, in order.
+  std::vector<std::string> live_queue_locked(const PoolRuntime& pool) const REQUIRES(mu_);
+  // The first `max` of them; the ended ones among the entries it passes leave the queue.
+  std::vector<std::string> take_live_head_locked(PoolRuntime& pool, size_t max) REQUIRES(mu_);
+  // Everything plan_pool() needs but the queue, which each caller fills as far as it needs.
+  PoolSnapshot pool_snapshot_locked(const PoolRuntime& pool) const REQUIRES(mu_);
+  std::string wait_text_locked(const PoolRuntime& pool, QueueReason reason) const REQUIRES(mu_);
+  void set_waiting_locked(ActiveLease& al, const std::string& why) REQUIRES(mu_);
+  // The queue slot of every waiting lease of the pool, by lease id, and a copy of a live lease
+  // with its slot filled in.
   std::map<std::string, QueueSlot> queue_slots_locked(const PoolRuntime& pool) const REQUIRES(mu_);
   Lease with_queue_locked(const ActiveLease& al) const REQUIRES(mu_);
   Result<std::string> start_vm_locked(PoolRuntime& pool, const std::string& lease_id) REQUIRES(mu_);
@@ -261,6 +283,10 @@ class LeaseEngine final : public LeaseService {
   bool host_listed_ GUARDED_BY(mu_) = false;
   std::deque<Event> events_ GUARDED_BY(mu_);
   std::vector<HealthResult> host_health_ GUARDED_BY(mu_);
+  // The host's admin axis (drain / maintenance). Only admin() is read for now: the link axis
+  // is EngineHealth's until the fleet keeps one tracker per host (daemon/core/fleet.h).
+  HostHealthTracker host_admin_ GUARDED_BY(mu_);
+  std::mutex admin_mu_;  // one set_host_admin at a time (held across the store write, never in mu_)
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   int ops_in_flight_ GUARDED_BY(mu_) = 0;
   bool running_ GUARDED_BY(mu_) = false;

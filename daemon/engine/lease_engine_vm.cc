@@ -1,23 +1,26 @@
-// LeaseEngine's per-VM work on each VM's strand: create, readiness, hand-out, destroy and retry.
-// ~600 lines for the reason given at the top of lease_engine.cc (the fleet recomposition).
+// LeaseEngine's scheduling passes (plan_pool()'s plan carried out) and per-VM work on each VM's
+// strand: create, readiness, hand-out, destroy and retry. ~600 lines for the reason given at
+// the top of lease_engine.cc (the fleet recomposition).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include "daemon/core/lease_rules.h"
+#include "daemon/core/retry_backoff.h"
 #include "daemon/engine/lease_engine.h"
-
-// Scheduling and the per-VM work of LeaseEngine (see lease_engine.cc).
 
 namespace armhive {
 namespace {
 
-constexpr int kMaxHandoutAttempts = 3;
-
 double seconds_between(std::chrono::steady_clock::time_point a,
                        std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
+}
+
+void dequeue(std::deque<std::string>& queue, const std::string& lease_id) {
+  queue.erase(std::remove(queue.begin(), queue.end(), lease_id), queue.end());
 }
 
 std::string join_cpus(const std::vector<int>& cpus) {
@@ -31,9 +34,7 @@ std::string join_cpus(const std::vector<int>& cpus) {
 // ---- scheduling --------------------------------------------------------------------------
 
 std::chrono::milliseconds LeaseEngine::backoff(int failures) const {
-  return std::min<std::chrono::milliseconds>(
-      options_.retry_backoff * (1 << std::min(std::max(failures, 1) - 1, 10)),
-      options_.max_retry_backoff);
+  return retry_backoff(options_.retry_backoff, options_.max_retry_backoff, failures);
 }
 
 // Resolves every pool's image without the lock (resolution may hash files), then caches it.
@@ -62,157 +63,180 @@ void LeaseEngine::schedule_all_locked() {
   for (auto& [name, pool] : pools_) schedule_locked(pool);
 }
 
-// Decides what a pool needs now: hand warm VMs to waiting leases in FIFO order, boot VMs for
-// leases that cannot be served warm, then refill the warm pool to min_warm. Only posts work.
-void LeaseEngine::schedule_locked(PoolRuntime& pool) {
-  if (!running_) return;
-  const PoolConfig& cfg = pool.config;
-  auto count = [&](VmState state, bool bound) REQUIRES(mu_) {
-    int n = 0;
-    for (const auto& [name, vm] : vms_) {
-      if (vm.record.pool == cfg.name && vm.record.state == state &&
-          (!bound || !vm.record.lease_id.empty())) {
-        ++n;
-      }
-    }
-    return n;
-  };
-  auto find_warm = [&]() REQUIRES(mu_) -> Vm* {
-    for (auto& [name, vm] : vms_) {
-      if (vm.record.pool == cfg.name && vm.record.state == VmState::kWarm &&
-          vm.record.lease_id.empty() && !vm.cancelled) {
-        return &vm;
-      }
-    }
-    return nullptr;
-  };
-  auto total = [&]() REQUIRES(mu_) {
-    int n = 0;
-    for (const auto& [name, vm] : vms_) n += vm.record.pool == cfg.name ? 1 : 0;
-    return n;
-  };
-
-  while (!pool.queue.empty()) {
-    std::string lease_id = pool.queue.front();
-    auto it = leases_.find(lease_id);
-    if (it == leases_.end() || is_terminal(it->second.lease.state) ||
-        it->second.lease.state == LeaseState::kReleasing) {
-      pool.queue.pop_front();
-      continue;
-    }
-    ActiveLease& al = it->second;
-    if (Vm* warm = find_warm()) {
-      pool.queue.pop_front();
-      begin_handout_locked(*warm, al);
-      continue;
-    }
-    // A warm VM that is still booting unbound will serve this lease when it is up: do not
-    // start a second one for it unless the pool has room.
-    int starting_unbound = count(VmState::kStarting, false) - count(VmState::kStarting, true);
-    int waiting_ahead = 0;
-    for (const std::string& id : pool.queue) {
-      if (id == lease_id) break;
-      ++waiting_ahead;
-    }
-    if (starting_unbound > waiting_ahead) {
-      if (al.lease.reason != "waiting for a warm VM that is booting") {
-        al.lease.reason = "waiting for a warm VM that is booting";
-        changed_.notify_all();
-      }
-      break;
-    }
-    std::string why;
-    if (!host_listed_) {
-      why = "waiting for libvirt to be listed (the host is degraded)";
-    } else if (clock_.now() < pool.retry_after) {
-      why = "pool '" + cfg.name + "' is backing off after " + std::to_string(pool.failures) +
-            " failed boot(s): " + pool.last_failure;
-    } else if (total() >= cfg.max) {
-      why = "pool '" + cfg.name + "' is at max (" + std::to_string(cfg.max) + " VMs)";
-    } else if (count(VmState::kStarting, false) >= cfg.max_starting) {
-      why = "pool '" + cfg.name + "' has max_starting (" + std::to_string(cfg.max_starting) +
-            ") VMs booting";
-    } else {
-      auto started = start_vm_locked(pool, lease_id);
-      if (started.is_ok()) {
-        pool.queue.pop_front();
-        al.lease.vm_name = *started;
-        if (al.lease.state == LeaseState::kPending) {
-          transition_locked(al, LeaseState::kProvisioning, "booting VM " + *started);
-        }
-        continue;
-      }
-      why = started.status().message();
-    }
-    if (al.lease.reason != why) {
-      al.lease.reason = why;
-      persist_.lease(al.lease);
-      emit_locked("lease.waiting", al.lease, why);
-    }
-    break;  // FIFO: later leases do not overtake the head
-  }
-
-  // Refill: warm + unbound-starting VMs up to min_warm, within max and max_starting.
-  while (host_listed_ && pool.queue.empty() && clock_.now() >= pool.retry_after) {
-    int warm = count(VmState::kWarm, false);
-    int starting_unbound = count(VmState::kStarting, false) - count(VmState::kStarting, true);
-    if (warm + starting_unbound >= cfg.min_warm) break;
-    if (total() >= cfg.max || count(VmState::kStarting, false) >= cfg.max_starting) break;
-    auto started = start_vm_locked(pool, "");
-    if (!started.is_ok()) {
-      spdlog::debug("pool {}: refill deferred: {}", cfg.name, started.status().message());
-      break;
-    }
-  }
+// The live leases of the pool's queue, in order: ended or releasing ones are never served.
+bool LeaseEngine::queued_live_locked(const std::string& id) const {
+  auto it = leases_.find(id);
+  return it != leases_.end() && !is_terminal(it->second.lease.state) &&
+         it->second.lease.state != LeaseState::kReleasing;
 }
 
-std::map<std::string, QueueSlot> LeaseEngine::queue_slots_locked(const PoolRuntime& pool) const {
-  const PoolConfig& cfg = pool.config;
-  PoolQueueSnapshot snap;
-  std::vector<const std::string*> waiting;
+std::vector<std::string> LeaseEngine::live_queue_locked(const PoolRuntime& pool) const {
+  std::vector<std::string> out;
   for (const std::string& id : pool.queue) {
-    auto it = leases_.find(id);
-    if (it == leases_.end() || is_terminal(it->second.lease.state) ||
-        it->second.lease.state == LeaseState::kReleasing) {
-      continue;  // schedule_locked() drops these without serving them
-    }
-    waiting.push_back(&id);
+    if (queued_live_locked(id)) out.push_back(id);
   }
-  snap.waiting = static_cast<int>(waiting.size());
+  return out;
+}
+
+std::vector<std::string> LeaseEngine::take_live_head_locked(PoolRuntime& pool, size_t max) {
+  std::vector<std::string> out;
+  for (auto it = pool.queue.begin(); it != pool.queue.end() && out.size() < max;) {
+    if (queued_live_locked(*it)) {
+      out.push_back(*it++);
+    } else {
+      it = pool.queue.erase(it);
+    }
+  }
+  return out;
+}
+
+// The pool as plan_pool() sees it now. VMs in name order (vms_ is a map): warm ones are handed
+// out in that order.
+PoolSnapshot LeaseEngine::pool_snapshot_locked(const PoolRuntime& pool) const {
+  const PoolConfig& cfg = pool.config;
+  PoolSnapshot snap;
+  snap.limits = {.min_warm = cfg.min_warm, .max = cfg.max, .max_starting = cfg.max_starting};
   for (const auto& [name, vm] : vms_) {
     if (vm.record.pool != cfg.name) continue;
-    ++snap.total;
-    bool unbound = vm.record.lease_id.empty();
-    if (vm.record.state == VmState::kStarting) {
-      ++snap.starting;
-      if (unbound) ++snap.starting_unbound;
-    } else if (vm.record.state == VmState::kWarm && unbound && !vm.cancelled) {
-      ++snap.warm_free;
-    }
+    snap.vms.push_back({.name = name,
+                        .state = vm.record.state,
+                        .bound = !vm.record.lease_id.empty(),
+                        .cancelled = vm.cancelled});
   }
-  snap.max = cfg.max;
-  snap.max_starting = cfg.max_starting;
   snap.free_core_slots =
       vm_slots(cfg.vcpus, cfg.cpu_policy == CpuPolicy::kDedicated, allocator_.free_dedicated(),
                static_cast<int>(allocator_.sets().shared.size()), allocator_.shared_vcpus_in_use(),
                cfg.overcommit);
   snap.host_listed = host_listed_;
+  snap.host_draining = host_admin_.admin() != HostHealthTracker::Admin::kNone;
   snap.image_ready = pool.image.has_value() && pool.image->is_ok();
   snap.now = clock_.now();
   snap.retry_after = pool.retry_after;
-  std::vector<QueueSlot> slots = plan_queue(snap);
+  return snap;
+}
+
+// The lease's `reason` for what plan_pool() says holds it, with the details the plan leaves
+// out (counts, the last failure, the image's error).
+std::string LeaseEngine::wait_text_locked(const PoolRuntime& pool, QueueReason reason) const {
+  const PoolConfig& cfg = pool.config;
+  switch (reason) {
+    case QueueReason::kWarmVmBooting:
+      return "waiting for a warm VM that is booting";
+    case QueueReason::kHostUnavailable:
+      return "waiting for libvirt to be listed (the host is degraded)";
+    case QueueReason::kHostDraining:
+      return "host '" + host_name_ + "' is " +
+             (host_admin_.admin() == HostHealthTracker::Admin::kMaintenance ? "in maintenance"
+                                                                            : "draining") +
+             ": no new VMs until it is undrained";
+    case QueueReason::kImageUnavailable:
+      if (!pool.image) return "image '" + cfg.image + "' not resolved yet";
+      return "image '" + cfg.image + "' unavailable: " + pool.image->status().message();
+    case QueueReason::kBackingOff:
+      return "pool '" + cfg.name + "' is backing off after " + std::to_string(pool.failures) +
+             " failed boot(s): " + pool.last_failure;
+    case QueueReason::kAtPoolMax:
+      return "pool '" + cfg.name + "' is at max (" + std::to_string(cfg.max) + " VMs)";
+    case QueueReason::kAtMaxStarting:
+      return "pool '" + cfg.name + "' has max_starting (" + std::to_string(cfg.max_starting) +
+             ") VMs booting";
+    case QueueReason::kNoFreeCores:
+      return "no free cores for a VM of pool '" + cfg.name + "' (" + std::to_string(cfg.vcpus) +
+             (cfg.cpu_policy == CpuPolicy::kDedicated ? " dedicated" : " shared") + " vCPUs)";
+    case QueueReason::kWarmVmFree:
+    case QueueReason::kScheduling:
+      break;
+  }
+  return "queued";
+}
+
+void LeaseEngine::set_waiting_locked(ActiveLease& al, const std::string& why) {
+  if (al.lease.reason == why) return;
+  al.lease.reason = why;
+  persist_.lease(al.lease);
+  emit_locked("lease.waiting", al.lease, why);
+}
+
+// One scheduling pass over a pool: plan_pool() decides, this carries the plan out (it only
+// changes memory and posts strand work). A boot that cannot start ends the pass: the limits the
+// rest was planned under no longer hold, and the error is the lease's reason.
+void LeaseEngine::schedule_locked(PoolRuntime& pool) {
+  if (!running_) return;
+  PoolSnapshot snap = pool_snapshot_locked(pool);
+  // A pass serves at most one waiting lease per VM of the pool (warm, or booting for no lease)
+  // plus max_starting new boots; the lease after those waits for a new VM, and so does every
+  // lease behind it (plan_pool lets none overtake one waiting for a new VM). Planning only that
+  // prefix keeps a pass, which every POST /v1/leases runs, O(pool) however many leases wait;
+  // the leases behind it keep their last reason, and their `queue` is computed when read.
+  size_t horizon = snap.vms.size() + static_cast<size_t>(std::max(pool.config.max_starting, 0)) + 1;
+  snap.queue = take_live_head_locked(pool, horizon);
+  PoolPlan plan = plan_pool(snap);
+  for (const PoolAction& action : plan.actions) {
+    switch (action.kind) {
+      case PoolActionKind::kHandOut:
+        dequeue(pool.queue, action.lease_id);
+        begin_handout_locked(vms_.at(action.vm_name), leases_.at(action.lease_id));
+        break;
+      case PoolActionKind::kBootForLease: {
+        ActiveLease& al = leases_.at(action.lease_id);
+        auto started = start_vm_locked(pool, action.lease_id);
+        if (!started.is_ok()) {
+          set_waiting_locked(al, started.status().message());
+          return;
+        }
+        dequeue(pool.queue, action.lease_id);
+        al.lease.vm_name = *started;
+        if (al.lease.state == LeaseState::kPending) {
+          transition_locked(al, LeaseState::kProvisioning, "booting VM " + *started);
+        }
+        break;
+      }
+      case PoolActionKind::kBootWarm: {
+        auto started = start_vm_locked(pool, "");
+        if (!started.is_ok()) {
+          spdlog::debug("pool {}: refill deferred: {}", pool.config.name,
+                        started.status().message());
+          return;
+        }
+        break;
+      }
+      case PoolActionKind::kWait:
+        set_waiting_locked(leases_.at(action.lease_id), wait_text_locked(pool, action.reason));
+        break;
+      case PoolActionKind::kRetire:
+        destroy_vm_locked(vms_.at(action.vm_name), "host " + host_name_ + " is draining");
+        break;
+    }
+  }
+}
+
+std::map<std::string, QueueSlot> LeaseEngine::queue_slots_locked(const PoolRuntime& pool) const {
+  PoolSnapshot snap = pool_snapshot_locked(pool);
+  snap.queue = live_queue_locked(pool);
+  PoolPlan plan = plan_pool(snap);
   std::map<std::string, QueueSlot> out;
-  for (size_t i = 0; i < waiting.size(); ++i) out.emplace(*waiting[i], slots[i]);
+  for (size_t i = 0; i < snap.queue.size(); ++i) out.emplace(snap.queue[i], plan.slots[i]);
   return out;
 }
 
 Lease LeaseEngine::with_queue_locked(const ActiveLease& al) const {
   Lease l = al.lease;
   l.queue.reset();
+  // Only pending and provisioning leases can be queued. Everything else (a ready lease that a
+  // CI job polls, above all) must not pay for the queue: with thousands of leases waiting, a
+  // plan of the whole queue made every GET of a ready lease cost milliseconds.
+  if (l.state != LeaseState::kPending && l.state != LeaseState::kProvisioning) return l;
   auto pool = pools_.find(l.pool);
   if (pool == pools_.end()) return l;
-  auto slots = queue_slots_locked(pool->second);
-  if (auto it = slots.find(l.id); it != slots.end()) l.queue = it->second;
+  // A slot depends only on how many leases are ahead (plan_slot), and the queue holds live
+  // leases only (finish_lease_locked erases an ended one at once), so the lease's index is all
+  // it takes. The search runs from the back, where a POST's new lease is: planning the whole
+  // prefix made POST cost O(queue) and its p99 grow with the queue (BENCHMARKS.md).
+  const std::deque<std::string>& queue = pool->second.queue;
+  auto it = std::find(queue.rbegin(), queue.rend(), l.id);
+  if (it == queue.rend()) return l;  // provisioning with its VM booting: not queued
+  size_t index = static_cast<size_t>(std::distance(it, queue.rend())) - 1;
+  l.queue = plan_slot(pool_snapshot_locked(pool->second), index);
   return l;
 }
 
@@ -422,18 +446,20 @@ void LeaseEngine::boot_failed(const std::string& vm_name, std::string why, bool 
       auto lit = leases_.find(vm.record.lease_id);
       if (lit != leases_.end()) {
         ActiveLease& al = lit->second;
-        if (al.lease.state == LeaseState::kReleasing) {
-          // Cancelled by its owner: destroy() below ends it.
-        } else if (host_down) {
-          // Not the lease's fault: it waits for the host to come back.
-          al.lease.vm_name.clear();
-          al.lease.reason = "host down: " + why;
-          vm.record.lease_id.clear();
-          pools_.at(al.lease.pool).queue.push_front(al.lease.id);
-        } else {
-          vm.record.lease_id.clear();
-          transition_locked(al, LeaseState::kFailed, "VM " + vm_name + " failed: " + why);
-          finish_lease_locked(al);
+        switch (after_boot_failure(al.lease.state, host_down)) {
+          case LostVmOutcome::kEndedByRelease:  // cancelled by its owner: destroy() ends it
+            break;
+          case LostVmOutcome::kRequeue:  // it waits for the host to come back
+            al.lease.vm_name.clear();
+            al.lease.reason = "host down: " + why;
+            vm.record.lease_id.clear();
+            pools_.at(al.lease.pool).queue.push_front(al.lease.id);
+            break;
+          case LostVmOutcome::kFail:
+            vm.record.lease_id.clear();
+            transition_locked(al, LeaseState::kFailed, "VM " + vm_name + " failed: " + why);
+            finish_lease_locked(al);
+            break;
         }
       }
     }
@@ -515,7 +541,7 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
       vm.record.lease_id.clear();
       emit_vm_locked("vm.failed", vm, "hand-out failed: " + s.to_string());
       al.lease.vm_name.clear();
-      if (++al.handout_attempts < kMaxHandoutAttempts) {
+      if (after_handout_failure(al.lease.state, ++al.handout_attempts) == LostVmOutcome::kRequeue) {
         al.lease.reason = "hand-out failed, retrying: " + s.to_string();
         persist_.lease(al.lease);
         pools_.at(al.lease.pool).queue.push_front(al.lease.id);

@@ -117,13 +117,20 @@ TEST_CASE("pool queue: cores, image, host and backoff", "[pool_queue]") {
     p.warm_free = 1;
     for (const auto& s : plan_queue(p)) CHECK(s.reason == QueueReason::kHostUnavailable);
   }
+  SECTION("a draining host holds everyone, even for a warm VM") {
+    p.host_draining = true;
+    p.warm_free = 1;
+    for (const auto& s : plan_queue(p)) CHECK(s.reason == QueueReason::kHostDraining);
+    CHECK(to_string(QueueReason::kHostDraining) == "host_draining");
+  }
 }
 
 TEST_CASE("pool queue: reason strings round-trip", "[pool_queue]") {
   for (auto r :
        {QueueReason::kWarmVmFree, QueueReason::kWarmVmBooting, QueueReason::kHostUnavailable,
-        QueueReason::kImageUnavailable, QueueReason::kBackingOff, QueueReason::kAtPoolMax,
-        QueueReason::kAtMaxStarting, QueueReason::kNoFreeCores, QueueReason::kScheduling}) {
+        QueueReason::kHostDraining, QueueReason::kImageUnavailable, QueueReason::kBackingOff,
+        QueueReason::kAtPoolMax, QueueReason::kAtMaxStarting, QueueReason::kNoFreeCores,
+        QueueReason::kScheduling}) {
     CHECK(queue_reason_from_string(to_string(r)) == r);
   }
   CHECK_FALSE(queue_reason_from_string("busy").has_value());

@@ -210,6 +210,9 @@ TEST_CASE("the engine lock is not held across SQLite or image resolution", "[eng
   REQUIRE(h.engine->release_lease(l.id).is_ok());
   REQUIRE(h.settle(1));
   REQUIRE(h.engine->reconcile().is_ok());
+  // Stopped first: the engine's timers call the hooks on its own threads until then (clearing a
+  // hook while one ran was a data race under TSan), and the hooks refer to this scope's locals.
+  h.engine->stop();
   h.on_resolve = nullptr;
   h.faulty_store->on_call = nullptr;
   CHECK(calls > 10);
