@@ -398,6 +398,11 @@ Result<std::vector<HostDto>> Client::hosts() {
   return decode<std::vector<HostDto>>(call_ok("GET", "/v1/hosts"), hosts_from_json);
 }
 
+Result<HostDto> Client::set_host_admin(const std::string& name, const std::string& action) {
+  return decode<HostDto>(
+      call_ok("POST", "/v1/hosts/" + path_id(name) + "/" + path_id(action), "{}"), host_from_json);
+}
+
 Result<std::string> Client::hosts_svg() { return call_ok("GET", "/v1/hosts?format=svg"); }
 
 Status Client::stream_events(uint64_t since, bool follow,

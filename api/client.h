@@ -105,6 +105,9 @@ class Client {
                   const std::function<Status(std::string_view data)>& on_data);
   Result<std::vector<PoolDto>> pools();
   Result<std::vector<HostDto>> hosts();
+  // POST /v1/hosts/{name}/{action}, action "drain", "undrain" or "maintenance" (admin tokens):
+  // the host as it is after.
+  Result<HostDto> set_host_admin(const std::string& name, const std::string& action);
   Result<std::string> hosts_svg();
 
   // Streams events with seq > since. `on_event` returns false to stop. With follow=false the

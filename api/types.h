@@ -231,9 +231,11 @@ struct HealthResultDto {
 struct HostDto {
   std::string hostname;
   std::string uri;
-  bool connected = true;     // false while degraded
-  std::string state = "ok";  // ok | degraded (recent libvirt or database calls failed)
-  std::string last_error;    // the last failed call and why; empty if none
+  bool connected = true;  // false while degraded
+  // ok | degraded (recent libvirt or database calls failed) | draining | maintenance (the
+  // admin's: no new VMs; either wins over degraded, which `connected` and last_error still show)
+  std::string state = "ok";
+  std::string last_error;  // the last failed call and why; empty if none
   std::string arch;
   std::string cpu_model;
   std::string accel;  // kvm|tcg

@@ -1,4 +1,5 @@
-// `armhive pools`, `armhive hosts`, `armhive events`: what the cluster has and does.
+// `armhive pools`, `armhive hosts` (and `hosts drain|undrain|maintenance NAME`), `armhive
+// events`: what the cluster has and does.
 #include <fstream>
 #include <iostream>
 
@@ -17,6 +18,21 @@ class ClusterCommands final : public CommandGroup {
     pools_ = app.add_subcommand("pools", "list pools and their warm VMs");
     hosts_ = app.add_subcommand("hosts", "list hosts and which cores are pinned");
     hosts_->add_option("--svg", svg_out_, "write the core map SVG of the first host to this file");
+    drain_ = hosts_->add_subcommand(
+        "drain", "stop new VMs on a host; its leases run to their end (admin token)");
+    undrain_ = hosts_->add_subcommand("undrain", "let a drained host take new VMs (admin token)");
+    maintenance_ = hosts_->add_subcommand(
+        "maintenance", "as drain, shown as maintenance, before working on it (admin token)");
+    for (CLI::App* sub : {drain_, undrain_, maintenance_}) {
+      sub->add_option("name", host_name_, "the host, as `armhive hosts` names it")
+          ->required()
+          ->check(CLI::Validator(
+              [](const std::string& v) {
+                return v.empty() ? std::string("give the host's name, as `armhive hosts` shows it")
+                                 : std::string();
+              },
+              "NAME"));
+    }
     events_ = app.add_subcommand("events", "stream lease and VM events");
     events_->add_option("--since", since_, "only events after this sequence number");
     events_->add_flag("--no-follow", no_follow_, "print what there is and exit");
@@ -26,6 +42,9 @@ class ClusterCommands final : public CommandGroup {
 
   int run(const CommandContext& ctx) override {
     if (pools_->parsed()) return pools(*ctx.client, ctx.json_out);
+    if (drain_->parsed()) return host_admin(*ctx.client, ctx.json_out, "drain");
+    if (undrain_->parsed()) return host_admin(*ctx.client, ctx.json_out, "undrain");
+    if (maintenance_->parsed()) return host_admin(*ctx.client, ctx.json_out, "maintenance");
     if (hosts_->parsed()) return hosts(*ctx.client, ctx.json_out);
     return events(*ctx.client, ctx.json_out);
   }
@@ -85,6 +104,40 @@ class ClusterCommands final : public CommandGroup {
     return kExitOk;
   }
 
+  int host_admin(Client& client, bool json_out, const std::string& action) {
+    auto r = client.set_host_admin(host_name_, action);
+    if (!r.is_ok()) {
+      // report()'s hints are about leases; these are about hosts.
+      const Status& s = r.status();
+      if (s.code() != ErrorCode::kNotFound && s.code() != ErrorCode::kPermissionDenied) {
+        return report(s);
+      }
+      std::cerr << "armhive: " << s.message() << "\n";
+      std::cerr << (s.code() == ErrorCode::kNotFound
+                        ? "hint: `armhive hosts` lists the hosts by name\n"
+                        : "hint: only an admin token may " + action +
+                              " a host (--token or ARMHIVE_TOKEN)\n");
+      return exit_code_for(s);
+    }
+    if (json_out) {
+      print_json(to_json(*r));
+      return kExitOk;
+    }
+    int leased = 0;
+    for (const auto& c : r->cores) leased += c.lease_id.empty() ? 0 : 1;
+    if (action == "undrain") {
+      std::cout << r->hostname << ": takes new VMs again; the pools refill\n";
+    } else {
+      std::cout
+          << r->hostname << ": " << r->state
+          << ": takes no new VMs; its free warm VMs are destroyed and its leases run to their "
+             "end ("
+          << leased << " cores leased now); `armhive hosts undrain " << r->hostname
+          << "` undoes it\n";
+    }
+    return kExitOk;
+  }
+
   int events(Client& client, bool json_out) {
     Status s = client.stream_events(since_, !no_follow_, [&](const EventDto& e) {
       if (json_out) {
@@ -101,6 +154,10 @@ class ClusterCommands final : public CommandGroup {
 
   CLI::App* pools_ = nullptr;
   CLI::App* hosts_ = nullptr;
+  CLI::App* drain_ = nullptr;
+  CLI::App* undrain_ = nullptr;
+  CLI::App* maintenance_ = nullptr;
+  std::string host_name_;
   CLI::App* events_ = nullptr;
   std::string svg_out_;
   uint64_t since_ = 0;

@@ -13,7 +13,27 @@ constexpr std::pair<HostHealth, std::string_view> kHealthNames[] = {
     {HostHealth::kMaintenance, "maintenance"},
 };
 
+constexpr std::pair<HostHealthTracker::Admin, std::string_view> kAdminNames[] = {
+    {HostHealthTracker::Admin::kNone, "none"},
+    {HostHealthTracker::Admin::kDrain, "drain"},
+    {HostHealthTracker::Admin::kMaintenance, "maintenance"},
+};
+
 }  // namespace
+
+std::string_view to_string(HostHealthTracker::Admin a) {
+  for (const auto& [value, name] : kAdminNames) {
+    if (value == a) return name;
+  }
+  return "none";
+}
+
+std::optional<HostHealthTracker::Admin> host_admin_from_string(std::string_view s) {
+  for (const auto& [value, name] : kAdminNames) {
+    if (name == s) return value;
+  }
+  return std::nullopt;
+}
 
 std::string_view to_string(HostHealth h) {
   for (const auto& [value, name] : kHealthNames) {

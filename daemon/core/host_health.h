@@ -68,4 +68,8 @@ class HostHealthTracker {
   TimePoint last_error_at_{};
 };
 
+// The admin axis by name: "none", "drain", "maintenance" (how the store keeps it).
+std::string_view to_string(HostHealthTracker::Admin a);
+std::optional<HostHealthTracker::Admin> host_admin_from_string(std::string_view s);
+
 }  // namespace armhive

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "daemon/core/host_health.h"
 #include "daemon/core/lease.h"
 #include "daemon/core/lease_filter.h"
 #include "daemon/core/vm_record.h"
@@ -59,6 +60,27 @@ class LeaseStore {
   // Deleting a record that does not exist is not an error.
   virtual Status delete_vm(const std::string& name) = 0;
   virtual Result<std::vector<VmRecord>> vms() = 0;
+
+  // Writes lease updates and VM records (nullopt: delete that VM) as one unit: either all of
+  // them landed or none did, and the caller retries the whole batch (each write is an
+  // idempotent rewrite, so retrying what landed is harmless). The engine's persistence queue
+  // flushes through it: one commit per flush instead of one per row, which is what a POST
+  // waits for. The default writes them one by one and stops at the first failure (so "none"
+  // becomes "some": still safe to retry); SqliteLeaseStore makes it one transaction.
+  // Keyed by lease id and VM name, as the persistence queue coalesces them.
+  virtual Status write_batch(const std::map<std::string, Lease>& leases,
+                             const std::map<std::string, std::optional<VmRecord>>& vms) {
+    for (const auto& [id, l] : leases) ARMHIVE_RETURN_IF_ERROR(update(l));
+    for (const auto& [name, rec] : vms) {
+      ARMHIVE_RETURN_IF_ERROR(rec ? put_vm(*rec) : delete_vm(name));
+    }
+    return Status::ok();
+  }
+
+  // The admin state (drain, maintenance) of every host that has one, by host name; a host
+  // missing from the map has none. put_host_admin(host, kNone) forgets the host; idempotent.
+  virtual Result<std::map<std::string, HostHealthTracker::Admin>> host_admin() = 0;
+  virtual Status put_host_admin(const std::string& host, HostHealthTracker::Admin admin) = 0;
 };
 
 }  // namespace armhive

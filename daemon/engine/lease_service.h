@@ -10,6 +10,7 @@
 
 #include "base/result.h"
 #include "daemon/core/health_series.h"
+#include "daemon/core/host_health.h"
 #include "daemon/core/hypervisor.h"
 #include "daemon/core/lease.h"
 #include "daemon/core/lease_filter.h"
@@ -59,6 +60,8 @@ struct HostView {
   // The newest health benchmark result of each pool with a schedule (daemon/bench
   // health_scheduler.h); any of them "degraded" makes `state` degraded too.
   std::vector<HealthResult> health;
+  // What the admin asked (set_host_admin): drain or maintenance take no new VMs.
+  HostHealthTracker::Admin admin = HostHealthTracker::Admin::kNone;
 };
 
 class LeaseService {
@@ -160,6 +163,18 @@ class LeaseService {
   }
   // The health results hosts() shows (HostView::health). The default keeps nothing.
   virtual void set_host_health(std::vector<HealthResult> latest) { (void)latest; }
+
+  // The admin's drain, maintenance or undrain (kNone) of host `host` (a hosts() hostname).
+  // While drained or in maintenance the host takes no new VMs: no warm refills, no boots for
+  // leases; waiting leases show queue reason `host_draining`; its free warm VMs are destroyed;
+  // leased VMs run until their leases end. kNone restores normal scheduling. Saved before it
+  // takes effect (a restart keeps it); setting the state a host already has changes nothing
+  // and records no event. kNotFound naming field `name` for an unknown host. The default:
+  // kUnavailable (a service without hosts to drain).
+  virtual Status set_host_admin(const std::string& host, HostHealthTracker::Admin admin) {
+    (void)admin;
+    return unavailable("this service cannot drain hosts", host);
+  }
 };
 
 }  // namespace armhive

@@ -131,6 +131,10 @@ HostDto to_dto(const HostView& h) {
   d.hostname = t.hostname;
   d.connected = h.state == HostState::kOk;
   d.state = std::string(to_string(h.state));
+  // The admin's state wins, as in HostHealthTracker::health(); degraded still shows through
+  // `connected` and last_error.
+  if (h.admin == HostHealthTracker::Admin::kMaintenance) d.state = "maintenance";
+  if (h.admin == HostHealthTracker::Admin::kDrain) d.state = "draining";
   d.last_error = h.last_error;
   d.arch = t.arch;
   d.cpu_model = t.cpu_model;

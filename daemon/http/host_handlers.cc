@@ -1,5 +1,6 @@
 // Pools, hosts (JSON and the SVG core map) and the /ui/hosts page.
 #include <cctype>
+#include <cstdio>
 #include <set>
 
 #include "api/json.h"
@@ -13,6 +14,12 @@
 
 namespace armhive {
 namespace {
+
+std::string two_decimals(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
 
 using nlohmann::json;
 
@@ -161,6 +168,34 @@ Status host_health_page(ServerContext& ctx, Call& c) {
   return Status::ok();
 }
 
+// POST /v1/hosts/{name}/drain | undrain | maintenance: admin tokens only; answers the host.
+Status set_host_admin(ServerContext& ctx, Call& c, HostHealthTracker::Admin admin,
+                      std::string_view action) {
+  if (!is_admin(c.who)) {
+    return Status(ErrorCode::kPermissionDenied,
+                  "only admin tokens may " + std::string(action) + " a host");
+  }
+  const std::string& name = c.req.path_params[0];
+  ARMHIVE_RETURN_IF_ERROR(ctx.leases.set_host_admin(name, admin));
+  ctx.audit_action(c.who, "host." + std::string(action), "", "host=" + name);
+  for (const HostView& h : ctx.leases.hosts()) {
+    if (h.topology.hostname != name) continue;
+    write_json(c.res, 200, to_json(to_dto(h)));
+    return Status::ok();
+  }
+  return not_found("no host named '" + name + "'", name).with_field("name");
+}
+
+Status drain_host(ServerContext& ctx, Call& c) {
+  return set_host_admin(ctx, c, HostHealthTracker::Admin::kDrain, "drain");
+}
+Status undrain_host(ServerContext& ctx, Call& c) {
+  return set_host_admin(ctx, c, HostHealthTracker::Admin::kNone, "undrain");
+}
+Status maintain_host(ServerContext& ctx, Call& c) {
+  return set_host_admin(ctx, c, HostHealthTracker::Admin::kMaintenance, "maintenance");
+}
+
 Status hosts_page(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(auto hosts, visible_hosts(ctx, c.who));
   std::string html =
@@ -173,7 +208,7 @@ Status hosts_page(ServerContext& ctx, Call& c) {
     html += "<section><h2>" + xml_escape(d.hostname) + "</h2><p>" + xml_escape(d.arch) + ", " +
             xml_escape(d.cpu_model) + ", " + xml_escape(d.accel) + ", " +
             std::to_string(h.topology.cpus.size()) + " CPUs, fragmentation " +
-            std::to_string(d.fragmentation) +
+            two_decimals(d.fragmentation) +
             (d.state == "ok" ? "" : ", <b>" + xml_escape(d.state) + "</b>") + "</p>\n" +
             (d.last_error.empty() ? "" : "<p>Last error: " + xml_escape(d.last_error) + "</p>\n") +
             health_lines(h) + render_svg(h) + "\n</section>\n";
@@ -193,6 +228,9 @@ void add_host_routes(Router& router, ServerContext& ctx) {
   router.add({"GET", "/v1/hosts", Access::kRead, h(list_hosts)});
   router.add({"GET", "/ui/hosts", Access::kRead, h(hosts_page)});
   router.add({"GET", "/v1/hosts/{name}/health", Access::kRead, h(host_health)});
+  router.add({"POST", "/v1/hosts/{name}/drain", Access::kWrite, h(drain_host)});
+  router.add({"POST", "/v1/hosts/{name}/undrain", Access::kWrite, h(undrain_host)});
+  router.add({"POST", "/v1/hosts/{name}/maintenance", Access::kWrite, h(maintain_host)});
   router.add({"GET", "/v1/hosts/{name}/health.svg", Access::kRead, h(host_health_svg)});
   router.add({"GET", "/ui/hosts/{name}/health", Access::kRead, h(host_health_page)});
 }

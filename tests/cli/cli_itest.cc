@@ -314,6 +314,39 @@ TEST_CASE("cli: exec propagates the remote exit code and output", "[cli]") {
   CHECK(console.out.find("Booting Linux") != std::string::npos);
 }
 
+TEST_CASE("cli: hosts drain, maintenance and undrain", "[cli][drain]") {
+  ApiFixture f;
+  TempHome home("armhive-cli-drain");
+  Cli admin{f, f.admin, home.path};
+  Cli ci{f, f.ci_b, home.path};
+
+  auto refused = ci.run({"hosts", "drain", "honeycomb"});
+  CHECK(refused.exit_code == 2);  // the API refused
+  CHECK(refused.err.find("only an admin token may drain a host") != std::string::npos);
+  auto unknown = admin.run({"hosts", "drain", "tx1"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("no host named 'tx1'") != std::string::npos);
+  CHECK(unknown.err.find("`armhive hosts` lists the hosts") != std::string::npos);
+  CHECK(admin.run({"hosts", "drain"}).exit_code != 0);  // NAME is required
+  auto empty = admin.run({"hosts", "drain", ""});       // and not empty (no "/v1/hosts//drain")
+  CHECK(empty.exit_code != 0);
+  CHECK(empty.err.find("give the host's name") != std::string::npos);
+
+  auto drained = admin.run({"hosts", "drain", "honeycomb"});
+  INFO(drained.err);
+  CHECK(drained.exit_code == 0);
+  CHECK(drained.out.find("honeycomb: draining: takes no new VMs") != std::string::npos);
+  CHECK(drained.out.find("armhive hosts undrain honeycomb") != std::string::npos);
+  CHECK(ci.run({"hosts"}).out.find("honeycomb (aarch64, cortex-a72, kvm, draining)") !=
+        std::string::npos);
+  CHECK(admin.run_json({"hosts", "maintenance", "honeycomb"})["state"] == "maintenance");
+
+  auto undrained = admin.run({"hosts", "undrain", "honeycomb"});
+  CHECK(undrained.exit_code == 0);
+  CHECK(undrained.out.find("honeycomb: takes new VMs again") != std::string::npos);
+  CHECK(ci.run({"hosts"}).out.find("honeycomb (aarch64, cortex-a72, kvm):") != std::string::npos);
+}
+
 TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   ApiFixture f;
   TempHome home("armhive-cli-7");

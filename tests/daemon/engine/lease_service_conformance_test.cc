@@ -169,5 +169,47 @@ TEMPLATE_TEST_CASE("lease service: a listing returns at most 1000 leases",
   CHECK(s.list_leases({.limit = 0})->size() == 100);
 }
 
+TEMPLATE_TEST_CASE("lease service: a drained host hands out nothing until undrained",
+                   "[conformance][lease-service][drain]", EngineSubject, FakeSubject) {
+  using Admin = HostHealthTracker::Admin;
+  TestType subject;
+  LeaseService& s = subject.service();
+  std::vector<HostView> hosts = s.hosts();
+  REQUIRE(hosts.size() == 1);
+  const std::string name = hosts[0].topology.hostname;
+  CHECK(hosts[0].admin == Admin::kNone);
+
+  Status unknown = s.set_host_admin("no-such-host", Admin::kDrain);
+  CHECK(unknown.code() == ErrorCode::kNotFound);
+  CHECK(unknown.field() == "name");
+
+  REQUIRE(s.set_host_admin(name, Admin::kDrain).is_ok());
+  REQUIRE(s.set_host_admin(name, Admin::kDrain).is_ok());  // again: no change
+  CHECK(s.hosts()[0].admin == Admin::kDrain);
+  auto l = s.create_lease(request("tiny"));
+  REQUIRE(l.is_ok());
+  CHECK(l->state == LeaseState::kPending);
+  REQUIRE(l->queue.has_value());
+  CHECK(l->queue->reason == QueueReason::kHostDraining);
+  CHECK_THAT(l->reason, Catch::Contains("draining"));
+  CHECK(s.get_lease(l->id)->queue->reason == QueueReason::kHostDraining);
+
+  REQUIRE(s.set_host_admin(name, Admin::kNone).is_ok());
+  CHECK(s.hosts()[0].admin == Admin::kNone);
+  auto ready = s.wait_lease(l->id, 10s);
+  REQUIRE(ready.is_ok());
+  CHECK(ready->state == LeaseState::kReady);
+  CHECK_FALSE(ready->queue.has_value());
+
+  int draining = 0, undrained = 0;
+  for (const Event& e : s.events_since(0, 0ms)) {
+    draining += e.type == "host.draining" ? 1 : 0;
+    undrained += e.type == "host.undrained" ? 1 : 0;
+    if (e.type.starts_with("host.")) CHECK(e.owner.empty());  // admins only
+  }
+  CHECK(draining == 1);
+  CHECK(undrained == 1);
+}
+
 }  // namespace
 }  // namespace armhive

@@ -29,7 +29,9 @@ FakeLeaseService::FakeLeaseService() : now_(from_unix_ms(1'790'000'000'000)) {
   tiny.default_ttl = Seconds(3600);
   tiny.max_ttl = Seconds(8 * 3600);
   tiny.files.max_bytes = 1 << 20;
+  tiny.access_ports = {8080, 9000};  // what a server wired with LeaseAccess checks "ports" against
   PoolConfig slow = tiny;
+  slow.max_extra_ports = 1;  // a pool cap below the daemon's
   slow.files.path_prefix = "/work";
   slow.name = "slow";
   slow.min_warm = 0;
@@ -97,7 +99,12 @@ Result<Lease> FakeLeaseService::create_lease(const LeaseRequest& r) {
   l.created_at = now_;
   l.expires_at = now_ + ttl;
   event_locked("lease.created", l);
-  if (r.pool != "slow") {  // "tiny" and the pools of add_warm_pool()
+  if (host_admin_ != HostHealthTracker::Admin::kNone) {
+    l.reason = "host 'honeycomb' is draining: no new VMs until it is undrained";
+    int ahead = 0;
+    for (const auto& other : leases_) ahead += other.queue && other.pool == l.pool ? 1 : 0;
+    l.queue = QueueSlot{.position = ahead + 1, .reason = QueueReason::kHostDraining};
+  } else if (r.pool != "slow") {  // "tiny" and the pools of add_warm_pool()
     l.warm_handout = true;
     transition_locked(l, LeaseState::kReady, "warm VM handed out");
   } else {
@@ -267,6 +274,7 @@ std::vector<HostView> FakeLeaseService::hosts() {
   std::lock_guard lock(mu_);
   HostView h;
   h.health = host_health_;
+  h.admin = host_admin_;
   h.topology.hostname = "honeycomb";
   h.topology.arch = "aarch64";
   h.topology.cpu_model = "cortex-a72";
@@ -325,6 +333,40 @@ std::vector<Event> FakeLeaseService::events_since(uint64_t after,
     if (e.seq > after) out.push_back(e);
   }
   return out;
+}
+
+Status FakeLeaseService::set_host_admin(const std::string& host, HostHealthTracker::Admin admin) {
+  std::lock_guard lock(mu_);
+  if (host != "honeycomb") {
+    return Status(ErrorCode::kNotFound, "no host named '" + host + "'", host, "name");
+  }
+  if (host_admin_ == admin) return Status::ok();
+  host_admin_ = admin;
+  Event e;
+  e.seq = next_seq_++;
+  e.at = now_;
+  e.type = admin == HostHealthTracker::Admin::kDrain         ? "host.draining"
+           : admin == HostHealthTracker::Admin::kMaintenance ? "host.maintenance"
+                                                             : "host.undrained";
+  e.detail = "host " + host;
+  events_.push_back(std::move(e));
+  if (admin == HostHealthTracker::Admin::kNone) {
+    for (auto& l : leases_) {
+      if (!l.queue || l.queue->reason != QueueReason::kHostDraining || is_terminal(l.state)) {
+        continue;
+      }
+      if (l.pool == "slow") {
+        l.queue->reason = QueueReason::kAtPoolMax;
+        l.reason = "waiting for capacity";
+        continue;
+      }
+      l.queue.reset();
+      transition_locked(l, LeaseState::kProvisioning, "booting");
+      transition_locked(l, LeaseState::kReady, "booted");
+    }
+  }
+  cv_.notify_all();
+  return Status::ok();
 }
 
 void FakeLeaseService::make_ready(const std::string& id) {

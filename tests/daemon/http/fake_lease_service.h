@@ -43,6 +43,9 @@ class FakeLeaseService final : public LeaseService {
   std::vector<Event> events_since(uint64_t after, std::chrono::milliseconds timeout) override;
   // Kept and shown by hosts(), a degraded result making the host degraded, as the engine does.
   void set_host_health(std::vector<HealthResult> latest) override;
+  // As the engine: host "honeycomb" only; drained, new leases wait (`host_draining`), and
+  // undrained, the warm pools' waiting leases are handed out.
+  Status set_host_admin(const std::string& host, HostHealthTracker::Admin admin) override;
 
   // Test controls.
   void make_ready(const std::string& id);
@@ -67,6 +70,7 @@ class FakeLeaseService final : public LeaseService {
   HostState host_state_ = HostState::kOk;
   std::string host_last_error_;
   std::vector<HealthResult> host_health_;
+  HostHealthTracker::Admin host_admin_ = HostHealthTracker::Admin::kNone;
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;
   GuestExecRequest last_exec_;
