@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "daemon/core/retry_backoff.h"
+
 namespace armhive {
 
 PersistQueue::PersistQueue(LeaseStore& store, const Clock& clock, EngineHealth& health)
@@ -40,19 +42,23 @@ Status PersistQueue::flush(bool force) {
   Status first;
   std::map<std::string, Lease> failed_leases;
   std::map<std::string, std::optional<VmRecord>> failed_vms;
-  for (auto& [id, l] : leases) {
-    Status s = store_.update(l);
-    if (s.is_ok()) continue;
-    health_.failed("store.update", s);
-    if (first.is_ok()) first = s;
-    failed_leases.emplace(id, std::move(l));
-  }
-  for (auto& [name, rec] : vms) {
-    Status s = rec ? store_.put_vm(*rec) : store_.delete_vm(name);
-    if (s.is_ok()) continue;
-    health_.failed(rec ? "store.put_vm" : "store.delete_vm", s);
-    if (first.is_ok()) first = s;
-    failed_vms.emplace(name, std::move(rec));
+  // One batch (one commit) first; if it fails, row by row, so that one row the store refuses
+  // delays only itself and the rest land.
+  if (!store_.write_batch(leases, vms).is_ok()) {
+    for (auto& [id, l] : leases) {
+      Status s = store_.update(l);
+      if (s.is_ok()) continue;
+      health_.failed("store.update", s);
+      if (first.is_ok()) first = s;
+      failed_leases.emplace(id, std::move(l));
+    }
+    for (auto& [name, rec] : vms) {
+      Status s = rec ? store_.put_vm(*rec) : store_.delete_vm(name);
+      if (s.is_ok()) continue;
+      health_.failed(rec ? "store.put_vm" : "store.delete_vm", s);
+      if (first.is_ok()) first = s;
+      failed_vms.emplace(name, std::move(rec));
+    }
   }
   MutexLock lock(mu_);
   writing_.clear();
@@ -63,9 +69,8 @@ Status PersistQueue::flush(bool force) {
     failures_ = 0;
   } else {
     failures_ = std::min(failures_ + 1, 16);
-    auto backoff = std::chrono::milliseconds(100) * (1 << std::min(failures_ - 1, 9));
-    retry_after_ =
-        clock_.now() + std::min<std::chrono::milliseconds>(backoff, std::chrono::seconds(30));
+    retry_after_ = clock_.now() + retry_backoff(std::chrono::milliseconds(100),
+                                                std::chrono::seconds(30), failures_);
   }
   return first;
 }

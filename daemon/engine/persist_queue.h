@@ -14,7 +14,9 @@ namespace armhive {
 
 // The engine's writes to its LeaseStore, queued under the engine lock and written after it is
 // released, so no engine lock is ever held across SQLite. Writes are coalesced per lease and per
-// VM (each is a full, idempotent rewrite, so only the newest version matters). A write that
+// VM (each is a full, idempotent rewrite, so only the newest version matters), and one flush is
+// one LeaseStore::write_batch (one commit); when the batch fails it is retried row by row, so
+// a row the store refuses holds back only itself. A write that
 // fails stays queued (unless a newer version replaced it meanwhile), is counted through
 // EngineHealth, and is retried by later flushes after a backoff (100 ms doubling to 30 s, on
 // the injected Clock).

@@ -11,11 +11,6 @@ namespace {
   std::abort();
 }
 
-struct StmtCloser {
-  void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
-};
-using Stmt = std::unique_ptr<sqlite3_stmt, StmtCloser>;
-
 }  // namespace
 
 int64_t sql_int(const SqlValue& v) {
@@ -68,6 +63,7 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
 
 Database::~Database() {
   checkpointer_.reset();
+  stmts_.clear();
   sqlite3_close_v2(db_);
 }
 
@@ -94,12 +90,29 @@ Status Database::execute_locked(std::string_view sql, const std::vector<SqlValue
 Result<std::vector<SqlRow>> Database::query_locked(std::string_view sql,
                                                    const std::vector<SqlValue>& params) {
   sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &raw, nullptr) !=
-      SQLITE_OK) {
-    return internal_error(std::string("SQL prepare failed: ") + sqlite3_errmsg(db_),
-                          std::string(sql.substr(0, 80)));
+  Stmt one_shot;
+  if (auto cached = stmts_.find(sql); cached != stmts_.end()) {
+    raw = cached->second.get();
+  } else {
+    if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &raw, nullptr) !=
+        SQLITE_OK) {
+      return internal_error(std::string("SQL prepare failed: ") + sqlite3_errmsg(db_),
+                            std::string(sql.substr(0, 80)));
+    }
+    if (stmts_.size() < kMaxCachedStatements) {
+      stmts_.emplace(std::string(sql), Stmt(raw));
+    } else {
+      one_shot.reset(raw);
+    }
   }
-  Stmt stmt(raw);
+  // Ready for the next call however this one ends (and no read transaction left open).
+  struct Rewind {
+    sqlite3_stmt* stmt;
+    ~Rewind() {
+      sqlite3_reset(stmt);
+      sqlite3_clear_bindings(stmt);
+    }
+  } rewind{raw};
   for (size_t i = 0; i < params.size(); ++i) {
     int idx = static_cast<int>(i + 1);
     const SqlValue& p = params[i];

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -74,9 +75,19 @@ class Database {
                                            const std::vector<SqlValue>& params);
   Status error(std::string_view what) const;
 
+  struct StmtCloser {
+    void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
+  };
+  using Stmt = std::unique_ptr<sqlite3_stmt, StmtCloser>;
+  // Every statement text run so far, prepared once (the SQL here is fixed text with bound
+  // parameters, so the set is small; past kMaxCachedStatements a statement is prepared per
+  // call). Each is reset before query_locked returns, so none holds a read transaction open.
+  static constexpr size_t kMaxCachedStatements = 128;
+
   std::mutex mu_;
   sqlite3* db_;
   std::string path_;
+  std::map<std::string, Stmt, std::less<>> stmts_;  // guarded by mu_; finalized before db_ closes
   // Files only (not ":memory:"): checkpoints off the request path; destroyed before db_ closes.
   std::unique_ptr<WalCheckpointer> checkpointer_;
 };

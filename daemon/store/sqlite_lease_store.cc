@@ -55,6 +55,13 @@ CREATE TABLE vms (
   cpus TEXT NOT NULL,
   created_at INTEGER NOT NULL
 );
+)sql",
+    // Step 2: the admin's drain / maintenance of a host (absent: none).
+    R"sql(
+CREATE TABLE host_admin (
+  host TEXT PRIMARY KEY,
+  admin TEXT NOT NULL
+);
 )sql"};
 
 constexpr const char* kColumns =
@@ -152,6 +159,32 @@ Status insert_history(Database::Tx& tx, const Lease& lease, size_t from) {
   return Status::ok();
 }
 
+Status update_in(Database::Tx& tx, const Lease& lease) {
+  std::vector<SqlValue> values = lease_values(lease);
+  values.push_back(lease.id);
+  ARMHIVE_RETURN_IF_ERROR(tx.execute(
+      "UPDATE leases SET id=?, pool=?, owner=?, purpose=?, ssh_keys=?, labels=?, "
+      "idempotency_key=?, state=?, reason=?, ttl_s=?, created_at=?, ready_at=?, expires_at=?, "
+      "ended_at=?, vm_name=?, address=?, login_user=?, cpus=?, warm=? WHERE id=?",
+      values));
+  if (tx.changes() != 1) return not_found("no such lease in the database", lease.id);
+  auto stored = tx.query("SELECT COUNT(*) FROM lease_history WHERE lease_id = ?", {lease.id});
+  if (!stored.is_ok()) return stored.status();
+  return insert_history(tx, lease, static_cast<size_t>(sql_int((*stored)[0][0])));
+}
+
+constexpr const char* kDeleteVm = "DELETE FROM vms WHERE name = ?";
+
+Status put_vm_in(Database::Tx& tx, const VmRecord& vm) {
+  return tx.execute(
+      "INSERT INTO vms (name, vm_id, pool, state, lease_id, address, cpus, created_at) "
+      "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET vm_id=excluded.vm_id, "
+      "pool=excluded.pool, state=excluded.state, lease_id=excluded.lease_id, "
+      "address=excluded.address, cpus=excluded.cpus",
+      {vm.name, vm.vm_id, vm.pool, std::string(to_string(vm.state)), vm.lease_id, vm.address,
+       json_text(vm.cpus), to_unix_ms(vm.created_at)});
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SqliteLeaseStore>> SqliteLeaseStore::open(Database& db) {
@@ -169,19 +202,7 @@ Status SqliteLeaseStore::insert(const Lease& lease) {
 }
 
 Status SqliteLeaseStore::update(const Lease& lease) {
-  return db_.transaction([&](Database::Tx& tx) -> Status {
-    std::vector<SqlValue> values = lease_values(lease);
-    values.push_back(lease.id);
-    ARMHIVE_RETURN_IF_ERROR(tx.execute(
-        "UPDATE leases SET id=?, pool=?, owner=?, purpose=?, ssh_keys=?, labels=?, "
-        "idempotency_key=?, state=?, reason=?, ttl_s=?, created_at=?, ready_at=?, expires_at=?, "
-        "ended_at=?, vm_name=?, address=?, login_user=?, cpus=?, warm=? WHERE id=?",
-        values));
-    if (tx.changes() != 1) return not_found("no such lease in the database", lease.id);
-    auto stored = tx.query("SELECT COUNT(*) FROM lease_history WHERE lease_id = ?", {lease.id});
-    if (!stored.is_ok()) return stored.status();
-    return insert_history(tx, lease, static_cast<size_t>(sql_int((*stored)[0][0])));
-  });
+  return db_.transaction([&](Database::Tx& tx) -> Status { return update_in(tx, lease); });
 }
 
 Result<std::vector<Lease>> SqliteLeaseStore::load(const std::string& where,
@@ -310,17 +331,22 @@ Result<std::vector<Lease>> SqliteLeaseStore::active() {
 }
 
 Status SqliteLeaseStore::put_vm(const VmRecord& vm) {
-  return db_.execute(
-      "INSERT INTO vms (name, vm_id, pool, state, lease_id, address, cpus, created_at) "
-      "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET vm_id=excluded.vm_id, "
-      "pool=excluded.pool, state=excluded.state, lease_id=excluded.lease_id, "
-      "address=excluded.address, cpus=excluded.cpus",
-      {vm.name, vm.vm_id, vm.pool, std::string(to_string(vm.state)), vm.lease_id, vm.address,
-       json_text(vm.cpus), to_unix_ms(vm.created_at)});
+  return db_.transaction([&](Database::Tx& tx) -> Status { return put_vm_in(tx, vm); });
 }
 
 Status SqliteLeaseStore::delete_vm(const std::string& name) {
-  return db_.execute("DELETE FROM vms WHERE name = ?", {name});
+  return db_.execute(kDeleteVm, {name});
+}
+
+Status SqliteLeaseStore::write_batch(const std::map<std::string, Lease>& leases,
+                                     const std::map<std::string, std::optional<VmRecord>>& vms) {
+  return db_.transaction([&](Database::Tx& tx) -> Status {
+    for (const auto& [id, l] : leases) ARMHIVE_RETURN_IF_ERROR(update_in(tx, l));
+    for (const auto& [name, rec] : vms) {
+      ARMHIVE_RETURN_IF_ERROR(rec ? put_vm_in(tx, *rec) : tx.execute(kDeleteVm, {name}));
+    }
+    return Status::ok();
+  });
 }
 
 Result<std::vector<VmRecord>> SqliteLeaseStore::vms() {
@@ -344,6 +370,29 @@ Result<std::vector<VmRecord>> SqliteLeaseStore::vms() {
     out.push_back(std::move(vm));
   }
   return out;
+}
+
+Result<std::map<std::string, HostHealthTracker::Admin>> SqliteLeaseStore::host_admin() {
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<SqlRow> rows,
+                           db_.query("SELECT host, admin FROM host_admin ORDER BY host"));
+  std::map<std::string, HostHealthTracker::Admin> out;
+  for (const SqlRow& r : rows) {
+    std::string host = sql_text(r[0]);
+    auto admin = host_admin_from_string(sql_text(r[1]));
+    if (!admin) return bad_row("host_admin", host, "admin '" + sql_text(r[1]) + "' is unknown");
+    if (*admin != HostHealthTracker::Admin::kNone) out[host] = *admin;
+  }
+  return out;
+}
+
+Status SqliteLeaseStore::put_host_admin(const std::string& host, HostHealthTracker::Admin admin) {
+  if (admin == HostHealthTracker::Admin::kNone) {
+    return db_.execute("DELETE FROM host_admin WHERE host = ?", {host});
+  }
+  return db_.execute(
+      "INSERT INTO host_admin (host, admin) VALUES (?,?) ON CONFLICT(host) DO UPDATE SET "
+      "admin=excluded.admin",
+      {host, std::string(to_string(admin))});
 }
 
 }  // namespace armhive

@@ -12,7 +12,7 @@
 
 namespace armhive {
 
-// LeaseStore in the daemon's SQLite database (tables leases, lease_history, vms).
+// LeaseStore in the daemon's SQLite database (tables leases, lease_history, vms, host_admin).
 // Rows that cannot be understood (an unknown state or purpose string, JSON that is not what the
 // schema says) are kInternal errors naming the row, never silently coerced to defaults.
 // Threading: thread-safe (Database serialises); calls block on disk only, never on libvirt.
@@ -31,6 +31,11 @@ class SqliteLeaseStore final : public LeaseStore {
   Status put_vm(const VmRecord& vm) override;
   Status delete_vm(const std::string& name) override;
   Result<std::vector<VmRecord>> vms() override;
+  // One transaction: all or nothing.
+  Status write_batch(const std::map<std::string, Lease>& leases,
+                     const std::map<std::string, std::optional<VmRecord>>& vms) override;
+  Result<std::map<std::string, HostHealthTracker::Admin>> host_admin() override;
+  Status put_host_admin(const std::string& host, HostHealthTracker::Admin admin) override;
 
  private:
   explicit SqliteLeaseStore(Database& db) : db_(db) {}

@@ -48,6 +48,15 @@ Result<std::vector<VmRecord>> FaultyStore::vms() {
   return inner_.vms();
 }
 
+Result<std::map<std::string, HostHealthTracker::Admin>> FaultyStore::host_admin() {
+  ARMHIVE_FAULT("store.host_admin");
+  return inner_.host_admin();
+}
+Status FaultyStore::put_host_admin(const std::string& host, HostHealthTracker::Admin admin) {
+  ARMHIVE_FAULT("store.put_host_admin");
+  return inner_.put_host_admin(host, admin);
+}
+
 #undef ARMHIVE_FAULT
 
 }  // namespace armhive

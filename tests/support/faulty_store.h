@@ -24,6 +24,8 @@ class FaultyStore final : public LeaseStore {
   Status put_vm(const VmRecord& vm) override;
   Status delete_vm(const std::string& name) override;
   Result<std::vector<VmRecord>> vms() override;
+  Result<std::map<std::string, HostHealthTracker::Admin>> host_admin() override;
+  Status put_host_admin(const std::string& host, HostHealthTracker::Admin admin) override;
 
   std::function<void(std::string_view method)> on_call;  // set before use
 

@@ -1,4 +1,7 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
 
 #include "daemon/store/sqlite_lease_store.h"
 
@@ -117,6 +120,90 @@ TEST_CASE("leases: live listings hold every non-terminal state; pages carry each
     CHECK(l.history.back().reason == "step " + std::to_string(i % 4));
     CHECK(l.history.front().at == from_unix_ms(1'700'000'000'000));
   }
+}
+
+TEST_CASE("host admin: drain and maintenance are kept in a file across reopening; none forgets",
+          "[store][host_admin]") {
+  std::string path = "/tmp/armhive-host-admin-" + std::to_string(::getpid()) + ".db";
+  std::remove(path.c_str());
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    auto store = SqliteLeaseStore::open(**db);
+    REQUIRE(store.is_ok());
+    CHECK((*store)->host_admin()->empty());
+    REQUIRE((*store)->put_host_admin("hc1", HostHealthTracker::Admin::kDrain).is_ok());
+    REQUIRE((*store)->put_host_admin("tx1", HostHealthTracker::Admin::kDrain).is_ok());
+    REQUIRE((*store)->put_host_admin("tx1", HostHealthTracker::Admin::kMaintenance).is_ok());
+  }
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    auto store = SqliteLeaseStore::open(**db);
+    REQUIRE(store.is_ok());
+    auto admin = (*store)->host_admin();
+    REQUIRE(admin.is_ok());
+    CHECK(*admin == std::map<std::string, HostHealthTracker::Admin>{
+                        {"hc1", HostHealthTracker::Admin::kDrain},
+                        {"tx1", HostHealthTracker::Admin::kMaintenance}});
+    REQUIRE((*store)->put_host_admin("hc1", HostHealthTracker::Admin::kNone).is_ok());
+    REQUIRE((*store)->put_host_admin("nobody", HostHealthTracker::Admin::kNone).is_ok());
+    CHECK((*store)->host_admin()->size() == 1);
+    // A row that cannot be understood is an error naming it, never "none".
+    REQUIRE((*db)->execute("UPDATE host_admin SET admin = 'nap' WHERE host = 'tx1'", {}).is_ok());
+    auto bad = (*store)->host_admin();
+    CHECK(bad.status().code() == ErrorCode::kInternal);
+    CHECK_THAT(bad.status().to_string(), Catch::Contains("tx1"));
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+}
+
+TEST_CASE("leases: a write batch lands whole or not at all", "[store][batch]") {
+  std::string path = "/tmp/armhive-batch-" + std::to_string(::getpid()) + ".db";
+  std::remove(path.c_str());
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    auto store = SqliteLeaseStore::open(**db);
+    REQUIRE(store.is_ok());
+    Lease a = make_lease(1, LeaseState::kPending);
+    REQUIRE((*store)->insert(a).is_ok());
+    VmRecord gone;
+    gone.name = "vm-gone";
+    gone.pool = "ci";
+    gone.state = VmState::kWarm;
+    REQUIRE((*store)->put_vm(gone).is_ok());
+
+    // A batch with one row the store refuses (a lease never inserted): nothing of it lands.
+    a.state = LeaseState::kProvisioning;
+    a.vm_name = "vm-1";
+    VmRecord vm;
+    vm.name = "vm-1";
+    vm.pool = "ci";
+    vm.state = VmState::kLeased;
+    vm.lease_id = a.id;
+    Lease stranger = make_lease(2, LeaseState::kReady);
+    Status refused = (*store)->write_batch({{a.id, a}, {stranger.id, stranger}},
+                                           {{"vm-1", vm}, {"vm-gone", std::nullopt}});
+    CHECK(refused.code() == ErrorCode::kNotFound);
+    CHECK_THAT(refused.to_string(), Catch::Contains(stranger.id));
+    CHECK((*store)->find(a.id)->value().state == LeaseState::kPending);
+    CHECK((*store)->vms()->size() == 1);
+
+    // Without it the same batch lands whole: the update, the new VM and the deletion.
+    REQUIRE((*store)->write_batch({{a.id, a}}, {{"vm-1", vm}, {"vm-gone", std::nullopt}}).is_ok());
+    auto stored = (*store)->find(a.id);
+    REQUIRE(stored.is_ok());
+    REQUIRE(stored->has_value());
+    CHECK((*stored)->state == LeaseState::kProvisioning);
+    CHECK((*stored)->vm_name == "vm-1");
+    auto vms = (*store)->vms();
+    REQUIRE(vms.is_ok());
+    REQUIRE(vms->size() == 1);
+    CHECK((*vms)[0].name == "vm-1");
+    CHECK((*vms)[0].lease_id == a.id);
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
 }  // namespace
