@@ -48,6 +48,9 @@ using NetworkHandle = LibvirtHandle<virNetworkPtr, virNetworkFree>;
 using StoragePoolHandle = LibvirtHandle<virStoragePoolPtr, virStoragePoolFree>;
 using StorageVolHandle = LibvirtHandle<virStorageVolPtr, virStorageVolFree>;
 using ConnectHandle = LibvirtHandle<virConnectPtr, virConnectClose>;
+// Only drops the reference: a stream with a transfer still in progress must be given
+// virStreamAbort() (or have finished with virStreamFinish()) before its owner goes.
+using StreamHandle = LibvirtHandle<virStreamPtr, virStreamFree>;
 
 // A string libvirt allocated for the caller (virDomainGetXMLDesc, virConnectGetCapabilities,
 // ...): released with free().
