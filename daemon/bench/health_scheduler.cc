@@ -21,7 +21,10 @@ std::string_view verdict_name(HealthVerdict v) {
   return "insufficient_history";
 }
 
-std::string minutes(Seconds s) { return std::to_string(s.count() / 60) + " min"; }
+std::string duration_text(Seconds s) {
+  if (s.count() < 60) return std::to_string(s.count()) + " s";
+  return std::to_string(s.count() / 60) + " min";
+}
 
 }  // namespace
 
@@ -124,7 +127,8 @@ void HealthScheduler::step(PoolRun& p, TimePoint now) {
       }
       if (now >= p.deadline) {
         return give_up(
-            p, now, "lease " + p.lease_id + " not ready within " + minutes(options_.lease_timeout));
+            p, now,
+            "lease " + p.lease_id + " not ready within " + duration_text(options_.lease_timeout));
       }
       return;
     }
@@ -137,9 +141,9 @@ void HealthScheduler::step(PoolRun& p, TimePoint now) {
         return finish(p, *run, now);
       }
       if (now >= p.deadline) {
-        return give_up(
-            p, now,
-            "benchmark " + p.run_id + " not finished within " + minutes(options_.run_timeout));
+        return give_up(p, now,
+                       "benchmark " + p.run_id + " not finished within " +
+                           duration_text(options_.run_timeout));
       }
       return;
     }
@@ -156,12 +160,12 @@ void HealthScheduler::begin(PoolRun& p, TimePoint now) {
   }
   // A spare VM: a warm one that no waiting lease is about to take.
   if (st->warm <= st->pending_leases) {
-    p.next_at = now + options_.postpone;
+    p.next_at = now + retry_delay(p);
     source_.pool_event(pool, "health.postponed",
                        "no spare warm VM in pool " + pool + " (" + std::to_string(st->warm) +
                            " warm, " + std::to_string(st->pending_leases) +
                            " leases waiting): the " + p.schedule.suite + " health run waits " +
-                           minutes(options_.postpone));
+                           duration_text(retry_delay(p)));
     return;
   }
   LeaseRequest req;
@@ -171,10 +175,10 @@ void HealthScheduler::begin(PoolRun& p, TimePoint now) {
   req.labels = {{"armhive-health", p.schedule.suite}};
   auto lease = source_.create_lease(req);
   if (!lease.is_ok()) {
-    p.next_at = now + options_.postpone;
+    p.next_at = now + retry_delay(p);
     source_.pool_event(pool, "health.failed",
                        "leasing a VM of pool " + pool + ": " + lease.status().to_string() +
-                           "; next try in " + minutes(options_.postpone));
+                           "; next try in " + duration_text(retry_delay(p)));
     return;
   }
   p.lease_id = lease->id;
@@ -216,7 +220,7 @@ void HealthScheduler::finish(PoolRun& p, const BenchmarkRun& run, TimePoint now)
   HealthBandOptions band;
   band.window = static_cast<size_t>(std::max(p.schedule.runs_kept, 1));
   band.min_history = std::min(options_.min_history, band.window);
-  band.mad_multiplier = options_.mad_multiplier;
+  band.mad_multiplier = p.schedule.band_mads;
   HealthCheck check =
       check_health(figure->key, history, figure->value, figure->higher_is_better, band);
 
@@ -268,6 +272,12 @@ void HealthScheduler::finish(PoolRun& p, const BenchmarkRun& run, TimePoint now)
   p.next_at = now + p.schedule.every;
 }
 
+Seconds HealthScheduler::retry_delay(const PoolRun& p) const {
+  // A schedule never waits longer than its own interval to look again: a pool checked every
+  // 2 min does not skip five runs because its VM was still booting.
+  return std::min(options_.postpone, p.schedule.every);
+}
+
 void HealthScheduler::give_up(PoolRun& p, TimePoint now, const std::string& why) {
   const std::string& pool = p.schedule.pool;
   std::string detail = p.schedule.suite + " health run: " + why;
@@ -277,11 +287,12 @@ void HealthScheduler::give_up(PoolRun& p, TimePoint now, const std::string& why)
       detail += "; releasing lease " + p.lease_id + ": " + s.to_string();
     }
   }
-  source_.pool_event(pool, "health.failed", detail + "; next run in " + minutes(options_.postpone));
+  source_.pool_event(pool, "health.failed",
+                     detail + "; next run in " + duration_text(retry_delay(p)));
   p.phase = Phase::kIdle;
   p.lease_id.clear();
   p.run_id.clear();
-  p.next_at = now + options_.postpone;
+  p.next_at = now + retry_delay(p);
 }
 
 void HealthScheduler::record(const HealthResult& result) {

@@ -23,6 +23,7 @@ struct HealthPoolSchedule {
   Seconds every{0};
   std::string suite = "compression";
   int runs_kept = 10;  // K, the baseline's window
+  int band_mads = 3;   // k: the band is median ± k × MAD
 };
 
 struct HealthSchedulerOptions {
@@ -30,13 +31,13 @@ struct HealthSchedulerOptions {
   std::vector<HealthPoolSchedule> pools;  // those with every > 0
   std::string owner = "armhived-health";  // the leases' and benchmark runs' owner
   Seconds lease_ttl{std::chrono::hours(1)};
-  // A due run finding no spare warm VM waits this long before it looks again.
+  // A due run finding no spare warm VM (or failing) waits this long before it looks again,
+  // or the pool's `every` when that is shorter.
   Seconds postpone{std::chrono::minutes(10)};
   // A lease not ready, or a benchmark not finished, by then is given up (and released).
   Seconds lease_timeout{std::chrono::minutes(15)};
   Seconds run_timeout{std::chrono::minutes(30)};
-  size_t min_history = 5;     // results needed before a verdict
-  double mad_multiplier = 3;  // k
+  size_t min_history = 5;  // results needed before a verdict
   // How often the thread of start() calls tick() (real time).
   std::chrono::milliseconds tick_period{std::chrono::seconds(5)};
 };
@@ -103,6 +104,7 @@ class HealthScheduler {
   void start_benchmark(PoolRun& p, const Lease& lease, TimePoint now);
   void finish(PoolRun& p, const BenchmarkRun& run, TimePoint now);
   void give_up(PoolRun& p, TimePoint now, const std::string& why);
+  Seconds retry_delay(const PoolRun& p) const;  // min(postpone, every)
   void record(const HealthResult& result);
 
   HealthSchedulerOptions options_;

@@ -15,12 +15,23 @@ namespace armhive {
 // kConflict when it is not ready.
 using LeasedVmLookup = std::function<Result<LeasedVm>(const std::string& lease_id)>;
 
+// The host path of a VM's disk overlay (LibvirtHypervisor::paths_for(vm).overlay). Pure; any
+// thread.
+using OverlayPathFn = std::function<std::string(const std::string& vm_name)>;
+
 // Tells the benchmark runner which VM a lease has and what it needs to know about it (address,
-// pinned cores, MTU, whether guests are emulated, the image's corpus). The host topology is
-// borrowed and must outlive the resolver.
+// pinned cores, MTU, whether guests are emulated, the image's corpus) and the host side of the
+// host baselines (host_baseline.h decides whether they run):
+// - host_corpus_path: the image's host copy of its corpus (catalogue files.corpus);
+// - host_stream_path: the image's armhive-stream (files.armhive-stream), only when the host's
+//   architecture is the image's (the binary is built for the guest: an aarch64 static binary
+//   is the host's own program exactly on an aarch64 host);
+// - disk_path and host_scratch_dir: the VM's overlay and its directory (so the storage
+//   suite's host file lies on the filesystem under the VM's disk), when `overlay_path` is set.
+// The host topology is borrowed and must outlive the resolver.
 // `network_bridges` maps a network name to its host bridge (LeaseTarget::bridge).
 LeaseTargetResolver make_lease_target_resolver(
     LeasedVmLookup lookup, const HostTopology& host, ImageResolver images,
-    std::map<std::string, std::string> network_bridges = {});
+    std::map<std::string, std::string> network_bridges = {}, OverlayPathFn overlay_path = {});
 
 }  // namespace armhive

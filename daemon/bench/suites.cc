@@ -9,6 +9,7 @@
 #include "daemon/bench/iperf3_parser.h"
 #include "daemon/bench/report.h"
 #include "daemon/bench/stats.h"
+#include "daemon/bench/tool_runner.h"
 #include "daemon/bench/zstd_parser.h"
 
 namespace armhive {
@@ -246,10 +247,10 @@ Result<std::vector<ZstdBenchResult>> zstd_repeats(const SuiteContext& ctx, bool 
     if (ctx.cancelled()) return unavailable("cancelled: the daemon is shutting down");
     std::string text;
     if (on_host) {
-      auto r = ctx.processes.run({.argv = argv, .timeout = ctx.options.zstd_timeout});
-      if (!r.is_ok()) return r.status().annotate(what);
-      if (r->timed_out) return Status(ErrorCode::kTimeout, what + " timed out");
-      text = r->out + "\n" + r->err;
+      // On the VM's pinned cores (taskset), like the other suites' host runs.
+      auto r = run_tool(ctx, ToolSide::kHost, what, argv, ctx.options.zstd_timeout);
+      if (!r.is_ok()) return r.status();
+      text = r->text();
     } else {
       auto r = guest_run(ctx, "zstd -b" + std::to_string(level) + " -T" + std::to_string(threads),
                          argv, ctx.options.zstd_timeout);

@@ -44,6 +44,7 @@ Status parse_health(const toml::table& t, const std::string& prefix,
   ARMHIVE_RETURN_IF_ERROR(r.duration("every", every));
   ARMHIVE_RETURN_IF_ERROR(r.str("suite", h.suite));
   ARMHIVE_RETURN_IF_ERROR(r.integer_as("runs_kept", h.runs_kept, 5, 1000));
+  ARMHIVE_RETURN_IF_ERROR(r.integer_as("band_mads", h.band_mads, 1, 10));
   ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
   static const std::set<std::string> kSuites = {"network", "compression", "memory", "crypto",
                                                 "storage"};
@@ -97,6 +98,11 @@ Status parse_pool(const toml::table& t, const std::string& prefix,
   ARMHIVE_RETURN_IF_ERROR(r.labels("labels", p.labels));
   ARMHIVE_RETURN_IF_ERROR(r.labels("host_labels", p.host_labels));
   ARMHIVE_RETURN_IF_ERROR(validate_labels(r.field("host_labels"), p.host_labels));
+  if (t.contains("max_extra_ports")) {
+    int cap = 0;
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_extra_ports", cap, 0, 64));
+    p.max_extra_ports = cap;
+  }
   r.skip("access_ports");
   r.skip("files");
   r.skip("health");
@@ -428,6 +434,14 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
       ARMHIVE_RETURN_IF_ERROR(parse_pool(*item.as_table(), prefix, c.min_health_interval, p));
       if (!names.insert(p.name).second) {
         return invalid_argument(prefix + "name", "pool '" + p.name + "' is defined twice");
+      }
+      // A pool narrows the daemon's cap, never widens it: [access] max_extra_ports is what the
+      // operator sized the forward range for.
+      if (p.max_extra_ports && *p.max_extra_ports > c.access.max_extra_ports) {
+        return invalid_argument(prefix + "max_extra_ports",
+                                "must not exceed [access] max_extra_ports (" +
+                                    std::to_string(c.access.max_extra_ports) + "), got " +
+                                    std::to_string(*p.max_extra_ports));
       }
       c.pools.push_back(std::move(p));
     }

@@ -23,6 +23,11 @@ struct BootImage {
   uint64_t corpus_bytes = 0;
   uint64_t corpus_seed = 0;
   std::string corpus_sha256;
+  // Host-side copies for benchmarks' host baselines (empty: the image has none): the corpus as
+  // a host file, and the memory suite's static armhive-stream built for `arch`.
+  std::string host_corpus_file;
+  std::string host_stream_file;
+  std::string arch = "aarch64";  // the image's (and its binaries') architecture
 };
 
 // Resolves a pool's image name. kNotFound / kUnprocessable make leases wait with that reason.

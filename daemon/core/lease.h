@@ -95,6 +95,9 @@ struct HealthScheduleConfig {
   Seconds every{0};  // 0: off (the default)
   std::string suite = "compression";
   int runs_kept = 10;  // K: the baseline band's window
+  // k: the band is median ± k × MAD (1..10). Lower on a noisy host catches smaller slowdowns
+  // and flags more noise; 3 by default.
+  int band_mads = 3;
 };
 
 struct PoolConfig {
@@ -117,6 +120,9 @@ struct PoolConfig {
   std::map<std::string, std::string> host_labels;
   // Guest TCP ports besides SSH that a lease may ask to have forwarded (daemon/access).
   std::vector<int> access_ports;
+  // How many of them one lease may ask for; unset: [access] max_extra_ports. Never above it
+  // (the configuration loader refuses that).
+  std::optional<int> max_extra_ports;
   FilePolicy files;
   HealthScheduleConfig health;
 };

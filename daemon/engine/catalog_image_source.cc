@@ -39,7 +39,10 @@ Result<BootImage> CatalogImageSource::resolve(const std::string& name) {
                  image->corpus_path,
                  image->corpus_bytes,
                  image->corpus_seed,
-                 image->corpus_sha256};
+                 image->corpus_sha256,
+                 image->host_corpus.path,
+                 image->host_stream.path,
+                 image->arch};
   verified_[name] = boot;
   failed_.erase(name);
   return boot;

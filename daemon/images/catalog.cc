@@ -68,6 +68,9 @@ Result<Image> parse_manifest(const nlohmann::json& m, const std::string& image_d
   ARMHIVE_ASSIGN_OR_RETURN(img.disk, parse_file(m["files"], "disk", image_dir, true));
   ARMHIVE_ASSIGN_OR_RETURN(img.kernel, parse_file(m["files"], "kernel", image_dir, direct));
   ARMHIVE_ASSIGN_OR_RETURN(img.initrd, parse_file(m["files"], "initrd", image_dir, direct));
+  ARMHIVE_ASSIGN_OR_RETURN(img.host_corpus, parse_file(m["files"], "corpus", image_dir, false));
+  ARMHIVE_ASSIGN_OR_RETURN(img.host_stream,
+                           parse_file(m["files"], "armhive-stream", image_dir, false));
   if (m.contains("corpus") && !m["corpus"].is_null()) {
     const auto& c = m["corpus"];
     if (!c.is_object() || !c.contains("path") || !c["path"].is_string() || !c.contains("bytes") ||
@@ -136,6 +139,8 @@ Status ImageCatalog::verify(const Image& image) const {
   std::vector<std::pair<const char*, const ImageFile*>> files = {{"disk", &image.disk}};
   if (!image.kernel.path.empty()) files.emplace_back("kernel", &image.kernel);
   if (!image.initrd.path.empty()) files.emplace_back("initrd", &image.initrd);
+  if (!image.host_corpus.path.empty()) files.emplace_back("corpus", &image.host_corpus);
+  if (!image.host_stream.path.empty()) files.emplace_back("armhive-stream", &image.host_stream);
   if (image.boot == "kernel" && (image.kernel.path.empty() || image.initrd.path.empty()))
     return unprocessable(what + " boots a kernel but names no kernel or initrd", image.name);
   for (const auto& [role, f] : files) {

@@ -16,10 +16,14 @@ namespace armhive {
 //
 //   {"name", "version", "arch": "aarch64", "boot": "kernel"|"uefi", "cmdline", "login_user",
 //    "files": {"disk": {"path": "disk.qcow2", "sha256", "bytes"}, "kernel": {...}, "initrd":
-//    {...}}, "corpus": {"path": "/usr/share/armhive/corpus.bin", "bytes", "seed", "sha256"},
+//    {...}, "corpus": {...}, "armhive-stream": {...}}, "corpus": {"path":
+//    "/usr/share/armhive/corpus.bin", "bytes", "seed", "sha256"},
 //    "packages": [{"name", "version", "arch"}], "built_at", "recipe": "tiny.toml", "recipe_sha256"}
 //
 // File paths in the manifest are relative to the image directory; Image holds them absolute.
+// files.corpus and files.armhive-stream (optional: images built before them lack them) are the
+// host-side copies of the guest's corpus and of the memory suite's static binary, built for
+// the image's `arch`: benchmarks' host baselines run them on the host (daemon/bench).
 // The daemon boots only images it found here and verified (sha256 of every file).
 //
 // Ownership and threads: ImageCatalog is a snapshot of the manifests taken by open(); it owns
@@ -35,6 +39,8 @@ struct ImageFile {
 struct Image {
   std::string name, version, arch, boot, cmdline, login_user;
   ImageFile disk, kernel, initrd;  // kernel/initrd empty for "uefi" boot
+  ImageFile host_corpus;           // files.corpus: the corpus as a host file (empty: none)
+  ImageFile host_stream;           // files.armhive-stream, an `arch` binary (empty: none)
   std::string corpus_path;         // in the guest; empty when the image has no corpus
   uint64_t corpus_bytes = 0;
   uint64_t corpus_seed = 0;

@@ -319,6 +319,8 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
   }
 
   // 5. Recipe files and the benchmark corpus.
+  std::vector<fs::path> host_tools;  // copies of the compiled files in the image directory
+  fs::path host_corpus;
   for (const auto& f : recipe.files) {
     ARMHIVE_ASSIGN_OR_RETURN(fs::path p, in_root(rootfs, f.path));
     if (p == rootfs) return invalid_argument("files.path", "cannot replace the root directory");
@@ -350,6 +352,13 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
                         std::string(kGuestCompiler) + " " + f.source +
                             " (install gcc-aarch64-linux-gnu: scripts/install-deps)"));
         ::chmod(p.c_str(), f.mode);
+        // A copy beside the disk: on a host of the image's architecture the same binary runs
+        // natively for the benchmarks' host baselines (manifest files.<file name>).
+        std::string name = p.filename().string();
+        fs::path copy = out / name;
+        fs::copy_file(p, copy, fs::copy_options::overwrite_existing, ec);
+        if (ec) return unavailable("cannot copy " + name + " into the image: " + ec.message());
+        host_tools.push_back(copy);
         break;
       }
     }
@@ -367,6 +376,9 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
     corpus_sha = sha256_hex(corpus);
     ARMHIVE_ASSIGN_OR_RETURN(fs::path corpus_file, in_root(rootfs, recipe.corpus_path));
     ARMHIVE_RETURN_IF_ERROR(write_file(corpus_file, corpus, 0444));
+    // The same bytes on the host, for the compression suite's host baseline.
+    host_corpus = out / "corpus.bin";
+    ARMHIVE_RETURN_IF_ERROR(write_file(host_corpus, corpus, 0444));
   }
 
   // 6. The disk.
@@ -413,6 +425,16 @@ Result<BuildResult> ImageBuilder::build(const Recipe& recipe, const BuildOptions
   ARMHIVE_ASSIGN_OR_RETURN(files["disk"], file_entry(disk));
   ARMHIVE_ASSIGN_OR_RETURN(files["kernel"], file_entry(kernel_out));
   ARMHIVE_ASSIGN_OR_RETURN(files["initrd"], file_entry(initrd_out));
+  if (!host_corpus.empty()) {
+    ARMHIVE_ASSIGN_OR_RETURN(files["corpus"], file_entry(host_corpus));
+  }
+  for (const fs::path& t : host_tools) {
+    if (files.contains(t.filename().string()))
+      return invalid_argument("files.path",
+                              "a compiled file may not be named " + t.filename().string());
+    ARMHIVE_ASSIGN_OR_RETURN(files[t.filename().string()], file_entry(t));
+    ::chmod(t.c_str(), 0444);
+  }
   nlohmann::json packages = nlohmann::json::array();
   std::sort(recorded.begin(), recorded.end(),
             [](const PackageInfo& a, const PackageInfo& b) { return a.name < b.name; });

@@ -16,15 +16,10 @@ namespace armhive {
 namespace {
 
 using bench_test::fixture_path;
+using bench_test::joined;
 using bench_test::read_fixture;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-std::string joined(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
-  return s;
-}
 
 // A guest that has iperf3 and zstd unless a test's override_handler says otherwise.
 std::optional<Result<GuestExecResult>> bench_guest(const std::vector<std::string>& a) {

@@ -214,6 +214,33 @@ TEST_CASE("health schedule: no spare warm VM postpones the run and says so", "[b
   CHECK(f.source.requests.size() == 1);
 }
 
+TEST_CASE("health schedule: a schedule shorter than the postponement looks again after `every`",
+          "[bench][health]") {
+  ManualClock clock;
+  FakeVmSource source;
+  FakeBenchmarks benchmarks;
+  FakeHealthStore store;
+  HealthSchedulerOptions o;
+  o.host = "honeycomb";
+  o.pools = {{"ci", std::chrono::seconds(30), "compression", 5}};
+  o.postpone = minutes(10);
+  HealthScheduler scheduler(o, source, benchmarks, store, clock);
+  REQUIRE(scheduler.load().is_ok());
+  source.warm = 0;  // the refill is still booting
+  scheduler.tick();
+  CHECK(source.requests.empty());
+  const RecordedEvent* e = source.last_event("health.postponed");
+  REQUIRE(e != nullptr);
+  CHECK(e->detail.find("waits 30 s") != std::string::npos);
+  source.warm = 1;
+  clock.advance(std::chrono::seconds(29));
+  scheduler.tick();
+  CHECK(source.requests.empty());
+  clock.advance(std::chrono::seconds(1));
+  scheduler.tick();  // 30 s later, not 10 min
+  CHECK(source.requests.size() == 1);
+}
+
 TEST_CASE(
     "health schedule: a slow result outside the band marks the host degraded, a good one "
     "clears it",
@@ -277,6 +304,32 @@ TEST_CASE(
   CHECK(f.source.released.back() == "l-2");
   CHECK(f.source.last_event("health.failed")->detail.find("not ready within 15 min") !=
         std::string::npos);
+}
+
+TEST_CASE("health schedule: the pool's band_mads sets the band's width", "[bench][health]") {
+  // median 400, MAD 20: k = 3 gives [340, 460], k = 1 gives [380, 420].
+  for (int k : {3, 1}) {
+    INFO("band_mads " << k);
+    ManualClock clock;
+    FakeVmSource source;
+    FakeBenchmarks benchmarks;
+    FakeHealthStore store;
+    HealthSchedulerOptions o;
+    o.host = "honeycomb";
+    o.pools = {{"ci", hours(6), "compression", 10, k}};
+    HealthScheduler scheduler(o, source, benchmarks, store, clock);
+    REQUIRE(scheduler.load().is_ok());
+    for (double v : {300.0, 400.0, 500.0, 420.0, 380.0, 350.0}) {
+      scheduler.tick();
+      benchmarks.finish_last(v);
+      scheduler.tick();
+      clock.advance(hours(6));
+    }
+    REQUIRE(source.health.size() == 1);
+    REQUIRE(source.health[0].band.has_value());
+    CHECK(source.health[0].band->low == (k == 3 ? 340 : 380));
+    CHECK(source.health[0].verdict == (k == 3 ? "within_band" : "degraded"));
+  }
 }
 
 TEST_CASE("health schedule: marks and the next run time survive a restart", "[bench][health]") {

@@ -1,8 +1,5 @@
 // The memory, crypto and storage suites: request validation, host-baseline decisions and ratio
 // maths, the runner over fake guest/host tools fed with captured outputs, the report views.
-#include <libxml/parser.h>
-#include <libxml/xpath.h>
-#include <libxml/xpathInternals.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -18,21 +15,18 @@
 #include "daemon/bench/report.h"
 #include "daemon/bench/suite_figures.h"
 #include "tests/daemon/bench/bench_test_util.h"
+#include "tests/support/xml_count.h"
 
 namespace armhive {
 namespace {
 
+using bench_test::ExecOnlyHypervisor;
 using bench_test::fixture_path;
+using bench_test::joined;
 using bench_test::read_fixture;
 using nlohmann::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-std::string joined(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
-  return s;
-}
 
 std::string arg_after(const std::vector<std::string>& argv, const std::string& flag) {
   for (size_t i = 0; i + 1 < argv.size(); ++i)
@@ -96,22 +90,9 @@ struct FakeTools {
   }
 };
 
-class FakeHypervisor final : public Hypervisor {
+class FakeHypervisor final : public ExecOnlyHypervisor {
  public:
-  explicit FakeHypervisor(FakeTools& tools) : tools_(tools) {}
-  Status create_vm(const VmSpec&) override { return Status::ok(); }
-  Status destroy_vm(std::string_view) override { return Status::ok(); }
-  Result<std::vector<VmInfo>> list_vms() override { return std::vector<VmInfo>{}; }
-  Result<std::vector<std::string>> list_vm_files() override { return std::vector<std::string>{}; }
-  Status set_lease(std::string_view, std::string_view) override { return Status::ok(); }
-  Status ping_agent(std::string_view, std::chrono::milliseconds) override { return Status::ok(); }
-  Result<std::string> guest_address(std::string_view) override { return std::string("192.0.2.10"); }
-  Status set_authorized_keys(std::string_view, std::string_view,
-                             const std::vector<std::string>&) override {
-    return Status::ok();
-  }
-  Result<std::string> console_log(std::string_view, size_t) override { return std::string(); }
-  void set_event_handler(std::function<void(const VmEvent&)>) override {}
+  explicit FakeHypervisor(FakeTools& tools) : ExecOnlyHypervisor("192.0.2.10"), tools_(tools) {}
   Result<GuestExecResult> exec(std::string_view, const GuestExecRequest& request) override {
     std::lock_guard lock(mu);
     execs.push_back(joined(request.argv));
@@ -120,13 +101,6 @@ class FakeHypervisor final : public Hypervisor {
     r.exit_code = code;
     r.out = out;
     return r;
-  }
-  // The suites never start background processes.
-  Result<int64_t> exec_start(std::string_view, const GuestExecRequest&) override {
-    return internal_error("not used by the suites");
-  }
-  Result<std::optional<GuestExecResult>> exec_status(std::string_view, int64_t) override {
-    return internal_error("not used by the suites");
   }
   bool saw(const std::string& needle) {
     std::lock_guard lock(mu);
@@ -235,21 +209,6 @@ BenchmarkRun run_to_end(Harness& h, const BenchmarkRequest& req) {
   auto done = runner->wait(started->id, 30s);
   REQUIRE(done.is_ok());
   return *done;
-}
-
-int xml_count(const std::string& text, const char* xpath) {
-  xmlDocPtr doc = xmlReadMemory(text.data(), static_cast<int>(text.size()), "report.html", "UTF-8",
-                                XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-  if (!doc) return -1;
-  xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
-  xmlXPathRegisterNs(ctx, BAD_CAST "h", BAD_CAST "http://www.w3.org/1999/xhtml");
-  xmlXPathRegisterNs(ctx, BAD_CAST "s", BAD_CAST "http://www.w3.org/2000/svg");
-  xmlXPathObjectPtr obj = xmlXPathEvalExpression(BAD_CAST xpath, ctx);
-  int n = obj && obj->nodesetval ? obj->nodesetval->nodeNr : 0;
-  xmlXPathFreeObject(obj);
-  xmlXPathFreeContext(ctx);
-  xmlFreeDoc(doc);
-  return n;
 }
 
 const json& figure(const json& suite, const std::string& key) {

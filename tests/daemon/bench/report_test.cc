@@ -1,13 +1,10 @@
 #include "daemon/bench/report.h"
 
-#include <libxml/parser.h>
-#include <libxml/xpath.h>
-#include <libxml/xpathInternals.h>
-
 #include <catch2/catch.hpp>
 
 #include "daemon/bench/svg.h"
 #include "tests/daemon/bench/bench_test_util.h"
+#include "tests/support/xml_count.h"
 
 namespace armhive {
 namespace {
@@ -75,23 +72,6 @@ BenchmarkRun sample_run(std::string id, std::string vm, bool emulated, double sc
   r.finished_at = from_unix_ms(1'796'000'060'000);
   r.report = sample_report(emulated, scale);
   return r;
-}
-
-// Parses `text` as XML with libxml2; returns the number of elements matching `xpath`, or -1 if
-// the document is not well-formed.
-int xml_count(const std::string& text, const char* xpath) {
-  xmlDocPtr doc = xmlReadMemory(text.data(), static_cast<int>(text.size()), "report.html", "UTF-8",
-                                XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-  if (!doc) return -1;
-  xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
-  xmlXPathRegisterNs(ctx, BAD_CAST "h", BAD_CAST "http://www.w3.org/1999/xhtml");
-  xmlXPathRegisterNs(ctx, BAD_CAST "s", BAD_CAST "http://www.w3.org/2000/svg");
-  xmlXPathObjectPtr obj = xmlXPathEvalExpression(BAD_CAST xpath, ctx);
-  int n = obj && obj->nodesetval ? obj->nodesetval->nodeNr : 0;
-  xmlXPathFreeObject(obj);
-  xmlXPathFreeContext(ctx);
-  xmlFreeDoc(doc);
-  return n;
 }
 
 TEST_CASE("report JSON from real captures is consistent; broken ones are caught", "[bench]") {

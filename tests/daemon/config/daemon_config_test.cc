@@ -97,12 +97,13 @@ TEST_CASE("a pool's health schedule is off by default and read from [pools.healt
 [[pools]]
 name = "ci"
 image = "tiny"
-health = { every = "6h", suite = "memory", runs_kept = 20 }
+health = { every = "6h", suite = "memory", runs_kept = 20, band_mads = 2 }
 )");
   REQUIRE(on.is_ok());
   CHECK(on->pools[0].health.every == Seconds(6 * 3600));
   CHECK(on->pools[0].health.suite == "memory");
   CHECK(on->pools[0].health.runs_kept == 20);
+  CHECK(on->pools[0].health.band_mads == 2);
 
   auto status_of = [](const std::string& text) { return parse_daemon_config(text).status(); };
   const std::string pool = "[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
@@ -120,6 +121,10 @@ health = { every = "6h", suite = "memory", runs_kept = 20 }
         "pools[0].health.suite");
   CHECK(status_of(pool + "health = { every = \"6h\", runs_kept = 2 }\n").field() ==
         "pools[0].health.runs_kept");
+  CHECK(status_of(pool + "health = { every = \"6h\", band_mads = 0 }\n").field() ==
+        "pools[0].health.band_mads");
+  CHECK(status_of(pool + "health = { every = \"6h\", band_mads = 11 }\n").field() ==
+        "pools[0].health.band_mads");
   CHECK(status_of(pool + "health = { every = \"6h\", often = true }\n").field() ==
         "pools[0].health.often");
   CHECK(status_of(pool + "health = \"6h\"\n").field() == "pools[0].health");
@@ -297,6 +302,34 @@ cidr = "198.51.100.7"
               "ports = [0]\n") == "networks[0].egress[0].ports[0]");
   CHECK(field("[access]\nport_min = 23000\nport_max = 22000\n") == "access.port_max");
   CHECK(field("[access]\nlisten_port = 1\n") == "access.listen_port");
+}
+
+TEST_CASE("a pool's max_extra_ports narrows [access] max_extra_ports, never widens it",
+          "[config]") {
+  auto pool = [](const std::string& keys) {
+    return "[[pools]]\nname = \"ci\"\nimage = \"tiny\"\naccess_ports = [8080, 9000]\n" + keys;
+  };
+  auto c = parse_daemon_config("[access]\nmax_extra_ports = 3\n" + pool("max_extra_ports = 1\n") +
+                               "[[pools]]\nname = \"wide\"\nimage = \"tiny\"\n");
+  REQUIRE(c.is_ok());
+  CHECK(c->access.max_extra_ports == 3);
+  REQUIRE(c->pools.size() == 2);
+  CHECK(c->pools[0].max_extra_ports == 1);
+  CHECK_FALSE(c->pools[1].max_extra_ports.has_value());  // the daemon's cap applies
+
+  // Equal to the daemon's is fine; above it (also above the default 4) names the pool's key.
+  CHECK(parse_daemon_config("[access]\nmax_extra_ports = 2\n" + pool("max_extra_ports = 2\n"))
+            .is_ok());
+  auto over =
+      parse_daemon_config("[access]\nmax_extra_ports = 2\n" + pool("max_extra_ports = 3\n"));
+  CHECK(over.status().field() == "pools[0].max_extra_ports");
+  CHECK_THAT(over.status().message(), Catch::Contains("[access] max_extra_ports (2)"));
+  CHECK(parse_daemon_config(pool("max_extra_ports = 5\n")).status().field() ==
+        "pools[0].max_extra_ports");
+  CHECK(parse_daemon_config(pool("max_extra_ports = -1\n")).status().field() ==
+        "pools[0].max_extra_ports");
+  CHECK(parse_daemon_config(pool("max_extra_ports = \"2\"\n")).status().field() ==
+        "pools[0].max_extra_ports");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <libxml/xpathInternals.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -164,6 +165,11 @@ TEST_CASE("http: a degraded health result shows on /v1/hosts and /ui/hosts", "[h
   auto page = f.api.request("GET", "/ui/hosts", f.api.reader);
   CHECK(page.body.find("<b>degraded</b>") != std::string::npos);
   CHECK(page.body.find("/ui/hosts/honeycomb/health?pool=tiny") != std::string::npos);
+  // Two decimals, as a reader reads it (it was printed as "0.000000").
+  char fragmentation[64];
+  std::snprintf(fragmentation, sizeof fragmentation, "fragmentation %.2f,",
+                h["fragmentation"].get<double>());
+  CHECK(page.body.find(fragmentation) != std::string::npos);
 
   f.api.leases.set_host_health({result(401, 42, "within_band", true)});
   hosts = json::parse(f.api.request("GET", "/v1/hosts", f.api.reader).body);

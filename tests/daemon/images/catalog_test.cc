@@ -85,6 +85,41 @@ TEST_CASE("the catalogue lists and finds images with absolute paths", "[images]"
   CHECK(cat->verify(*img).is_ok());
 }
 
+TEST_CASE("the host copies of the corpus and armhive-stream are found and verified", "[images]") {
+  TempCatalog tmp;
+  auto m = tmp.add_image("tiny-host");
+  const std::string corpus = "corpus bytes";
+  const std::string stream =
+      "\x7f"
+      "ELF aarch64";
+  TempCatalog::write(tmp.image_dir("tiny-host") / "corpus.bin", corpus);
+  TempCatalog::write(tmp.image_dir("tiny-host") / "armhive-stream", stream);
+  m["files"]["corpus"] = {
+      {"path", "corpus.bin"}, {"sha256", sha256_hex(corpus)}, {"bytes", corpus.size()}};
+  m["files"]["armhive-stream"] = {
+      {"path", "armhive-stream"}, {"sha256", sha256_hex(stream)}, {"bytes", stream.size()}};
+  TempCatalog::write(tmp.image_dir("tiny-host") / "manifest.json", m.dump(2));
+  auto cat = ImageCatalog::open(tmp.dir());
+  REQUIRE(cat.is_ok());
+  auto img = cat->find("tiny-host");
+  REQUIRE(img.is_ok());
+  CHECK(img->host_corpus.path == (tmp.image_dir("tiny-host") / "corpus.bin").string());
+  CHECK(img->host_stream.path == (tmp.image_dir("tiny-host") / "armhive-stream").string());
+  CHECK(cat->verify(*img).is_ok());
+  // Images built before these files existed have neither; they still verify.
+  auto old = cat->find("tiny");
+  REQUIRE(old.is_ok());
+  CHECK(old->host_corpus.path.empty());
+  CHECK(old->host_stream.path.empty());
+  // A changed host copy is as corrupt as a changed disk.
+  TempCatalog::write(tmp.image_dir("tiny-host") / "armhive-stream",
+                     "\x7f"
+                     "ELF x86_64!");
+  Status s = cat->verify(*img);
+  CHECK(s.code() == ErrorCode::kUnprocessable);
+  CHECK(s.message().find("armhive-stream") != std::string::npos);
+}
+
 TEST_CASE("a missing image is refused naming it", "[images]") {
   TempCatalog tmp;
   auto cat = ImageCatalog::open(tmp.dir());
