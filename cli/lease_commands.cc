@@ -24,6 +24,7 @@ std::string queue_text(const LeaseQueueDto& q) {
       {"warm_vm_free", "a warm VM is free for it"},
       {"warm_vm_booting", "a warm VM is booting for it"},
       {"host_unavailable", "the host is not available"},
+      {"host_draining", "the host is draining: no new VMs until it is undrained"},
       {"image_unavailable", "the pool's image is not available"},
       {"backing_off", "the pool backs off after failed boots"},
       {"at_pool_max", "the pool is at max, waiting for a release"},

@@ -91,18 +91,22 @@ LeaseAccess::LeaseAccess(LeaseService& leases, ForwardTable& forwards, int max_e
       clock_(clock != nullptr ? *clock : system_clock_instance()) {}
 
 Status LeaseAccess::check_ports(const std::string& pool, const std::vector<int>& ports) {
-  if (static_cast<int>(ports.size()) > max_extra_ports_) {
-    return invalid_argument("ports", "at most " + std::to_string(max_extra_ports_) +
-                                         " extra ports per lease (asked for " +
-                                         std::to_string(ports.size()) + ")");
-  }
   std::vector<int> allowed;
   bool known = false;
+  int cap = max_extra_ports_;
   for (const PoolStatus& p : leases_.pools()) {
     if (p.config.name == pool) {
       known = true;
       allowed = p.config.access_ports;
+      // The loader keeps a pool's cap within the daemon's; min() holds for hand-built configs.
+      if (p.config.max_extra_ports) cap = std::min(cap, *p.config.max_extra_ports);
     }
+  }
+  if (static_cast<int>(ports.size()) > cap) {
+    const std::string whose = known && cap < max_extra_ports_ ? " in pool " + pool : "";
+    return invalid_argument("ports", "at most " + std::to_string(cap) + " extra ports per lease" +
+                                         whose + " (asked for " + std::to_string(ports.size()) +
+                                         ")");
   }
   if (!known) return Status::ok();
   std::string allowed_text;

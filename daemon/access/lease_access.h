@@ -74,8 +74,10 @@ class LeaseAccess {
   Result<TunnelTarget> tunnel_target(const Lease& lease, int port);
 
   // Checks the extra guest ports a lease of `pool` asks for: each allowed by the pool's
-  // access_ports, no duplicates, at most max_extra_ports (kInvalidArgument naming "ports[i]" or
-  // "ports"). An unknown pool passes (creating the lease reports it).
+  // access_ports, no duplicates, at most the pool's max_extra_ports when it sets one, else the
+  // daemon's (kInvalidArgument naming "ports[i]" or "ports", the latter saying the cap and the
+  // pool whose cap it is). An unknown pool is held to the daemon's cap only (creating the lease
+  // reports the pool).
   Status check_ports(const std::string& pool, const std::vector<int>& ports);
   // Records them for the lease: forwarded as soon as it is ready (with SSH). Kept in memory:
   // after a daemon restart a ready lease gets its SSH forward back, not its extra ports.

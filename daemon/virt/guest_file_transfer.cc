@@ -29,6 +29,9 @@ constexpr const char* kUntarScript = R"(mkdir -p "$1" && tar -xf "$2" -C "$1")";
 constexpr const char* kTarScript = R"(tar -cf "$2" -C "$1" .)";
 constexpr const char* kRemoveScript = R"(rm -f "$1")";
 constexpr size_t kMaxEmptyReads = 3;
+// Room in a guest-file-read reply beside its base64: {"return":{"count":N,"buf-b64":"","eof":B}}
+// and whitespace.
+constexpr size_t kReplySlack = 4096;
 
 std::string random_token() {
   std::random_device rd;
@@ -102,7 +105,8 @@ class GuestShell {
 // A guest file opened through the agent; closed by the destructor if still open.
 class GuestFile {
  public:
-  explicit GuestFile(const AgentCall& agent) : agent_(agent) {}
+  GuestFile(const AgentCall& agent, std::chrono::milliseconds call_timeout)
+      : agent_(agent), call_timeout_(call_timeout) {}
   ~GuestFile() noexcept { (void)close(); }
   GuestFile(const GuestFile&) = delete;
   GuestFile& operator=(const GuestFile&) = delete;
@@ -121,14 +125,22 @@ class GuestFile {
         json{{"execute", "guest-file-write"},
              {"arguments", {{"handle", *handle_}, {"buf-b64", base64_encode(data)}}}}
             .dump();
-    ARMHIVE_ASSIGN_OR_RETURN(std::string reply, agent_(cmd, kCallTimeout));
+    ARMHIVE_ASSIGN_OR_RETURN(std::string reply, agent_(cmd, call_timeout_));
     return parse_guest_file_write(reply, data.size());
   }
   Result<GuestFileChunk> read(size_t count) {
     const std::string cmd = json{{"execute", "guest-file-read"},
                                  {"arguments", {{"handle", *handle_}, {"count", count}}}}
                                 .dump();
-    ARMHIVE_ASSIGN_OR_RETURN(std::string reply, agent_(cmd, kCallTimeout));
+    ARMHIVE_ASSIGN_OR_RETURN(std::string reply, agent_(cmd, call_timeout_));
+    // Refused unparsed: a reply far beyond what `count` bytes of base64 need is not a read.
+    const size_t bound = (count + 2) / 3 * 4 + kReplySlack;
+    if (reply.size() > bound) {
+      return internal_error("the guest agent's guest-file-read reply is " +
+                            std::to_string(reply.size()) + " bytes, more than the " +
+                            std::to_string(bound) + " a read of " + std::to_string(count) +
+                            " bytes needs");
+    }
     return parse_guest_file_read(reply, count);
   }
   Status close() {
@@ -141,6 +153,7 @@ class GuestFile {
 
  private:
   const AgentCall& agent_;
+  const std::chrono::milliseconds call_timeout_;
   std::optional<int64_t> handle_;
 };
 
@@ -192,7 +205,12 @@ Result<GuestFileTransfer> put_guest_file(const AgentCall& agent, const GuestFile
   if (put.path.empty() || put.path.front() != '/') {
     return invalid_argument("path", "must be an absolute path");
   }
-  if (options.chunk == 0) return invalid_argument("chunk", "must be positive");
+  if (options.write_chunk == 0) return invalid_argument("write_chunk", "must be positive");
+  if (options.write_chunk > kMaxWriteChunk) {
+    // libvirt would hang the agent channel on the command (guest_file_transfer.h).
+    return invalid_argument("write_chunk",
+                            "must be at most " + std::to_string(kMaxWriteChunk) + " bytes");
+  }
   GuestShell shell(agent, options.command_timeout);
   const bool tar = put.kind == GuestFileKind::kTar;
   const std::string token = random_token();
@@ -208,7 +226,7 @@ Result<GuestFileTransfer> put_guest_file(const AgentCall& agent, const GuestFile
   GuestFileTransfer result;
   result.kind = put.kind;
   {
-    GuestFile file(agent);
+    GuestFile file(agent, options.chunk_timeout);
     auto opened = file.open(temp.path(), "w");
     if (!opened.is_ok()) {
       return Status(opened.code(), "cannot create a file in the guest: " + opened.message(),
@@ -218,8 +236,8 @@ Result<GuestFileTransfer> put_guest_file(const AgentCall& agent, const GuestFile
     for (;;) {
       // Full chunks: every agent call costs the guest a JSON parse, so no short writes.
       std::string piece;
-      while (piece.size() < options.chunk) {
-        ARMHIVE_ASSIGN_OR_RETURN(std::string more, source.read(options.chunk - piece.size()));
+      while (piece.size() < options.write_chunk) {
+        ARMHIVE_ASSIGN_OR_RETURN(std::string more, source.read(options.write_chunk - piece.size()));
         if (more.empty()) break;
         piece += more;
       }
@@ -269,7 +287,11 @@ Result<GuestFileTransfer> get_guest_file(const AgentCall& agent, const std::stri
   if (path.empty() || path.front() != '/') {
     return invalid_argument("path", "must be an absolute path");
   }
-  if (options.chunk == 0) return invalid_argument("chunk", "must be positive");
+  if (options.read_chunk == 0) return invalid_argument("read_chunk", "must be positive");
+  if (options.read_chunk > kMaxReadChunk) {
+    return invalid_argument("read_chunk",
+                            "must be at most " + std::to_string(kMaxReadChunk) + " bytes");
+  }
   GuestShell shell(agent, options.command_timeout);
   ARMHIVE_ASSIGN_OR_RETURN(std::string kind, shell.check(kKindScript, {path}, "looking at"));
   GuestFileTransfer result;
@@ -293,12 +315,12 @@ Result<GuestFileTransfer> get_guest_file(const AgentCall& agent, const std::stri
   const uint64_t announced = size_sum.first;
   ARMHIVE_RETURN_IF_ERROR(sink.begin(result.kind, announced, size_sum.second));
 
-  GuestFile file(agent);
+  GuestFile file(agent, options.chunk_timeout);
   ARMHIVE_RETURN_IF_ERROR(file.open(src, "r"));
   Sha256 sum;
   size_t empty_reads = 0;
   for (;;) {
-    ARMHIVE_ASSIGN_OR_RETURN(GuestFileChunk chunk, file.read(options.chunk));
+    ARMHIVE_ASSIGN_OR_RETURN(GuestFileChunk chunk, file.read(options.read_chunk));
     if (chunk.data.empty() && !chunk.eof && ++empty_reads > kMaxEmptyReads) {
       return guest_error("the guest's agent keeps reading nothing before the end of the file",
                          path);

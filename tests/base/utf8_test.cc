@@ -36,5 +36,27 @@ TEST_CASE("base64: round trip and strict decoding name the field", "[base]") {
   CHECK(bad.field() == "out-data");
 }
 
+TEST_CASE("base64: every length and byte round-trips; padding only at the end", "[base]") {
+  std::string all;
+  for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
+  for (size_t n = 0; n <= all.size(); ++n) {
+    const std::string bytes = all.substr(all.size() - n);
+    const std::string text = base64_encode(bytes);
+    CHECK(text.size() == (n + 2) / 3 * 4);
+    auto back = base64_decode("x", text);
+    REQUIRE(back.is_ok());
+    CHECK(*back == bytes);
+  }
+  CHECK(base64_encode("") == "");
+  CHECK(base64_encode("f") == "Zg==");
+  CHECK(base64_encode("fo") == "Zm8=");
+  CHECK(base64_encode("foo") == "Zm9v");
+  CHECK(base64_encode("\xff\xfe\xfd") == "//79");
+  for (const char* bad : {"Zg=a", "Z===", "====", "Zg==Zm8=", "Z=g=", "Zm9v!A==", "Zm 9", "Zm8"}) {
+    INFO(bad);
+    CHECK_FALSE(base64_decode("x", bad).is_ok());
+  }
+}
+
 }  // namespace
 }  // namespace armhive

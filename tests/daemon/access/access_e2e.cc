@@ -31,8 +31,26 @@ using namespace std::chrono_literals;
 constexpr int kNatApiPort = 18490;
 constexpr int kIsolatedApiPort = 18491;
 constexpr int kExamplesApiPort = 18492;
+constexpr int kBridgeApiPort = 18521;
+constexpr int kBridgeForwardPort = 18522;
 constexpr int kPortMin = 22100;
 constexpr int kPortMax = 22104;
+
+// The one pool of these tests: a 1-vCPU tiny guest on `network`.
+std::string ci_pool(const std::string& network, int min_warm) {
+  return R"(
+[[pools]]
+name = "ci"
+image = "tiny"
+vcpus = 1
+memory_mib = 384
+max = 1
+max_starting = 1
+default_ttl = "10m"
+cpu_policy = "dedicated"
+min_warm = )" +
+         std::to_string(min_warm) + "\nnetwork = \"" + network + "\"\n";
+}
 
 // The daemon's config after DaemonProcess's own (which defines the isolated "armhive"
 // network): forwards on the host's outside address, and (for nat) a NAT network of its own.
@@ -55,19 +73,20 @@ bridge = "ahbr1"
 cidr = "10.79.0.1/24"
 dhcp_start = "10.79.0.10"
 dhcp_end = "10.79.0.50"
-)" + egress + R"(
-[[pools]]
-name = "ci"
-image = "tiny"
-vcpus = 1
-memory_mib = 384
-max = 1
-max_starting = 1
-default_ttl = "10m"
-cpu_policy = "dedicated"
-min_warm = 1
-network = ")";
-  return t + network + "\"\n";
+)" + egress;
+  return t + ci_pool(network, 1);
+}
+
+// Starts the daemon listening on every address (the outside's and the bridges' too) and
+// returns its admin client.
+std::unique_ptr<Client> start_on_every_address(DaemonProcess& daemon) {
+  daemon.set_bind("0.0.0.0");
+  Status started = daemon.start();
+  INFO(daemon.log());
+  REQUIRE(started.is_ok());
+  auto api = daemon.client();
+  REQUIRE(api);
+  return api;
 }
 
 std::string make_key(const std::string& path) {
@@ -221,12 +240,7 @@ TEST_CASE(
   OutsideNamespace out("armhive-e2e-out", "10.79.0.0/24");
   const int api_port = kNatApiPort;
   DaemonProcess daemon(state, e2e_state() + "/images", api_port, config("ahnat"));
-  daemon.set_bind("0.0.0.0");
-  Status started = daemon.start();
-  INFO(daemon.log());
-  REQUIRE(started.is_ok());
-  auto api = daemon.client();
-  REQUIRE(api);
+  auto api = start_on_every_address(daemon);
 
   const std::string key_a = state + "/id_a";
   const std::string key_b = state + "/id_b";
@@ -477,12 +491,7 @@ TEST_CASE("isolated: the forward works, but the guest reaches neither outside no
   OutsideNamespace out("armhive-e2e-out", "10.77.0.0/24");
   const int api_port = kIsolatedApiPort;
   DaemonProcess daemon(state, e2e_state() + "/images", api_port, config("armhive"));
-  daemon.set_bind("0.0.0.0");
-  Status started = daemon.start();
-  INFO(daemon.log());
-  REQUIRE(started.is_ok());
-  auto api = daemon.client();
-  REQUIRE(api);
+  auto api = start_on_every_address(daemon);
   const std::string key = state + "/id";
   LeaseDto l = ready_lease(*api, make_key(key));
   const std::string kh = state + "/known_hosts";
@@ -518,6 +527,139 @@ TEST_CASE("isolated: the forward works, but the guest reaches neither outside no
   CHECK(remove_network_guard(run, "armhive").is_ok());
 }
 
+// The site LAN of a bridge-mode test: an existing host bridge `ahsite0` (the host's address
+// 10.81.0.1/24 on it, as on a bridge over the LACP bond) and, on the same bridge through a veth
+// pair, a namespace playing the site's DHCP server (10.81.0.2, dnsmasq handing out
+// 10.81.0.50-99): armhive runs no DHCP in bridge mode, and the host's guard would drop a
+// guest's DHCP to a server on the host itself. Removed (bridge, namespace, dnsmasq) by the
+// destructor; `scripts/libvirt-sandbox down` removes both should a test be killed.
+class SiteLan {
+ public:
+  static constexpr const char* kBridge = "ahsite0";
+  static constexpr const char* kHostAddress = "10.81.0.1";
+  static constexpr const char* kDhcpAddress = "10.81.0.2";
+
+  explicit SiteLan(const std::string& state)
+      : site_("armhive-e2e-site"), leases_(state + "/site.leases") {
+    run({"ip", "link", "delete", kBridge});  // stale from a killed run; fails when absent
+    step({"ip", "link", "add", kBridge, "type", "bridge"});
+    step({"ip", "addr", "add", std::string(kHostAddress) + "/24", "dev", kBridge});
+    step({"ip", "link", "set", kBridge, "up"});
+    // OutsideNamespace's veth pair, moved from its routed /24 onto the bridge.
+    step({"ip", "addr", "flush", "dev", "ahout0"});
+    step({"ip", "link", "set", "ahout0", "master", kBridge});
+    step({"ip", "-n", site_.name(), "addr", "flush", "dev", "ahout1"});
+    step({"ip", "-n", site_.name(), "addr", "add", std::string(kDhcpAddress) + "/24", "dev",
+          "ahout1"});
+    fs::create_directories(state);
+    fs::remove(leases_);
+    dnsmasq_ =
+        site_.spawn({"dnsmasq", "--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null",
+                     "--port=0", "--bind-interfaces", "--interface=ahout1", "--except-interface=lo",
+                     "--dhcp-range=10.81.0.50,10.81.0.99,255.255.255.0,10m", "--dhcp-authoritative",
+                     "--dhcp-leasefile=" + leases_, "--pid-file=", "--log-dhcp"},
+                    state + "/site-dhcp.log");
+  }
+  ~SiteLan() {
+    site_.kill(dnsmasq_);
+    run({"ip", "link", "delete", kBridge});
+  }
+  SiteLan(const SiteLan&) = delete;
+  SiteLan& operator=(const SiteLan&) = delete;
+
+  OutsideNamespace& site() { return site_; }
+  // dnsmasq's lease file: one "EXPIRY MAC ADDRESS NAME CLIENT-ID" line per lease it gave.
+  std::string leases() const {
+    std::ifstream in(leases_);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+
+ private:
+  static ProcessResult run(std::vector<std::string> argv) {
+    SubprocessRunner r;
+    auto res = r.run({.argv = std::move(argv), .timeout = 30s});
+    REQUIRE(res.is_ok());
+    return *res;
+  }
+  static void step(std::vector<std::string> argv) {
+    ProcessResult r = run(argv);
+    INFO(argv[0] << " " << argv[1] << " " << argv[2] << ": " << r.err);
+    REQUIRE(r.ok());
+  }
+
+  OutsideNamespace site_;
+  std::string leases_;
+  pid_t dnsmasq_ = -1;
+};
+
+TEST_CASE(
+    "bridge: a guest on an existing host bridge takes the site's DHCP address, the forward "
+    "reaches it, the host's API does not",
+    "[bridge-e2e]") {
+  const std::string state = e2e_state() + "/access-bridge";
+  const int api_port = kBridgeApiPort;
+  const std::string forward = std::to_string(kBridgeForwardPort);
+  DaemonProcess daemon(state, e2e_state() + "/images", api_port, R"(
+[access]
+listen = "127.0.0.1"
+port_min = )" + forward + "\nport_max = " + forward + R"(
+
+[host.cpus]
+housekeeping = "0"
+dedicated = "1"
+
+[[networks]]
+name = "ahsite"
+mode = "bridge"
+bridge = "ahsite0"
+)" + ci_pool("ahsite", 0));
+  SiteLan lan(state);
+  auto api = start_on_every_address(daemon);  // on the bridge's host address too
+
+  const std::string key = state + "/id";
+  LeaseDto l = ready_lease(*api, make_key(key));
+  REQUIRE(l.vm);
+  REQUIRE(l.ssh);
+  // The address is the site DHCP's: in its range, and in its lease file.
+  INFO("site DHCP leases: " << lan.leases());
+  CHECK(l.vm->address.rfind("10.81.0.", 0) == 0);
+  const int last = std::stoi(l.vm->address.substr(l.vm->address.rfind('.') + 1));
+  CHECK(last >= 50);
+  CHECK(last <= 99);
+  CHECK(lan.leases().find(" " + l.vm->address + " ") != std::string::npos);
+
+  // The forward on the host reaches the guest's sshd over the bridge, host key verified.
+  CHECK(l.ssh->host == "127.0.0.1");
+  CHECK(l.ssh->port == kBridgeForwardPort);
+  const std::string kh = state + "/known_hosts";
+  write(kh, l.ssh->known_hosts);
+  SubprocessRunner run;
+  auto login =
+      run.run({.argv = ssh_argv(key, kh, l.ssh->port, l.ssh->host, "hostname"), .timeout = 60s});
+  REQUIRE(login.is_ok());
+  INFO(login->err);
+  CHECK(login->ok());
+  CHECK(login->out.find(l.vm->name) != std::string::npos);
+
+  // The API listens on the host's bridge address (the host itself reaches it there)...
+  const std::string host_api =
+      std::string("http://") + SiteLan::kHostAddress + ":" + std::to_string(api_port) + "/healthz";
+  auto healthz = run.run({.argv = {"curl", "-sf", "--max-time", "5", host_api}, .timeout = 30s});
+  REQUIRE(healthz.is_ok());
+  CHECK(healthz->ok());
+  // ...but a bridged guest's connections to the host are dropped (not refused): the API,
+  // libvirtd, the forward's port. A closed port of the site's DHCP machine is refused: the
+  // guest's network works, so "timed out" is the host's guard.
+  CHECK(guest_connect(*api, l.id, SiteLan::kHostAddress, api_port) == "timed out");
+  CHECK(guest_connect(*api, l.id, SiteLan::kHostAddress, 16509) == "timed out");
+  CHECK(guest_connect(*api, l.id, SiteLan::kHostAddress, kBridgeForwardPort) == "timed out");
+  CHECK(guest_connect(*api, l.id, SiteLan::kDhcpAddress, 8001) == "refused");
+
+  REQUIRE(api->release_lease(l.id).is_ok());
+  daemon.kill(SIGTERM);
+  remove_network_and_guard("ahsite");
+}
+
 // The shipped CI examples, their shell steps extracted from the YAML and run from outside as the
 // CI service would (tests/daemon/access/run_ci_example.py), against a real lease.
 TEST_CASE("examples: the GitHub Actions and GitLab CI jobs run from outside through the forward",
@@ -529,12 +671,7 @@ TEST_CASE("examples: the GitHub Actions and GitLab CI jobs run from outside thro
   DaemonProcess daemon(
       state, e2e_state() + "/images", api_port,
       config("ahnat", "[[networks.egress]]\ncidr = \"10.78.0.2\"\nports = [8000]\n"));
-  daemon.set_bind("0.0.0.0");
-  Status started = daemon.start();
-  INFO(daemon.log());
-  REQUIRE(started.is_ok());
-  auto api = daemon.client();
-  REQUIRE(api);
+  auto api = start_on_every_address(daemon);
   {
     // Allowed: the listed destination and port. Dropped: any other port there (a closed port
     // would be refused if the packets got through).

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "daemon/access/forward_table.h"
@@ -124,8 +125,15 @@ struct Events {
 };
 
 // A free loopback port range of `n` ports (best effort: probes by binding).
+// Starts at a random point of 41000-59999: tests of other processes (ctest -j, other checkouts
+// on the machine) look for ranges at the same time, and a fixed start made them find the same
+// free range and then race for it.
 int free_base(int n) {
-  for (int base = 41000; base < 60000; base += n) {
+  static std::mt19937 rng(std::random_device{}());
+  const int span = 19000 - n;
+  const int start = static_cast<int>(rng() % static_cast<unsigned>(span));
+  for (int i = 0; i < span; i += n) {
+    int base = 41000 + (start + i) % span;
     bool all = true;
     for (int p = base; p < base + n && all; ++p) {
       asio::io_context io;
@@ -303,7 +311,11 @@ class ScriptedLeases final : public LeaseService {
     PoolStatus p;
     p.config.name = "ci";
     p.config.access_ports = {8080, 9000};
-    return {p};
+    PoolStatus narrow;  // a pool whose own cap is below the daemon's
+    narrow.config.name = "one-port";
+    narrow.config.access_ports = {8080, 9000};
+    narrow.config.max_extra_ports = 1;
+    return {p, narrow};
   }
   std::vector<HostView> hosts() override { return {}; }
 
@@ -480,6 +492,15 @@ TEST_CASE("extra ports: checked against the pool, forwarded with SSH once the le
   CHECK(access.check_ports("ci", {8080, 8080}).field() == "ports[1]");
   CHECK(access.check_ports("ci", {8080, 9000, 8080}).field() == "ports");  // more than 2
   CHECK(access.check_ports("other", {1234}).is_ok());  // unknown pool: creation says 404
+  CHECK(access.check_ports("other", {1, 2, 3}).field() == "ports");  // still the daemon's cap
+
+  // A pool's own cap (1) below the daemon's (2): the refusal names the pool and its cap.
+  CHECK(access.check_ports("one-port", {9000}).is_ok());
+  Status over = access.check_ports("one-port", {8080, 9000});
+  CHECK(over.code() == ErrorCode::kInvalidArgument);
+  CHECK(over.field() == "ports");
+  CHECK_THAT(over.message(), Catch::Contains("at most 1 extra ports per lease in pool one-port"));
+  CHECK(access.check_ports("one-port", {8081}).field() == "ports[0]");  // access_ports still apply
 
   // Asked for after the lease was handed out (a warm VM): opened at once beside SSH.
   leases.set(lease("l-1", LeaseState::kReady), "lease.ready");

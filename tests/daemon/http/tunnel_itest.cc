@@ -97,6 +97,12 @@ struct TunnelFixture {
         route.detach = [this, id = lease.id](uint64_t n) { forwards->detach(id, n); };
         return route;
       };
+      h.check_ports = [this](const std::string& pool, const std::vector<int>& ports) {
+        return access->check_ports(pool, ports);
+      };
+      h.lease_ports = [this](const std::string& id, const std::vector<int>& ports) {
+        access->set_ports(id, ports);
+      };
     });
     access = std::make_unique<LeaseAccess>(api->leases, *forwards, 4, guest.port());
     access->start();
@@ -239,6 +245,31 @@ TEST_CASE("tunnel: only the SSH port or the lease's own ports, named in a 400", 
   // 8080 is allowed now: the refusal is the guest's (nothing listens there), not the rule's.
   Status guest = refusal(f.client(f.api->ci_a), id, 8080);
   CHECK(guest.code() != ErrorCode::kInvalidArgument);
+}
+
+// Not the tunnel itself: the "ports" a lease asks for, as LeaseAccess checks them for the route
+// (this fixture is the one wiring LeaseAccess into a server). The daemon's cap is 4; pool
+// "slow" sets its own, 1.
+TEST_CASE("lease ports: a pool's own max_extra_ports is a 400 naming ports and the pool's cap",
+          "[http][access]") {
+  TunnelFixture f;
+  auto post = [&](const std::string& pool, const std::string& ports) {
+    return f.api->request("POST", "/v1/leases", f.api->ci_b,
+                          R"({"pool":")" + pool + R"(","ttl":"1h","ports":)" + ports + "}");
+  };
+  auto wide = post("tiny", "[8080, 9000]");
+  INFO(wide.body);
+  CHECK(wide.status == 201);
+  auto over = post("slow", "[8080, 9000]");
+  INFO(over.body);
+  CHECK(over.status == 400);
+  CHECK_THAT(over.content_type, Catch::Contains("application/problem+json"));
+  auto problem = nlohmann::json::parse(over.body);
+  CHECK(problem["field"] == "ports");
+  CHECK_THAT(problem["detail"].get<std::string>(),
+             Catch::Contains("at most 1 extra ports per lease in pool slow (asked for 2)"));
+  CHECK(post("slow", "[9000]").status == 201);
+  CHECK(post("slow", "[8081]").status == 400);  // not in its access_ports: ports[0], as before
 }
 
 TEST_CASE("tunnel: a lease that is not ready is 409; a plain GET is 400 naming Upgrade",

@@ -43,7 +43,8 @@ struct StringSink : ByteSink {
 
 FileTransferOptions small() {
   FileTransferOptions o;
-  o.chunk = 5;  // several reads and writes for every test file
+  o.write_chunk = 5;  // several reads and writes for every test file
+  o.read_chunk = 5;
   return o;
 }
 
@@ -159,6 +160,14 @@ TEST_CASE("guest files: a hostile guest gives a clear error, never a crash",
     REQUIRE_FALSE(r.is_ok());
     CHECK_THAT(r.status().message(), Catch::Contains("guest-file-read"));
   }
+  SECTION("a read reply far larger than the read asked for, refused before it is parsed") {
+    guest.oversized_reply = true;
+    auto r = get_guest_file(agent, "/f", out, small());
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("guest-file-read reply is"));
+    CHECK_THAT(r.status().message(), Catch::Contains("a read of 5 bytes needs"));
+    CHECK(out.data.empty());
+  }
   SECTION("more bytes than it announced") {
     guest.extra_bytes = true;
     auto r = get_guest_file(agent, "/f", out, small());
@@ -173,6 +182,54 @@ TEST_CASE("guest files: a hostile guest gives a clear error, never a crash",
     CHECK_THAT(r.status().message(), Catch::Contains("other bytes than it announced"));
   }
   CHECK(guest.open_handles() == 0);
+}
+
+TEST_CASE("guest files: by default writes are 48 KiB and reads 1 MiB, in full chunks",
+          "[virt][files]") {
+  MemoryGuestAgent guest;
+  AgentCall agent = std::ref(guest);
+  StringSource in;
+  in.data = pattern((3 << 20) + 17);
+  in.piece = 64 * 1024;  // as the HTTP body arrives
+  GuestFilePut put{"/big", GuestFileKind::kFile, in.data.size(), ""};
+  auto up = put_guest_file(agent, put, in);
+  REQUIRE(up.is_ok());
+  CHECK(guest.writes == 65);  // 64 full writes of 48 KiB and the 17 bytes after them
+  StringSink out;
+  auto down = get_guest_file(agent, "/big", out);
+  REQUIRE(down.is_ok());
+  CHECK(out.data == in.data);
+  CHECK(guest.reads == 4);  // 3 of 1 MiB; the last comes back short, at the end of the file
+}
+
+TEST_CASE("guest files: a write chunk libvirt cannot deliver is refused before anything starts",
+          "[virt][files]") {
+  MemoryGuestAgent guest;
+  AgentCall agent = std::ref(guest);
+  StringSource in;
+  in.data = "x";
+  FileTransferOptions o;
+  o.write_chunk = kMaxWriteChunk + 1;
+  auto r = put_guest_file(agent, {"/f", GuestFileKind::kFile, 1, ""}, in, o);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().field() == "write_chunk");
+  CHECK(guest.paths().empty());
+  CHECK(guest.writes == 0);
+}
+
+TEST_CASE("guest files: a read chunk libvirt cannot carry back is refused before anything starts",
+          "[virt][files]") {
+  MemoryGuestAgent guest;
+  AgentCall agent = std::ref(guest);
+  guest.put("/f", "abc");
+  StringSink out;
+  FileTransferOptions o;
+  o.read_chunk = kMaxReadChunk + 1;
+  auto r = get_guest_file(agent, "/f", out, o);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().field() == "read_chunk");
+  CHECK(out.data.empty());
+  CHECK(guest.reads == 0);
 }
 
 TEST_CASE("guest files: nothing at the path is not found, naming it", "[virt][files]") {
