@@ -77,6 +77,10 @@ Result<ProcessResult> SubprocessRunner::run(const ProcessRequest& request) {
   if (pid < 0) return internal_error(std::string("fork: ") + std::strerror(errno), request.argv[0]);
   if (pid == 0) {
     ::setpgid(0, 0);
+    // armhived ignores SIGPIPE (a client that goes away is an error, not a death), and an
+    // ignored signal stays ignored across exec: the tools it runs get the default back, so
+    // `... | head` in a helper script ends as it would anywhere (signal() is async-signal-safe).
+    ::signal(SIGPIPE, SIG_DFL);
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);

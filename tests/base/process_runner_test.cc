@@ -1,5 +1,6 @@
 #include "base/process_runner.h"
 
+#include <signal.h>
 #include <sys/resource.h>
 
 #include <catch2/catch.hpp>
@@ -18,6 +19,23 @@ TEST_CASE("process runner passes argv verbatim, stdin, and captures both streams
   CHECK(r->exit_code == 3);
   CHECK(r->out == "hello");
   CHECK(r->err == "a b;$(x)\n");
+}
+
+TEST_CASE("process runner: a parent that ignores SIGPIPE runs children that do not", "[base]") {
+  // As armhived does: its tools must still end on a closed pipe.
+  struct sigaction ignore {
+  }, old{};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  REQUIRE(sigaction(SIGPIPE, &ignore, &old) == 0);
+  SubprocessRunner run;
+  auto r = run.run({.argv = {"/bin/sh", "-c", "grep '^SigIgn:' /proc/self/status"}});
+  sigaction(SIGPIPE, &old, nullptr);
+  REQUIRE(r.is_ok());
+  REQUIRE(r->ok());
+  // SigIgn is a hex mask of ignored signals; SIGPIPE (13) is bit 12.
+  const std::string mask = r->out.substr(r->out.find(':') + 1);
+  CHECK((std::stoull(mask, nullptr, 16) & (1ull << (SIGPIPE - 1))) == 0);
 }
 
 TEST_CASE("process runner reports a missing program and kills on timeout", "[base]") {

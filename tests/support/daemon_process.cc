@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "tests/support/files.h"
+#include "tests/support/instance_domains.h"
 #include "tests/support/response_recorder.h"
 
 namespace armhive {
@@ -28,6 +29,8 @@ DaemonProcess::DaemonProcess(std::string state_dir, std::string catalog, int por
 
 DaemonProcess::~DaemonProcess() {
   if (pid_ > 0) kill(SIGKILL);
+  // Its VMs outlive the daemon by design; they must not outlive the test.
+  destroy_instance_domains("armhive-e2e-" + std::to_string(port_));
 }
 
 Status DaemonProcess::start(std::chrono::seconds timeout) {
@@ -37,8 +40,9 @@ Status DaemonProcess::start(std::chrono::seconds timeout) {
     out << "[server]\nbind = \"" << bind_ << "\"\nport = " << port_ << "\nbootstrap_token_file = \""
         << state_dir_ << "/admin.token\"\n\n[host]\nstate_dir = \"" << state_dir_
         << "\"\nstorage_pool = \"armhive-e2e-" << port_ << "\"\ncatalog = \"" << catalog_ << "\"\n"
-        << host_keys_
-        << "\n[engine]\nreconcile_period = \"5s\"\n\n[[networks]]\nname = \"armhive\"\n"
+        << host_keys_ << "\n[engine]\nreconcile_period = \"5s\"\n"
+        << engine_keys_
+        << "\n[[networks]]\nname = \"armhive\"\n"
            "bridge = \"ahbr0\"\ncidr = \"10.77.0.1/24\"\ndhcp_start = \"10.77.0.10\"\n"
            "dhcp_end = \"10.77.0.250\"\n\n"
         << pool_toml_;

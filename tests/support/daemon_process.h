@@ -23,6 +23,8 @@ class DaemonProcess {
   void set_bind(std::string address) { bind_ = std::move(address); }
   // Extra `key = value` lines of the generated [host] table (e.g. libvirt_timeout); before start().
   void set_host_keys(std::string lines) { host_keys_ = std::move(lines); }
+  // Extra lines of the generated [engine] table (e.g. min_health_interval); before start().
+  void set_engine_keys(std::string lines) { engine_keys_ = std::move(lines); }
   Status start(std::chrono::seconds timeout = std::chrono::seconds(60));
   void kill(int signal);  // and reap
   bool running() const { return pid_ > 0; }
@@ -41,6 +43,7 @@ class DaemonProcess {
   std::string pool_toml_;
   std::string bind_ = "127.0.0.1";
   std::string host_keys_;
+  std::string engine_keys_;
   pid_t pid_ = -1;
   std::string token_;
 };

@@ -167,6 +167,7 @@ Result<std::string> MemoryGuestAgent::operator()(const std::string& command,
     return ok({{"count", n}, {"eof", false}});
   }
   if (ex == "guest-file-read") {
+    ++reads;
     size_t want = a.at("count");
     std::string got = data.substr(std::min(h->second.pos, data.size()), want);
     h->second.pos += got.size();
@@ -174,6 +175,7 @@ Result<std::string> MemoryGuestAgent::operator()(const std::string& command,
     if (extra_bytes && eof && got.size() < want) got += 'X';
     json r = {{"count", got.size()}, {"eof", eof}};
     r["buf-b64"] = garbage_base64 ? std::string("@@not base64@@") : base64_encode(got);
+    if (oversized_reply) r["padding"] = std::string(64 * 1024 + 8 * want, ' ');
     return ok(r);
   }
   return internal_error("unexpected agent command " + ex);

@@ -35,7 +35,9 @@ class MemoryGuestAgent {
   bool garbage_base64 = false;   // guest-file-read returns base64 that is not
   bool extra_bytes = false;      // reads return one byte more than the file holds
   bool wrong_sha256 = false;     // sha256sum prints another digest
+  bool oversized_reply = false;  // guest-file-read replies carry a member 64 KiB + 8× the read
   size_t writes = 0;             // guest-file-write calls so far
+  size_t reads = 0;              // guest-file-read calls so far
 
  private:
   struct Handle {

@@ -25,7 +25,9 @@ TEST_CASE("an unreadable database at start: armhived refuses to start and no VM 
           "[recovery]") {
   std::string state = e2e_state() + "/lease-baddb";
   DaemonProcess daemon(state, e2e_state() + "/images", 18473, one_core_pool_toml(1));
-  REQUIRE(daemon.start().is_ok());
+  const Status started = daemon.start();
+  INFO(started.to_string());
+  REQUIRE(started.is_ok());
   auto api = daemon.client();
   const LeaseDto lease = lease_warm_vm(*api, state);
   const std::string vm = lease.vm->name;
@@ -63,7 +65,9 @@ TEST_CASE("an unreadable database at start: armhived refuses to start and no VM 
     fs::remove(db + suffix);
     if (fs::exists(db + suffix + ".good")) fs::rename(db + suffix + ".good", db + suffix);
   }
-  REQUIRE(daemon.start().is_ok());
+  Status restarted = daemon.start();
+  INFO(daemon.log());
+  REQUIRE(restarted.is_ok());
   api = daemon.client();
   auto again = api->get_lease(lease.id);
   REQUIRE(again.is_ok());
