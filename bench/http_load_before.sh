@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds armhive-bench-http-serve from an older revision for bench/http_load.py --before:
 #   bench/http_load_before.sh REV [DIR]    (prints the binary's path)
+# PRESET=release builds it optimised (default dev), to compare with build/release's server.
 # The older tree gets this tree's bench/http_serve.cc (it uses only HttpServer's stable
 # surface) and the CMake lines that build it; DIR (default /tmp/armhive-http-before) is a git
 # worktree, removed with `git worktree remove DIR`.
@@ -15,6 +16,7 @@ if ! grep -q armhive-bench-http-serve "$dir/bench/CMakeLists.txt"; then
 fi
 cd "$dir"
 export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
-cmake --preset dev >/dev/null
-cmake --build --preset dev -j2 --target armhive-bench-http-serve >/dev/null
-echo "$dir/build/dev/bench/armhive-bench-http-serve"
+preset=${PRESET:-dev}
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset" -j2 --target armhive-bench-http-serve >/dev/null
+echo "$dir/build/$preset/bench/armhive-bench-http-serve"

@@ -242,7 +242,9 @@ int serve(const DaemonConfig& config) {
       **hypervisor, runner,
       make_lease_target_resolver(
           [&engine](const std::string& id) { return engine.lease_vm(id); }, *topology,
-          [&images](const std::string& name) { return images.resolve(name); }, network_bridges),
+          [&images](const std::string& name) { return images.resolve(name); }, network_bridges,
+          // The storage suite's host baseline writes next to the VM's overlay.
+          [hv = hypervisor->get()](const std::string& vm) { return hv->paths_for(vm).overlay; }),
       clock, bench_options);
   if (Status s = benchmarks.load(); !s.is_ok()) {
     spdlog::warn("benchmarks: earlier runs not loaded: {}", s.to_string());
@@ -255,7 +257,8 @@ int serve(const DaemonConfig& config) {
   health_options.host = topology->hostname;
   for (const PoolConfig& p : config.pools) {
     if (p.health.every.count() > 0) {
-      health_options.pools.push_back({p.name, p.health.every, p.health.suite, p.health.runs_kept});
+      health_options.pools.push_back(
+          {p.name, p.health.every, p.health.suite, p.health.runs_kept, p.health.band_mads});
     }
   }
   HealthScheduler health(health_options, health_source, benchmarks, **health_store, clock);
