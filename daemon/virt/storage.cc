@@ -41,10 +41,6 @@ Result<StoragePoolHandle> ensure_dir_pool(const Connection& connection, std::str
   ConnectPtr conn = connection.get();
   std::string n(name);
   std::error_code ec;
-  std::filesystem::create_directories(std::string(path), ec);
-  if (ec) {
-    return unavailable("cannot create storage directory: " + ec.message(), std::string(path));
-  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     StoragePoolHandle pool(virStoragePoolLookupByName(conn.get(), n.c_str()));
     if (pool) {
@@ -65,7 +61,10 @@ Result<StoragePoolHandle> ensure_dir_pool(const Connection& connection, std::str
     }
     virResetLastError();
     ARMHIVE_ASSIGN_OR_RETURN(std::string xml, pool_xml(name, path));
-    StoragePoolHandle created(virStoragePoolCreateXML(conn.get(), xml.c_str(), 0));
+    // libvirt makes the directory (WITH_BUILD; an existing one is kept), on the host it runs
+    // on: for a remote host (qemu+tls://, qemu+ssh://) the path is on that host, not here.
+    StoragePoolHandle created(
+        virStoragePoolCreateXML(conn.get(), xml.c_str(), VIR_STORAGE_POOL_CREATE_WITH_BUILD));
     if (created) return created;
     Status s = libvirt_error("create storage pool", n);
     // Someone else created it in between: look it up again.

@@ -14,7 +14,8 @@ namespace armhive {
 // libvirt, may run on any thread and holds no lock.
 
 // Looks the pool up by name and starts it if it is defined but inactive; otherwise creates it
-// transient (virStoragePoolCreateXML) on `path`, creating the directory. A concurrent creator
+// transient (virStoragePoolCreateXML) on `path`, libvirt creating the directory on the host it
+// runs on (for a remote connection the path is the remote host's). A concurrent creator
 // winning the race is fine. kConflict if a pool of that name exists on another path.
 Result<StoragePoolHandle> ensure_dir_pool(const Connection& connection, std::string_view name,
                                           std::string_view path);
