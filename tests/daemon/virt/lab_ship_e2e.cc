@@ -5,6 +5,7 @@
 // checks independently what arrived on which host.
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -14,8 +15,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "base/sha256.h"
 #include "daemon/virt/connection.h"
