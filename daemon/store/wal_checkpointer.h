@@ -19,31 +19,51 @@ namespace armhive {
 // tail of the hand-out latency (BENCHMARKS.md, "Scale of the state"). A PASSIVE checkpoint
 // runs beside readers and writers of other connections and never blocks them.
 //
+// PASSIVE checkpoints alone do not bound the WAL: SQLite rewinds it only when a writer
+// begins while every frame has been copied, which under a steady stream of commits almost never
+// happens, so the file grew without bound (870 MB in 15 s of 1,500 POST /v1/leases per second;
+// BENCHMARKS.md, "Open loop"). Once the WAL holds more than `max_wal_pages`, the
+// checkpointer runs a RESTART checkpoint: it waits (up to ~1 s) for the writer of the moment,
+// copies what is left and rewinds the WAL, so its file stays near that size. Writers wait for
+// that one checkpoint only; below the cap nothing blocks them.
+//
 // Ownership: owns its sqlite3 connection and thread. Threading: start() and the destructor
 // from the owner's thread; the worker touches only its own connection. The destructor wakes
 // the worker, joins it, and runs a last checkpoint (noexcept).
 class WalCheckpointer {
  public:
+  static constexpr int kDefaultMaxWalPages = 16384;  // 64 MiB of 4 KiB pages
+
   static Result<std::unique_ptr<WalCheckpointer>> start(const std::string& path,
-                                                        std::chrono::milliseconds period);
+                                                        std::chrono::milliseconds period,
+                                                        int max_wal_pages = kDefaultMaxWalPages);
   ~WalCheckpointer() noexcept;
   WalCheckpointer(const WalCheckpointer&) = delete;
   WalCheckpointer& operator=(const WalCheckpointer&) = delete;
 
-  // Checkpoints that copied at least one page (for tests and metrics).
+  // Checkpoints that copied at least one page, and those that rewound the WAL (for tests and
+  // metrics).
   uint64_t checkpoints() const;
+  uint64_t restarts() const;
 
  private:
-  WalCheckpointer(sqlite3* db, std::chrono::milliseconds period) : db_(db), period_(period) {}
+  struct Outcome {
+    bool copied = false;
+    bool restarted = false;
+  };
+  WalCheckpointer(sqlite3* db, std::chrono::milliseconds period, int max_wal_pages)
+      : db_(db), period_(period), max_wal_pages_(max_wal_pages) {}
   void run();
-  bool checkpoint_once();
+  Outcome checkpoint_once();
 
   sqlite3* db_;
   std::chrono::milliseconds period_;
+  int max_wal_pages_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;     // guarded by mu_
   uint64_t checkpoints_ = 0;  // guarded by mu_
+  uint64_t restarts_ = 0;     // guarded by mu_
   std::thread thread_;
 };
 

@@ -74,5 +74,36 @@ TEST_CASE("the WAL is checkpointed off the request path and nothing is lost", "[
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("under a steady stream of commits the WAL file stays bounded", "[store]") {
+  auto dir = std::filesystem::temp_directory_path() / "armhive-db-wal-cap-test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "w.db").string();
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    REQUIRE((*db)->execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)").is_ok());
+    // A checkpointer that rewinds the WAL past 64 pages (256 KiB), checkpointing all the time,
+    // beside the database's own (whose cap is 16 MiB).
+    auto small = WalCheckpointer::start(path, std::chrono::milliseconds(1), 64);
+    REQUIRE(small.is_ok());
+    // ~40 MiB of commits, one after the other with no pause: a PASSIVE checkpoint alone never
+    // finds the WAL fully copied when a commit begins, so the file would grow to ~40 MiB.
+    std::string row(4000, 'x');
+    for (int i = 0; i < 10000; ++i) {
+      REQUIRE((*db)->execute("INSERT INTO t (v) VALUES (?)", {row}).is_ok());
+    }
+    CHECK((*small)->restarts() > 0);
+    // The WAL's file keeps its high-water mark: it never grew past a few MiB.
+    CHECK(std::filesystem::file_size(path + "-wal") < 8u * 1024 * 1024);
+  }
+  auto again = Database::open(path);
+  REQUIRE(again.is_ok());
+  auto n = (*again)->query("SELECT COUNT(*) FROM t");
+  REQUIRE(n.is_ok());
+  CHECK(sql_int((*n)[0][0]) == 10000);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace armhive
