@@ -7,10 +7,25 @@
 namespace armhive {
 namespace {
 
-TEST_CASE("database migrations apply once and survive reopening", "[store]") {
-  auto dir = std::filesystem::temp_directory_path() / "armhive-db-test";
+// An empty directory of this name under the temp directory.
+std::filesystem::path fresh_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The rows of table t, read through a database opened anew.
+int64_t rows_after_reopen(const std::string& path) {
+  auto again = Database::open(path);
+  REQUIRE(again.is_ok());
+  auto n = (*again)->query("SELECT COUNT(*) FROM t");
+  REQUIRE(n.is_ok());
+  return sql_int((*n)[0][0]);
+}
+
+TEST_CASE("database migrations apply once and survive reopening", "[store]") {
+  auto dir = fresh_dir("armhive-db-test");
   std::string path = (dir / "a.db").string();
   std::vector<std::string> steps = {
       "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE); CREATE INDEX t_name ON t(name)",
@@ -42,9 +57,7 @@ TEST_CASE("database migrations apply once and survive reopening", "[store]") {
 }
 
 TEST_CASE("the WAL is checkpointed off the request path and nothing is lost", "[store]") {
-  auto dir = std::filesystem::temp_directory_path() / "armhive-db-ckpt-test";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  auto dir = fresh_dir("armhive-db-ckpt-test");
   std::string path = (dir / "c.db").string();
   {
     auto db = Database::open(path);
@@ -66,18 +79,12 @@ TEST_CASE("the WAL is checkpointed off the request path and nothing is lost", "[
     auto watcher = WalCheckpointer::start(path, std::chrono::milliseconds(20));
     REQUIRE(watcher.is_ok());
   }
-  auto again = Database::open(path);
-  REQUIRE(again.is_ok());
-  auto n = (*again)->query("SELECT COUNT(*) FROM t");
-  REQUIRE(n.is_ok());
-  CHECK(sql_int((*n)[0][0]) == 500);
+  CHECK(rows_after_reopen(path) == 500);
   std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("under a steady stream of commits the WAL file stays bounded", "[store]") {
-  auto dir = std::filesystem::temp_directory_path() / "armhive-db-wal-cap-test";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  auto dir = fresh_dir("armhive-db-wal-cap-test");
   std::string path = (dir / "w.db").string();
   {
     auto db = Database::open(path);
@@ -97,11 +104,7 @@ TEST_CASE("under a steady stream of commits the WAL file stays bounded", "[store
     // The WAL's file keeps its high-water mark: it never grew past a few MiB.
     CHECK(std::filesystem::file_size(path + "-wal") < 8u * 1024 * 1024);
   }
-  auto again = Database::open(path);
-  REQUIRE(again.is_ok());
-  auto n = (*again)->query("SELECT COUNT(*) FROM t");
-  REQUIRE(n.is_ok());
-  CHECK(sql_int((*n)[0][0]) == 10000);
+  CHECK(rows_after_reopen(path) == 10000);
   std::filesystem::remove_all(dir);
 }
 
