@@ -32,7 +32,7 @@ const std::string& sql_text(const SqlValue& v) {
 }
 bool sql_is_null(const SqlValue& v) { return std::holds_alternative<std::nullptr_t>(v); }
 
-Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
+Result<std::unique_ptr<Database>> Database::open(const std::string& path, int max_wal_pages) {
   sqlite3* raw = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &raw,
@@ -51,14 +51,31 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path) {
     if (Status s = db->execute(pragma); !s.is_ok()) return s.annotate("database " + path);
   }
   if (path != ":memory:" && !path.empty()) {
-    ARMHIVE_ASSIGN_OR_RETURN(db->checkpointer_,
-                             WalCheckpointer::start(path, std::chrono::milliseconds(200)));
+    ARMHIVE_ASSIGN_OR_RETURN(
+        db->checkpointer_,
+        WalCheckpointer::start(path, std::chrono::milliseconds(200), max_wal_pages));
     ARMHIVE_RETURN_IF_ERROR(db->execute("PRAGMA wal_autocheckpoint=0"));
+    // Replaces SQLite's automatic-checkpoint hook, which the pragma above has just turned off.
+    db->backstop_frames_ = 4 * max_wal_pages;
+    sqlite3_wal_hook(raw, &Database::on_commit, db.get());
   }
   ARMHIVE_RETURN_IF_ERROR(db->execute(
       "CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT NOT NULL, step INTEGER NOT "
       "NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (component, step))"));
   return db;
+}
+
+int Database::on_commit(void* self, sqlite3* db, const char* schema, int frames) {
+  auto* d = static_cast<Database*>(self);
+  if (d->backstop_frames_ <= 0 || frames <= d->backstop_frames_) return SQLITE_OK;
+  // The commit has happened and its write lock is released; this waits (busy timeout) for the
+  // checkpointer's pass of the moment, copies the rest and rewinds the WAL. A failure leaves
+  // the WAL as it was and the next commit tries again: the commit itself stands either way.
+  if (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_RESTART, nullptr, nullptr) ==
+      SQLITE_OK) {
+    d->backstop_checkpoints_.fetch_add(1);
+  }
+  return SQLITE_OK;
 }
 
 Database::~Database() {

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -28,15 +29,23 @@ const std::string& sql_text(const SqlValue& v);
 bool sql_is_null(const SqlValue& v);
 
 // One SQLite database file (WAL, foreign keys on, busy timeout). Owns the sqlite3 handle and,
-// for a file, a WalCheckpointer (automatic checkpoints are off: no commit pays for one).
+// for a file, a WalCheckpointer (automatic checkpoints are off: commits do not pay for them).
+//
+// The checkpointer bounds the WAL near `max_wal_pages` only if its thread gets the CPU: on a
+// starved machine a steady writer outran it (12 MB past a 256 KiB cap in CI). So the writer
+// holds a backstop: a commit that leaves more than 4 x `max_wal_pages` in the WAL runs one
+// RESTART checkpoint itself, after its write lock is released and before execute() returns,
+// which bounds the file however the threads are scheduled. Normally it never fires.
 //
 // Threading: every method is thread-safe; calls are serialised on an internal mutex, and
 // transaction() holds it for the whole body, so the body must only call the *_locked variants
 // through the Tx it is given and must not block on anything else (no libvirt, no I/O waits).
 class Database {
  public:
-  // Opens (creating if needed) `path`; ":memory:" for tests.
-  static Result<std::unique_ptr<Database>> open(const std::string& path);
+  // Opens (creating if needed) `path`; ":memory:" for tests. `max_wal_pages` is the WAL size
+  // the checkpointer rewinds past (tests make it small).
+  static Result<std::unique_ptr<Database>> open(
+      const std::string& path, int max_wal_pages = WalCheckpointer::kDefaultMaxWalPages);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -67,6 +76,9 @@ class Database {
   Status migrate(std::string_view component, const std::vector<std::string>& steps);
 
   const std::string& path() const { return path_; }
+  // RESTART checkpoints run by commits because the checkpointer fell behind (for tests and
+  // metrics).
+  uint64_t backstop_checkpoints() const { return backstop_checkpoints_.load(); }
 
  private:
   Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
@@ -74,6 +86,8 @@ class Database {
   Result<std::vector<SqlRow>> query_locked(std::string_view sql,
                                            const std::vector<SqlValue>& params);
   Status error(std::string_view what) const;
+  // sqlite3_wal_hook: runs after each commit of db_, under mu_, with the WAL's frame count.
+  static int on_commit(void* self, sqlite3* db, const char* schema, int frames);
 
   struct StmtCloser {
     void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
@@ -90,6 +104,8 @@ class Database {
   std::map<std::string, Stmt, std::less<>> stmts_;  // guarded by mu_; finalized before db_ closes
   // Files only (not ":memory:"): checkpoints off the request path; destroyed before db_ closes.
   std::unique_ptr<WalCheckpointer> checkpointer_;
+  int backstop_frames_ = 0;  // set once in open(); 0: no backstop (":memory:")
+  std::atomic<uint64_t> backstop_checkpoints_{0};
 };
 
 }  // namespace armhive

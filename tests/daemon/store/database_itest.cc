@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <thread>
@@ -8,8 +10,10 @@ namespace armhive {
 namespace {
 
 // An empty directory of this name under the temp directory.
+// Named after the process too: a suite run twice at once (a developer's run beside ctest's)
+// must not share files.
 std::filesystem::path fresh_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / name;
+  auto dir = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -87,20 +91,17 @@ TEST_CASE("under a steady stream of commits the WAL file stays bounded", "[store
   auto dir = fresh_dir("armhive-db-wal-cap-test");
   std::string path = (dir / "w.db").string();
   {
-    auto db = Database::open(path);
+    // The checkpointer rewinds the WAL past 64 pages (256 KiB); the commits themselves past
+    // 256 pages, whether or not the checkpointer's thread gets the CPU.
+    auto db = Database::open(path, 64);
     REQUIRE(db.is_ok());
     REQUIRE((*db)->execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v BLOB)").is_ok());
-    // A checkpointer that rewinds the WAL past 64 pages (256 KiB), checkpointing all the time,
-    // beside the database's own (whose cap is 16 MiB).
-    auto small = WalCheckpointer::start(path, std::chrono::milliseconds(1), 64);
-    REQUIRE(small.is_ok());
     // ~40 MiB of commits, one after the other with no pause: a PASSIVE checkpoint alone never
     // finds the WAL fully copied when a commit begins, so the file would grow to ~40 MiB.
     std::string row(4000, 'x');
     for (int i = 0; i < 10000; ++i) {
       REQUIRE((*db)->execute("INSERT INTO t (v) VALUES (?)", {row}).is_ok());
     }
-    CHECK((*small)->restarts() > 0);
     // The WAL's file keeps its high-water mark: it never grew past a few MiB.
     CHECK(std::filesystem::file_size(path + "-wal") < 8u * 1024 * 1024);
   }
