@@ -72,6 +72,7 @@ Status parse_vm(const json& j, const std::string& prefix, VmDto& vm) {
   AH_TRY(r.str("address", vm.address));
   AH_TRY(r.str("login_user", vm.login_user));
   AH_TRY(r.int_list("cpus", vm.cpus));
+  AH_TRY(r.str("host", vm.host));
   return Status::ok();
 }
 
@@ -399,7 +400,8 @@ json to_json(const LeaseDto& l) {
     j["vm"] = {{"name", l.vm->name},
                {"address", l.vm->address},
                {"login_user", l.vm->login_user},
-               {"cpus", l.vm->cpus}};
+               {"cpus", l.vm->cpus},
+               {"host", l.vm->host}};
   }
   if (l.ssh) {
     j["ssh"] = {{"user", l.ssh->user},

@@ -107,6 +107,7 @@ struct VmDto {
   std::string address;
   std::string login_user;
   std::vector<int> cpus;
+  std::string host;  // the host that runs it (empty from servers before hosts were recorded)
 };
 
 struct SshDto {

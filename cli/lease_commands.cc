@@ -50,8 +50,9 @@ void print_lease(const LeaseDto& l, std::ostream& out) {
   if (l.vm) {
     std::vector<std::string> cpus;
     for (int c : l.vm->cpus) cpus.push_back(std::to_string(c));
-    out << "VM:       " << l.vm->name << " at " << or_dash(l.vm->address) << ", host CPUs "
-        << (cpus.empty() ? "-" : join(cpus, ",")) << "\n";
+    out << "VM:       " << l.vm->name << " at " << or_dash(l.vm->address);
+    if (!l.vm->host.empty()) out << " on host " << l.vm->host;
+    out << ", host CPUs " << (cpus.empty() ? "-" : join(cpus, ",")) << "\n";
   }
   if (l.ssh) out << "SSH:      " << l.ssh->command << "\n";
   if (!l.history.empty()) {

@@ -57,8 +57,9 @@ struct Lease {
   TimePoint ready_at;    // epoch while not ready
   TimePoint expires_at;  // created_at + ttl, moved by renew
   TimePoint ended_at;
-  // The VM, once assigned.
+  // The VM, once assigned, and the host (HostConfig::name) that runs it.
   std::string vm_name;
+  std::string host;
   std::string address;
   std::string login_user;
   std::vector<int> cpus;      // host CPUs pinned to it

@@ -38,6 +38,10 @@ std::string_view to_string(ReconcileActionKind kind) {
   return "adopt";
 }
 
+bool on_host(const std::string& record_host, const std::string& snapshot_host) {
+  return record_host.empty() || snapshot_host.empty() || record_host == snapshot_host;
+}
+
 ReconcilePlan plan_reconcile(const WantedSnapshot& wanted, const HostSnapshot& host,
                              const ReconcileMemory& previous) {
   ReconcilePlan plan;
@@ -52,6 +56,7 @@ ReconcilePlan plan_reconcile(const WantedSnapshot& wanted, const HostSnapshot& h
 
   // Wanted VMs against their domains.
   for (const auto& [name, w] : by_name) {
+    if (!on_host(w->record.host, host.name)) continue;  // its domain is on another host
     auto dit = domains.find(name);
     const VmInfo* d = dit == domains.end() ? nullptr : dit->second;
     VmState state = w->record.state;
@@ -79,6 +84,10 @@ ReconcilePlan plan_reconcile(const WantedSnapshot& wanted, const HostSnapshot& h
     std::string why;
     if (wit == by_name.end()) {
       why = "no VM record";
+    } else if (!on_host(wit->second->record.host, host.name)) {
+      plan.problems.push_back("domain " + name + " runs on " + host.name +
+                              " but its record names host " + wit->second->record.host);
+      continue;
     } else if (!wit->second->adopted && wit->second->record.state != VmState::kDestroying &&
                d->running) {
       why = unwanted_lease(*wit->second, *d, wanted.leases);

@@ -21,6 +21,11 @@ namespace armhive {
 // - A domain is destroyed on inference only when its metadata positively marks it armhive's
 //   (a vm_id) AND the wanted state positively says it is not wanted (no record, or its lease has
 //   ended), seen so on two consecutive complete passes. Stray files likewise.
+// - A snapshot speaks for its own host only: a wanted VM recorded on another host is neither
+//   adopted nor reported gone because this host lacks its domain, a domain here whose record
+//   names another host is a problem to report and is never destroyed, and files named after
+//   another host's VM are not strays. (An empty host on either side matches: records and
+//   snapshots from before hosts were recorded.)
 // - A VM the engine itself decided to destroy (state destroying) is retried when its backoff
 //   is due: that continues a decision, it infers nothing.
 // Pure: no I/O, no clock (the caller says which destroys are due), no locks.
@@ -39,6 +44,7 @@ struct WantedSnapshot {
 };
 
 struct HostSnapshot {
+  std::string name;       // the host it describes (VmRecord::host)
   bool complete = false;  // list_vms succeeded
   std::string error;
   std::vector<VmInfo> domains;
@@ -47,7 +53,10 @@ struct HostSnapshot {
   std::vector<std::string> files;  // domain names with an overlay or per-VM files
 };
 
-// What one pass remembers for the next: names seen unwanted on it.
+// Whether a VM recorded on `record_host` lives on the host `snapshot_host` (empty matches).
+bool on_host(const std::string& record_host, const std::string& snapshot_host);
+
+// What one pass remembers for the next: names seen unwanted on it (one memory per host).
 struct ReconcileMemory {
   std::set<std::string> unwanted_domains;
   std::set<std::string> stray_files;

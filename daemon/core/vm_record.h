@@ -20,6 +20,9 @@ struct VmRecord {
   std::string name;
   std::string vm_id;
   std::string pool;
+  // The host (HostConfig::name) whose libvirt runs it. Empty in records written before hosts
+  // were recorded: those belong to the one host such a daemon drove.
+  std::string host;
   VmState state = VmState::kStarting;
   std::string lease_id;  // the lease it boots for (cold) or serves; empty when warm
   std::string address;

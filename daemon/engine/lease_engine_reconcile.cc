@@ -10,8 +10,10 @@
 namespace armhive {
 namespace {
 
-HostSnapshot take_host_snapshot(Hypervisor& hypervisor, EngineHealth& health) {
+HostSnapshot take_host_snapshot(const std::string& name, Hypervisor& hypervisor,
+                                EngineHealth& health) {
   HostSnapshot host;
+  host.name = name;
   auto domains = hypervisor.list_vms();
   if (domains.is_ok()) {
     host.complete = true;
@@ -80,12 +82,15 @@ void LeaseEngine::adopt_locked(const VmRecord& record, const VmInfo& d) {
   }
   Vm vm;
   vm.record = record;
+  vm.record.host = host_name_;  // records from before hosts were recorded learn theirs
   vm.record.lease_id = d.lease_id.empty() ? record.lease_id : d.lease_id;
   if (const Placement* p = allocator_.find(d.name)) vm.placement = *p;
   vm.record.cpus = vm.placement.cpus();
   auto bound = leases_.find(vm.record.lease_id);
-  if (bound != leases_.end() && bound->second.lease.cpus != vm.record.cpus) {
+  if (bound != leases_.end() &&
+      (bound->second.lease.cpus != vm.record.cpus || bound->second.lease.host != vm.record.host)) {
     bound->second.lease.cpus = vm.record.cpus;
+    bound->second.lease.host = vm.record.host;
     persist_.lease(bound->second.lease);
   }
   vm.strand = std::make_shared<Strand>(io_.get_executor());
@@ -244,7 +249,7 @@ Status LeaseEngine::recover() {
     return active.status().annotate("recovery: cannot read the active leases");
   }
   std::lock_guard pass(reconcile_mu_);
-  HostSnapshot host = take_host_snapshot(hypervisor_, health_);
+  HostSnapshot host = take_host_snapshot(host_name_, hypervisor_, health_);
   MutexLock lock(mu_);
   for (Lease& l : *active) {
     ActiveLease al;
@@ -308,7 +313,7 @@ Status LeaseEngine::reconcile() {
   std::lock_guard pass(reconcile_mu_);
   // libvirt first, then the wanted state: a VM started in between is wanted (its record is in
   // memory before its domain exists), and one destroyed in between is seen unwanted only once.
-  HostSnapshot host = take_host_snapshot(hypervisor_, health_);
+  HostSnapshot host = take_host_snapshot(host_name_, hypervisor_, health_);
   std::vector<std::string> to_delete;
   ReconcilePlan plan;
   bool clean = false;

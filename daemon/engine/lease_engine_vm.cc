@@ -186,6 +186,7 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
         }
         dequeue(pool.queue, action.lease_id);
         al.lease.vm_name = *started;
+        al.lease.host = host_name_;
         if (al.lease.state == LeaseState::kPending) {
           transition_locked(al, LeaseState::kProvisioning, "booting VM " + *started);
         }
@@ -264,6 +265,7 @@ Result<std::string> LeaseEngine::start_vm_locked(PoolRuntime& pool, const std::s
   vm.record.name = name;
   vm.record.vm_id = vm_id;
   vm.record.pool = cfg.name;
+  vm.record.host = host_name_;
   vm.record.state = VmState::kStarting;
   vm.record.lease_id = lease_id;
   vm.record.cpus = placement->cpus();
@@ -474,6 +476,7 @@ void LeaseEngine::begin_handout_locked(Vm& vm, ActiveLease& al) {
   vm.record.state = VmState::kLeased;
   persist_vm_locked(vm);
   al.lease.vm_name = vm.record.name;
+  al.lease.host = vm.record.host;
   if (al.lease.state == LeaseState::kPending) {
     transition_locked(al, LeaseState::kProvisioning, "handing out warm VM " + vm.record.name);
   }

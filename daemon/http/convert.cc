@@ -64,7 +64,7 @@ LeaseDto to_dto(const Lease& l) {
   d.warm_handout = l.warm_handout;
   if (l.queue) d.queue = LeaseQueueDto{l.queue->position, std::string(to_string(l.queue->reason))};
   if (!l.vm_name.empty()) {
-    d.vm = VmDto{l.vm_name, l.address, l.login_user, l.cpus};
+    d.vm = VmDto{l.vm_name, l.address, l.login_user, l.cpus, l.host};
   }
   if (!l.address.empty() && l.state == LeaseState::kReady) {
     SshDto s;

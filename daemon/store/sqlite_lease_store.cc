@@ -62,11 +62,17 @@ CREATE TABLE host_admin (
   host TEXT PRIMARY KEY,
   admin TEXT NOT NULL
 );
+)sql",
+    // Step 3: the host that runs a lease's VM and a VM record's domain ('' in rows written
+    // before: the one host that daemon drove).
+    R"sql(
+ALTER TABLE leases ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE vms ADD COLUMN host TEXT NOT NULL DEFAULT '';
 )sql"};
 
 constexpr const char* kColumns =
     "id, pool, owner, purpose, ssh_keys, labels, idempotency_key, state, reason, ttl_s, "
-    "created_at, ready_at, expires_at, ended_at, vm_name, address, login_user, cpus, warm";
+    "created_at, ready_at, expires_at, ended_at, vm_name, address, login_user, cpus, warm, host";
 
 std::string json_text(const nlohmann::json& j) { return j.dump(); }
 
@@ -93,7 +99,8 @@ std::vector<SqlValue> lease_values(const Lease& l) {
           l.address,
           l.login_user,
           json_text(l.cpus),
-          static_cast<int64_t>(l.warm_handout ? 1 : 0)};
+          static_cast<int64_t>(l.warm_handout ? 1 : 0),
+          l.host};
 }
 
 // A stored row that does not say what the schema promises: an error naming the row, never a
@@ -144,6 +151,7 @@ Result<Lease> lease_from_row(const SqlRow& r) {
   l.login_user = sql_text(r[16]);
   ARMHIVE_RETURN_IF_ERROR(json_column("lease", l.id, "cpus", sql_text(r[17]), l.cpus));
   l.warm_handout = sql_int(r[18]) != 0;
+  l.host = sql_text(r[19]);
   return l;
 }
 
@@ -165,7 +173,7 @@ Status update_in(Database::Tx& tx, const Lease& lease) {
   ARMHIVE_RETURN_IF_ERROR(tx.execute(
       "UPDATE leases SET id=?, pool=?, owner=?, purpose=?, ssh_keys=?, labels=?, "
       "idempotency_key=?, state=?, reason=?, ttl_s=?, created_at=?, ready_at=?, expires_at=?, "
-      "ended_at=?, vm_name=?, address=?, login_user=?, cpus=?, warm=? WHERE id=?",
+      "ended_at=?, vm_name=?, address=?, login_user=?, cpus=?, warm=?, host=? WHERE id=?",
       values));
   if (tx.changes() != 1) return not_found("no such lease in the database", lease.id);
   auto stored = tx.query("SELECT COUNT(*) FROM lease_history WHERE lease_id = ?", {lease.id});
@@ -177,15 +185,17 @@ constexpr const char* kDeleteVm = "DELETE FROM vms WHERE name = ?";
 
 Status put_vm_in(Database::Tx& tx, const VmRecord& vm) {
   return tx.execute(
-      "INSERT INTO vms (name, vm_id, pool, state, lease_id, address, cpus, created_at) "
-      "VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET vm_id=excluded.vm_id, "
+      "INSERT INTO vms (name, vm_id, pool, state, lease_id, address, cpus, created_at, host) "
+      "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET vm_id=excluded.vm_id, "
       "pool=excluded.pool, state=excluded.state, lease_id=excluded.lease_id, "
-      "address=excluded.address, cpus=excluded.cpus",
+      "address=excluded.address, cpus=excluded.cpus, host=excluded.host",
       {vm.name, vm.vm_id, vm.pool, std::string(to_string(vm.state)), vm.lease_id, vm.address,
-       json_text(vm.cpus), to_unix_ms(vm.created_at)});
+       json_text(vm.cpus), to_unix_ms(vm.created_at), vm.host});
 }
 
 }  // namespace
+
+const std::vector<std::string>& SqliteLeaseStore::schema_steps() { return kSchema; }
 
 Result<std::unique_ptr<SqliteLeaseStore>> SqliteLeaseStore::open(Database& db) {
   ARMHIVE_RETURN_IF_ERROR(db.migrate("leases", kSchema));
@@ -195,7 +205,7 @@ Result<std::unique_ptr<SqliteLeaseStore>> SqliteLeaseStore::open(Database& db) {
 Status SqliteLeaseStore::insert(const Lease& lease) {
   return db_.transaction([&](Database::Tx& tx) -> Status {
     std::string sql = std::string("INSERT INTO leases (") + kColumns +
-                      ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+                      ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     ARMHIVE_RETURN_IF_ERROR(tx.execute(sql, lease_values(lease)));
     return insert_history(tx, lease, 0);
   });
@@ -352,8 +362,8 @@ Status SqliteLeaseStore::write_batch(const std::map<std::string, Lease>& leases,
 Result<std::vector<VmRecord>> SqliteLeaseStore::vms() {
   ARMHIVE_ASSIGN_OR_RETURN(
       std::vector<SqlRow> rows,
-      db_.query("SELECT name, vm_id, pool, state, lease_id, address, cpus, created_at FROM vms "
-                "ORDER BY created_at"));
+      db_.query("SELECT name, vm_id, pool, state, lease_id, address, cpus, created_at, host "
+                "FROM vms ORDER BY created_at"));
   std::vector<VmRecord> out;
   for (const SqlRow& r : rows) {
     VmRecord vm;
@@ -367,6 +377,7 @@ Result<std::vector<VmRecord>> SqliteLeaseStore::vms() {
     vm.address = sql_text(r[5]);
     ARMHIVE_RETURN_IF_ERROR(json_column("vm", vm.name, "cpus", sql_text(r[6]), vm.cpus));
     vm.created_at = from_unix_ms(sql_int(r[7]));
+    vm.host = sql_text(r[8]);
     out.push_back(std::move(vm));
   }
   return out;

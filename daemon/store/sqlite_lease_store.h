@@ -19,6 +19,8 @@ namespace armhive {
 class SqliteLeaseStore final : public LeaseStore {
  public:
   static Result<std::unique_ptr<SqliteLeaseStore>> open(Database& db);
+  // The schema's migration steps, in order (upgrade tests build older databases from them).
+  static const std::vector<std::string>& schema_steps();
 
   Status insert(const Lease& lease) override;
   Status update(const Lease& lease) override;

@@ -185,6 +185,55 @@ TEST_CASE("reconcile: stray files go on the second pass, only with a complete fi
   CHECK_THAT(blind.problems.at(0), Catch::Contains("permission denied"));
 }
 
+TEST_CASE("reconcile: a host's snapshot speaks for that host only", "[core][reconcile]") {
+  auto on = [](WantedVm w, const std::string& h) {
+    w.record.host = h;
+    return w;
+  };
+  // hc1 runs its VM; tx1's VMs (leased, starting unadopted, destroying) run on tx1.
+  WantedSnapshot w =
+      wanted({on(vm("armhive-vm-hc1a", VmState::kLeased, true, "l-1"), "hc1"),
+              on(vm("armhive-vm-tx1a", VmState::kLeased, true, "l-2"), "tx1"),
+              on(vm("armhive-vm-tx1b", VmState::kWarm, false), "tx1"),
+              on(vm("armhive-vm-tx1c", VmState::kDestroying, true, "", true), "tx1")},
+             {{"l-1", "armhive-vm-hc1a"}, {"l-2", "armhive-vm-tx1a"}});
+  HostSnapshot hc1 = host({domain("armhive-vm-hc1a", true, "l-1")}, {"armhive-vm-tx1a"});
+  hc1.name = "hc1";
+  ReconcilePlan p1 = plan_reconcile(w, hc1, {});
+  ReconcilePlan p2 = plan_reconcile(w, hc1, p1.memory);
+  // hc1 lacks tx1's domains: nothing is gone, retried or adopted because of it, and files
+  // named after a tx1 VM are not strays.
+  CHECK(p1.actions.empty());
+  CHECK(p2.actions.empty());
+  CHECK(p2.problems.empty());
+
+  // tx1's own snapshot: its destroying VM is retried, its vanished leased VM is gone.
+  HostSnapshot tx1 = host({domain("armhive-vm-tx1b")});
+  tx1.name = "tx1";
+  CHECK(actions(plan_reconcile(w, tx1, {})) ==
+        std::vector<ReconcileAction>{{Kind::kAdopt, "armhive-vm-tx1b", ""},
+                                     {Kind::kVmGone, "armhive-vm-tx1a", "domain no longer exists"},
+                                     {Kind::kRetryDestroy, "armhive-vm-tx1c", ""}});
+
+  // A domain on hc1 whose record names tx1 is reported, never destroyed.
+  HostSnapshot odd =
+      host({domain("armhive-vm-hc1a", true, "l-1"), domain("armhive-vm-tx1a", true, "l-2")});
+  odd.name = "hc1";
+  ReconcilePlan q1 = plan_reconcile(w, odd, {});
+  ReconcilePlan q2 = plan_reconcile(w, odd, q1.memory);
+  CHECK(q2.actions.empty());
+  REQUIRE(q2.problems.size() == 1);
+  CHECK(q2.problems[0] == "domain armhive-vm-tx1a runs on hc1 but its record names host tx1");
+
+  // Records from before hosts were recorded belong to whichever host lists them.
+  WantedSnapshot old =
+      wanted({vm("armhive-vm-old", VmState::kLeased, true, "l-3")}, {{"l-3", "armhive-vm-old"}});
+  HostSnapshot empty = host({});
+  empty.name = "hc1";
+  CHECK(actions(plan_reconcile(old, empty, {})) ==
+        std::vector<ReconcileAction>{{Kind::kVmGone, "armhive-vm-old", "domain no longer exists"}});
+}
+
 // Every combination of record state, adoption, domain presence/running and lease liveness for
 // one VM name, over two passes: the destructive actions appear only under the safety rules.
 TEST_CASE("reconcile: exhaustive single-VM cases obey the safety rules", "[core][reconcile]") {

@@ -29,6 +29,12 @@ TEST_CASE("a warm pool fills to min_warm and hands out a ready VM at once", "[en
   REQUIRE(domains.count(l.vm_name));
   CHECK(domains[l.vm_name].keys == std::vector<std::string>{kTestKey});
   CHECK(domains[l.vm_name].lease_id == l.id);
+  // The lease and the VM's record name the host that runs it.
+  CHECK(l.host == "localhost");
+  auto records = h.store->vms();
+  REQUIRE(records.is_ok());
+  REQUIRE_FALSE(records->empty());
+  for (const VmRecord& r : *records) CHECK(r.host == "localhost");
   // The pool refills behind it.
   REQUIRE(h.settle(2));
   CHECK(h.hypervisor->domains().size() == 3);
@@ -43,6 +49,7 @@ TEST_CASE("a lease on an empty pool boots a VM cold and becomes ready", "[engine
   l = h.wait_ready(l.id);
   CHECK(l.state == LeaseState::kReady);
   CHECK_FALSE(l.warm_handout);
+  CHECK(l.host == "localhost");
   CHECK(h.hypervisor->domains().at(l.vm_name).spec.cmdline.find("armhive.hostname=" + l.vm_name) !=
         std::string::npos);
   // History records every step with a reason.

@@ -158,6 +158,63 @@ TEST_CASE("host admin: drain and maintenance are kept in a file across reopening
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
+TEST_CASE("hosts: leases and VM records keep their host; older rows upgrade with none",
+          "[store][leases]") {
+  auto db = Database::open(":memory:");
+  REQUIRE(db.is_ok());
+  // A database as a daemon from before hosts were recorded left it: one lease, one VM.
+  const auto& steps = SqliteLeaseStore::schema_steps();
+  REQUIRE(steps.size() >= 3);
+  REQUIRE((*db)->migrate("leases", {steps[0], steps[1]}).is_ok());
+  REQUIRE((*db)
+              ->execute("INSERT INTO leases (id, pool, owner, purpose, ssh_keys, labels, "
+                        "idempotency_key, state, reason, ttl_s, created_at, ready_at, "
+                        "expires_at, ended_at, vm_name, address, login_user, cpus, warm) VALUES "
+                        "('l-000000000001', 'ci', 'odd', 'ci', '[]', '{}', '', 'ready', '', 60, "
+                        "1, 2, 3, 0, 'armhive-vm-old', '10.0.0.5', 'armhive', '[2]', 1)")
+              .is_ok());
+  REQUIRE((*db)
+              ->execute("INSERT INTO vms (name, vm_id, pool, state, lease_id, address, cpus, "
+                        "created_at) VALUES ('armhive-vm-old', 'old', 'ci', 'leased', "
+                        "'l-000000000001', '10.0.0.5', '[2]', 1)")
+              .is_ok());
+
+  auto store = SqliteLeaseStore::open(**db);
+  REQUIRE(store.is_ok());
+  auto old = (*store)->find("l-000000000001");
+  REQUIRE(old.is_ok());
+  REQUIRE(old->has_value());
+  CHECK((*old)->host.empty());
+  CHECK((*old)->vm_name == "armhive-vm-old");
+  CHECK((*old)->state == LeaseState::kReady);
+  REQUIRE((*store)->vms()->size() == 1);
+  CHECK((*store)->vms()->front().host.empty());
+
+  // New rows carry their host through insert, update, batch and listing.
+  Lease l = make_lease(2, LeaseState::kProvisioning);
+  l.host = "hc1";
+  REQUIRE((*store)->insert(l).is_ok());
+  CHECK((*store)->find(l.id)->value().host == "hc1");
+  l.state = LeaseState::kReady;
+  l.host = "tx1";
+  VmRecord vm;
+  vm.name = "armhive-vm-new";
+  vm.pool = "ci";
+  vm.host = "tx1";
+  vm.created_at = from_unix_ms(5);
+  vm.state = VmState::kLeased;
+  vm.lease_id = l.id;
+  REQUIRE((*store)->write_batch({{l.id, l}}, {{vm.name, vm}}).is_ok());
+  auto listed = (*store)->list(LeaseFilter{});
+  REQUIRE(listed.is_ok());
+  REQUIRE(listed->size() == 2);
+  CHECK(listed->back().host == "tx1");
+  auto vms = (*store)->vms();
+  REQUIRE(vms.is_ok());
+  REQUIRE(vms->size() == 2);
+  CHECK(vms->back().host == "tx1");
+}
+
 TEST_CASE("leases: a write batch lands whole or not at all", "[store][batch]") {
   std::string path = "/tmp/armhive-batch-" + std::to_string(::getpid()) + ".db";
   std::remove(path.c_str());
