@@ -312,14 +312,25 @@ Result<std::vector<VmInfo>> LibvirtHypervisor::list_vms() {
 
 Result<std::vector<std::string>> LibvirtHypervisor::list_vm_files() {
   std::set<std::string> names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(fs::path(options_.state_dir) / "overlays", ec)) {
-    if (e.path().extension() == ".qcow2") {
-      std::string stem = e.path().stem().string();
-      if (validate_domain_name(stem).is_ok()) names.insert(stem);
+  // Overlays through the pool, so that a remote host's are listed as well as a local one's; a
+  // pool that cannot be listed makes the listing fail (incomplete: no stray is then deleted).
+  ARMHIVE_RETURN_IF_ERROR(ensure_connected());
+  ARMHIVE_ASSIGN_OR_RETURN(StoragePoolHandle pool,
+                           ensure_dir_pool(connection_, options_.storage_pool,
+                                           (fs::path(options_.state_dir) / "overlays").string()));
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<std::string> volumes, list_volume_names(pool.get()));
+  constexpr std::string_view kOverlaySuffix = ".qcow2";
+  for (const std::string& v : volumes) {
+    if (v.size() <= kOverlaySuffix.size() ||
+        v.compare(v.size() - kOverlaySuffix.size(), kOverlaySuffix.size(), kOverlaySuffix) != 0) {
+      continue;
     }
+    std::string stem = v.substr(0, v.size() - kOverlaySuffix.size());
+    if (validate_domain_name(stem).is_ok()) names.insert(stem);
   }
-  ec.clear();
+  // Console logs and UEFI vars still live in the local state directory (ARCHITECTURE.md, the
+  // fleet's step 1).
+  std::error_code ec;
   for (const auto& e : fs::directory_iterator(fs::path(options_.state_dir) / "domains", ec)) {
     std::string n = e.path().filename().string();
     if (e.is_directory() && validate_domain_name(n).is_ok()) names.insert(n);

@@ -3,6 +3,7 @@
 #include <libvirt/virterror.h>
 
 #include <array>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -129,6 +130,27 @@ Result<std::string> create_overlay(virStoragePoolPtr pool, std::string_view volu
   LibvirtString path(virStorageVolGetPath(vol.get()));
   if (!path) return libvirt_error("get overlay path", vname);
   return path.str();
+}
+
+Result<std::vector<std::string>> list_volume_names(virStoragePoolPtr pool) {
+  if (virStoragePoolRefresh(pool, 0) < 0) virResetLastError();
+  virStorageVolPtr* raw = nullptr;
+  int n = virStoragePoolListAllVolumes(pool, &raw, 0);
+  if (n < 0) return libvirt_error("list volumes", "overlay pool");
+  std::vector<StorageVolHandle> vols;
+  vols.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) vols.emplace_back(raw[i]);
+  std::free(raw);
+  std::vector<std::string> names;
+  for (const StorageVolHandle& vol : vols) {
+    // A volume deleted between the listing and here has no name: it is simply not listed.
+    if (const char* name = virStorageVolGetName(vol.get())) {
+      names.emplace_back(name);
+    } else {
+      virResetLastError();
+    }
+  }
+  return names;
 }
 
 Status delete_volume(virStoragePoolPtr pool, std::string_view volume_name) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "daemon/virt/connection.h"
@@ -29,6 +30,10 @@ Result<std::string> create_overlay(virStoragePoolPtr pool, std::string_view volu
 // The virtual size in bytes recorded in a qcow2 image's header. kNotFound if the file is
 // missing, kInvalidArgument if it is not qcow2.
 Result<uint64_t> qcow2_virtual_size(const std::string& path);
+
+// The names of the pool's volumes, after refreshing it so that files made outside libvirt are
+// seen. Works the same on a remote host: nothing reads the local disk.
+Result<std::vector<std::string>> list_volume_names(virStoragePoolPtr pool);
 
 // Deletes the volume if it exists (refreshing the pool first so files made outside libvirt are
 // seen). Missing is not an error.

@@ -261,6 +261,10 @@ TEST_CASE("LibvirtHypervisor on test:/// creates, lists, leases and destroys a V
   auto files = (*hv)->list_vm_files();
   REQUIRE(files.is_ok());
   CHECK(*files == std::vector<std::string>{"armhive-vm-a1"});
+  // Its overlay is found through the storage pool, as on a remote host, without its local
+  // directory.
+  fs::remove_all(state / "vms" / "domains" / "armhive-vm-a1");
+  CHECK(*(*hv)->list_vm_files() == std::vector<std::string>{"armhive-vm-a1"});
 
   REQUIRE((*hv)->destroy_vm("armhive-vm-a1").is_ok());
   CHECK(rec.wait_for("armhive-vm-a1", VmEventKind::kStopped));
