@@ -2,7 +2,6 @@
 
 #include <sqlite3.h>
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -76,9 +75,6 @@ class Database {
   Status migrate(std::string_view component, const std::vector<std::string>& steps);
 
   const std::string& path() const { return path_; }
-  // RESTART checkpoints run by commits because the checkpointer fell behind (for tests and
-  // metrics).
-  uint64_t backstop_checkpoints() const { return backstop_checkpoints_.load(); }
 
  private:
   Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
@@ -105,7 +101,6 @@ class Database {
   // Files only (not ":memory:"): checkpoints off the request path; destroyed before db_ closes.
   std::unique_ptr<WalCheckpointer> checkpointer_;
   int backstop_frames_ = 0;  // set once in open(); 0: no backstop (":memory:")
-  std::atomic<uint64_t> backstop_checkpoints_{0};
 };
 
 }  // namespace armhive
