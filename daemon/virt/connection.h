@@ -18,6 +18,10 @@ namespace armhive {
 // invalidating pointers already handed out.
 using ConnectPtr = std::shared_ptr<virConnect>;
 
+// Whether a libvirt URI names another host ("qemu+tcp://tx1/system", "qemu+ssh://u@hc1/system")
+// rather than this one ("qemu:///system", "test:///default"): its files are not on this disk.
+bool is_remote_uri(std::string_view uri);
+
 // One libvirt connection (normally shared by the whole daemon for one host).
 //
 // Ownership: owns the connection; moved-from objects are empty. Threading: every method may be

@@ -156,7 +156,7 @@ Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& path
                                      std::string_view instance) {
   ARMHIVE_RETURN_IF_ERROR(validate_vm_spec(spec));
   ARMHIVE_RETURN_IF_ERROR(check_path("overlay", paths.overlay, true));
-  ARMHIVE_RETURN_IF_ERROR(check_path("console_log", paths.console_log, true));
+  ARMHIVE_RETURN_IF_ERROR(check_path("console_log", paths.console_log, false));
   ARMHIVE_RETURN_IF_ERROR(check_path("emulator", paths.emulator, false));
   const bool uefi = spec.kernel.empty();
   if (uefi) {
@@ -250,7 +250,10 @@ Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& path
   w.end();  // interface
 
   w.start("serial").attr("type", "pty");
-  w.start("log").attr("file", paths.console_log).attr("append", "off").end();
+  // No log file: the console is read through libvirt's console stream (console_capture.h).
+  if (!paths.console_log.empty()) {
+    w.start("log").attr("file", paths.console_log).attr("append", "off").end();
+  }
   w.start("target").attr("port", 0LL).end();
   w.end();
   w.start("console").attr("type", "pty");

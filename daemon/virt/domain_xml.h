@@ -35,7 +35,7 @@ struct VmMetadata {
 // Files of one VM, all absolute; chosen by LibvirtHypervisor under its state dir.
 struct DomainPaths {
   std::string overlay;      // the qcow2 overlay (the VM's vda)
-  std::string console_log;  // serial console log
+  std::string console_log;  // serial console log; empty: none (read through the console stream)
   std::string nvram;        // per-VM UEFI vars copy; only used for UEFI boot
   std::string uefi_code = "/usr/share/AAVMF/AAVMF_CODE.fd";
   std::string uefi_vars_template = "/usr/share/AAVMF/AAVMF_VARS.fd";

@@ -63,8 +63,22 @@ std::string first_ipv4(virDomainInterfacePtr* ifaces, int n) {
 
 }  // namespace
 
+namespace {
+
+bool wants_console_stream(const LibvirtHypervisorOptions& o) {
+  if (o.console == ConsoleMode::kAuto) return is_remote_uri(o.uri);
+  return o.console == ConsoleMode::kStream;
+}
+
+}  // namespace
+
 LibvirtHypervisor::LibvirtHypervisor(LibvirtHypervisorOptions options, Connection connection)
-    : options_(std::move(options)), connection_(std::move(connection)) {}
+    : options_(std::move(options)),
+      connection_(std::move(connection)),
+      remote_(is_remote_uri(options_.uri)),
+      consoles_(wants_console_stream(options_)
+                    ? std::make_unique<ConsoleCapture>(options_.console_capture_bytes)
+                    : nullptr) {}
 
 LibvirtHypervisor::~LibvirtHypervisor() {
   std::unique_ptr<DomainEvents> events;
@@ -128,7 +142,7 @@ DomainPaths LibvirtHypervisor::paths_for(std::string_view name) const {
   DomainPaths p;
   fs::path vm_dir = fs::path(options_.state_dir) / "domains" / std::string(name);
   p.overlay = (fs::path(options_.state_dir) / "overlays" / (std::string(name) + ".qcow2")).string();
-  p.console_log = (vm_dir / "console.log").string();
+  if (!streams_console()) p.console_log = (vm_dir / "console.log").string();
   p.nvram = (vm_dir / "VARS.fd").string();
   p.uefi_code = options_.uefi_code;
   p.uefi_vars_template = options_.uefi_vars_template;
@@ -143,12 +157,29 @@ Status LibvirtHypervisor::remove_files(const std::string& name) {
                               (fs::path(options_.state_dir) / "overlays").string());
   if (pool.is_ok()) {
     ARMHIVE_RETURN_IF_ERROR(delete_volume(pool->get(), name + ".qcow2"));
+  } else if (remote_) {
+    return pool.status().annotate("remove the overlay of " + name);
   }
-  fs::remove(p.overlay, ec);  // made outside libvirt, or the pool is unusable
+  if (remote_) return Status::ok();  // nothing of a remote host's VM is on this disk
+  fs::remove(p.overlay, ec);         // made outside libvirt, or the pool is unusable
   if (ec) return unavailable("cannot remove overlay: " + ec.message(), p.overlay);
-  fs::remove_all(fs::path(p.console_log).parent_path(), ec);
+  // Console log and UEFI vars (and, from a daemon in kStream mode, perhaps nothing).
+  fs::remove_all(fs::path(options_.state_dir) / "domains" / name, ec);
   if (ec) return unavailable("cannot remove VM files: " + ec.message(), name);
   return Status::ok();
+}
+
+Status LibvirtHypervisor::start_captured(const std::string& xml, const std::string& name) {
+  ConnectPtr conn = connection_.get();
+  DomainHandle dom(virDomainCreateXML(conn.get(), xml.c_str(), VIR_DOMAIN_START_PAUSED));
+  if (!dom) return libvirt_error("start domain", name);
+  Status s = consoles_->attach(conn.get(), dom.get(), name);
+  if (s.is_ok() && virDomainResume(dom.get()) < 0) s = libvirt_error("resume domain", name);
+  if (s.is_ok()) return s;
+  // A VM whose console nobody can read is not handed out: diagnosing it would be impossible.
+  if (virDomainDestroy(dom.get()) < 0) virResetLastError();
+  consoles_->detach(name);
+  return s;
 }
 
 Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
@@ -159,7 +190,15 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
     if (existing.is_ok()) return conflict("domain already exists", spec.name);
     if (existing.status().code() != ErrorCode::kNotFound) return existing.status();
   }
-  ARMHIVE_ASSIGN_OR_RETURN(uint64_t base_size, qcow2_virtual_size(spec.base_disk));
+  if (remote_ && spec.kernel.empty()) {
+    return invalid_argument("kernel",
+                            "UEFI boot (no kernel) is not supported on a remote host yet: its "
+                            "vars file would be copied on this one; boot a kernel and initrd");
+  }
+  // A remote host's base image is one of its shipped volumes; a local one is read directly.
+  ARMHIVE_ASSIGN_OR_RETURN(uint64_t base_size, remote_
+                                                   ? volume_capacity(connection_, spec.base_disk)
+                                                   : qcow2_virtual_size(spec.base_disk));
   uint64_t capacity = spec.disk_gib == 0 ? base_size : spec.disk_gib * kGiB;
   if (capacity < base_size) {
     return invalid_argument(
@@ -167,13 +206,20 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
   }
   DomainPaths paths = paths_for(spec.name);
   std::error_code ec;
-  if (fs::exists(paths.overlay, ec)) {
-    return conflict("overlay of a previous VM of this name still exists: destroy it first",
-                    spec.name);
-  }
   const std::string overlays_dir = (fs::path(options_.state_dir) / "overlays").string();
   ARMHIVE_ASSIGN_OR_RETURN(StoragePoolHandle pool,
                            ensure_dir_pool(connection_, options_.storage_pool, overlays_dir));
+  // Checked before anything is made: the failure path below removes the VM's files, which
+  // must never be a previous VM's.
+  bool overlay_left = fs::exists(paths.overlay, ec);
+  if (remote_) {
+    ARMHIVE_ASSIGN_OR_RETURN(std::vector<std::string> volumes, list_volume_names(pool.get()));
+    overlay_left = std::find(volumes.begin(), volumes.end(), spec.name + ".qcow2") != volumes.end();
+  }
+  if (overlay_left) {
+    return conflict("overlay of a previous VM of this name still exists: destroy it first",
+                    spec.name);
+  }
 
   auto fail = [&](const Status& s) {
     Status released = release_dhcp_host(connection_, spec.name);
@@ -183,11 +229,17 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
     return s.annotate("create " + spec.name);
   };
 
-  // The VM's directory first: a reservation (on a network other armhiveds may share) then never
-  // exists without files of ours that name it, which is how list_vm_files() finds what a crash
-  // left behind without claiming another daemon's reservations.
-  fs::create_directories(fs::path(paths.console_log).parent_path(), ec);
-  if (ec) return fail(unavailable("cannot create VM directory: " + ec.message(), spec.name));
+  // Files first: a reservation (on a network other armhiveds may share) then never exists
+  // without files of ours that name it, which is how list_vm_files() finds what a crash left
+  // behind without claiming another daemon's reservations. On a remote host the overlay is the
+  // first; on a local one the VM's directory.
+  if (!remote_) {
+    fs::create_directories(fs::path(options_.state_dir) / "domains" / spec.name, ec);
+    if (ec) return fail(unavailable("cannot create VM directory: " + ec.message(), spec.name));
+  }
+  auto overlay = create_overlay(pool.get(), spec.name + ".qcow2", spec.base_disk, capacity);
+  if (!overlay.is_ok()) return fail(overlay.status());
+  paths.overlay = *overlay;
   // The address is reserved before the domain exists, so it is known (and final) at start and
   // readiness does not wait for the guest's DHCP exchange.
   VmSpec vm = spec;
@@ -213,12 +265,12 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
     if (ec)
       return fail(unavailable("cannot copy UEFI vars: " + ec.message(), paths.uefi_vars_template));
   }
-  auto overlay = create_overlay(pool.get(), spec.name + ".qcow2", spec.base_disk, capacity);
-  if (!overlay.is_ok()) return fail(overlay.status());
-  paths.overlay = *overlay;
-
   auto xml = build_domain_xml(vm, paths, options_.accel, options_.storage_pool);
   if (!xml.is_ok()) return fail(xml.status());
+  if (streams_console()) {
+    Status started = start_captured(*xml, spec.name);
+    return started.is_ok() ? started : fail(started);
+  }
   ConnectPtr conn = connection_.get();
   DomainHandle dom(virDomainCreateXML(conn.get(), xml->c_str(), 0));
   if (!dom) return fail(libvirt_error("start domain", spec.name));
@@ -258,6 +310,7 @@ Status LibvirtHypervisor::destroy_vm(std::string_view name) {
   } else if (dom.status().code() != ErrorCode::kNotFound) {
     return dom.status();
   }
+  if (consoles_) consoles_->detach(n);
   ARMHIVE_RETURN_IF_ERROR(release_dhcp_host(connection_, n));
   return remove_files(n);
 }
@@ -302,7 +355,12 @@ Result<std::vector<VmInfo>> LibvirtHypervisor::list_vms() {
     } else {
       virResetLastError();
     }
-    if (info.running) info.qemu_pid = read_pid(options_.qemu_runtime_dir, name);
+    if (info.running && !remote_) info.qemu_pid = read_pid(options_.qemu_runtime_dir, name);
+    // A VM this daemon did not start (adopted after a restart), or whose stream broke with the
+    // connection: captured again from now on. Best effort: the listing is what was asked for.
+    if (info.running && consoles_ && !consoles_->is_open(name)) {
+      if (!consoles_->attach(conn.get(), d.get(), name).is_ok()) virResetLastError();
+    }
     out.push_back(std::move(info));
   }
   std::sort(out.begin(), out.end(),
@@ -328,9 +386,10 @@ Result<std::vector<std::string>> LibvirtHypervisor::list_vm_files() {
     std::string stem = v.substr(0, v.size() - kOverlaySuffix.size());
     if (validate_domain_name(stem).is_ok()) names.insert(stem);
   }
-  // Console logs and UEFI vars still live in the local state directory (ARCHITECTURE.md, the
-  // fleet's step 1).
+  // A local host's console logs and UEFI vars live in the state directory (a remote host's VMs
+  // have none).
   std::error_code ec;
+  if (remote_) return std::vector<std::string>(names.begin(), names.end());
   for (const auto& e : fs::directory_iterator(fs::path(options_.state_dir) / "domains", ec)) {
     std::string n = e.path().filename().string();
     if (e.is_directory() && validate_domain_name(n).is_ok()) names.insert(n);
@@ -573,6 +632,7 @@ Result<GuestFileTransfer> LibvirtHypervisor::get_file(std::string_view name,
 
 Result<std::string> LibvirtHypervisor::console_log(std::string_view name, size_t max_bytes) {
   ARMHIVE_RETURN_IF_ERROR(check_name(name));
+  if (consoles_) return consoles_->tail(std::string(name), max_bytes);
   std::string path = paths_for(name).console_log;
   std::ifstream in(path, std::ios::binary);
   if (!in) return not_found("no console log", std::string(name));

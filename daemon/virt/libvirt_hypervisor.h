@@ -10,22 +10,35 @@
 #include "daemon/core/hypervisor.h"
 #include "daemon/core/topology.h"
 #include "daemon/virt/connection.h"
+#include "daemon/virt/console_capture.h"
 #include "daemon/virt/domain_events.h"
 #include "daemon/virt/domain_xml.h"
 
 namespace armhive {
 
+// How a VM's serial console is kept. kFile: a log file beside the VM on this disk (virtlogd
+// writes it; it survives the daemon). kStream: read through libvirt's console stream into this
+// process's memory (console_capture.h), the only way for a remote host's, whose disk is not
+// this one; output from before this daemon started is not seen. kAuto: kFile for a local URI,
+// kStream for a remote one.
+enum class ConsoleMode { kAuto, kFile, kStream };
+
 struct LibvirtHypervisorOptions {
   std::string uri = "qemu:///system";
   // Per-VM state: <state_dir>/overlays/<name>.qcow2 (the transient dir storage pool
-  // `storage_pool`), <state_dir>/domains/<name>/{console.log,VARS.fd}.
+  // `storage_pool`, made by the libvirtd of `uri` on its own host), and on a local host only
+  // <state_dir>/domains/<name>/{console.log,VARS.fd}.
   std::string state_dir = "/var/lib/armhive/vms";
   std::string storage_pool = "armhive-overlays";
   Accel accel = Accel::kTcg;  // from discover_host(): kKvm only on an arm64 host with /dev/kvm
   std::string uefi_code = "/usr/share/AAVMF/AAVMF_CODE.fd";
   std::string uefi_vars_template = "/usr/share/AAVMF/AAVMF_VARS.fd";
   std::string emulator;  // empty: libvirt's default qemu-system-aarch64
-  // Where the QEMU driver keeps <name>.pid (qemu:///system); used for VmInfo::qemu_pid.
+  ConsoleMode console = ConsoleMode::kAuto;
+  // Console output kept per VM in kStream mode.
+  size_t console_capture_bytes = size_t{1} << 20;
+  // Where the QEMU driver keeps <name>.pid (qemu:///system); used for VmInfo::qemu_pid, which
+  // stays 0 for a remote host's VMs.
   std::string qemu_runtime_dir = "/run/libvirt/qemu";
   std::chrono::milliseconds exec_poll_interval{100};
   // Reserve each VM's address on its network's DHCP before boot (dhcp_reservation.h), so that
@@ -34,7 +47,11 @@ struct LibvirtHypervisorOptions {
   bool reserve_addresses = true;
 };
 
-// Hypervisor on one libvirt connection (normally qemu:///system of the local host).
+// Hypervisor on one libvirt connection: qemu:///system of the local host, or a remote host's
+// (qemu+tls://, qemu+ssh://), where nothing of a VM is written on this disk: overlays live in
+// the host's storage pool, base images are the host's shipped volumes (image_shipper.h), the
+// console is streamed (ConsoleMode). UEFI boot (no kernel) is local only for now: its vars
+// file is copied from the template on this disk.
 //
 // Ownership: owns its Connection and DomainEvents subscription; the caller owns the EventLoop,
 // which must be started before open() and outlive this object for events to arrive.
@@ -99,8 +116,14 @@ class LibvirtHypervisor final : public Hypervisor {
     return metadata.instance.empty() || metadata.instance == options_.storage_pool;
   }
 
+  bool streams_console() const { return consoles_ != nullptr; }
+  // Starts the domain paused, opens its console, then resumes it: captured from its first byte.
+  Status start_captured(const std::string& xml, const std::string& name);
+
   LibvirtHypervisorOptions options_;
   Connection connection_;
+  const bool remote_;
+  const std::unique_ptr<ConsoleCapture> consoles_;  // null in ConsoleMode::kFile
   std::atomic<bool> reconnecting_{false};
   std::mutex mu_;  // guards events_, handler_, subscription_
   std::unique_ptr<DomainEvents> events_;

@@ -102,6 +102,21 @@ Result<uint64_t> qcow2_virtual_size(const std::string& path) {
   return size;
 }
 
+Result<uint64_t> volume_capacity(const Connection& connection, const std::string& path) {
+  ConnectPtr conn = connection.get();
+  StorageVolHandle vol(virStorageVolLookupByPath(conn.get(), path.c_str()));
+  if (!vol) {
+    Status s = libvirt_error("look up volume", path);
+    if (s.code() != ErrorCode::kNotFound) return s;
+    return Status(ErrorCode::kNotFound,
+                  "no storage pool of host " + connection.uri() + " holds the base image", path,
+                  "base_disk");
+  }
+  virStorageVolInfo info{};
+  if (virStorageVolGetInfo(vol.get(), &info) < 0) return libvirt_error("get volume info", path);
+  return static_cast<uint64_t>(info.capacity);
+}
+
 Result<std::string> create_overlay(virStoragePoolPtr pool, std::string_view volume_name,
                                    std::string_view base, uint64_t capacity_bytes) {
   std::string vname(volume_name);

@@ -31,6 +31,11 @@ Result<std::string> create_overlay(virStoragePoolPtr pool, std::string_view volu
 // missing, kInvalidArgument if it is not qcow2.
 Result<uint64_t> qcow2_virtual_size(const std::string& path);
 
+// The capacity in bytes (for a qcow2 file its virtual size) of the volume at `path` on the
+// connection's host, which must be a file of one of that host's active storage pools, as
+// shipped images are (image_shipper.h). kNotFound if no pool holds it.
+Result<uint64_t> volume_capacity(const Connection& connection, const std::string& path);
+
 // The names of the pool's volumes, after refreshing it so that files made outside libvirt are
 // seen. Works the same on a remote host: nothing reads the local disk.
 Result<std::vector<std::string>> list_volume_names(virStoragePoolPtr pool);

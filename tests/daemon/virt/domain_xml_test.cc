@@ -99,6 +99,21 @@ TEST_CASE("domain XML devices: overlay disk, network, console log, agent channel
   CHECK(d.str("string(/domain/devices/channel/target/@type)") == "virtio");
 }
 
+TEST_CASE("a domain whose console is streamed has a serial console and no log file",
+          "[virt][domain_xml]") {
+  DomainPaths p = paths();
+  p.console_log.clear();  // ConsoleMode::kStream: a remote host's disk is not ours to name
+  auto xml = build_domain_xml(direct_boot_spec(), p, Accel::kTcg);
+  REQUIRE(xml.is_ok());
+  XmlDoc d = parse(*xml);
+  CHECK(d.str("string(/domain/devices/serial/@type)") == "pty");
+  CHECK(d.nodes("/domain/devices/serial/log").empty());
+  CHECK(d.str("string(/domain/devices/console/target/@type)") == "serial");
+  auto desc = parse_domain_xml(*xml);
+  REQUIRE(desc.is_ok());
+  CHECK(desc->console_log.empty());
+}
+
 TEST_CASE("domain XML tuning: vcpupin per vCPU, emulatorpin, numatune", "[virt][domain_xml]") {
   auto xml = build_domain_xml(direct_boot_spec(), paths(), Accel::kTcg);
   REQUIRE(xml.is_ok());

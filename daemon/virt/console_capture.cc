@@ -1,0 +1,177 @@
+#include "daemon/virt/console_capture.h"
+
+#include <libvirt/virterror.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+#include <vector>
+
+#include "daemon/virt/error.h"
+#include "daemon/virt/handles.h"
+
+namespace armhive {
+
+struct ConsoleCapture::Capture {
+  explicit Capture(size_t max) : max_bytes(max) {}
+
+  void append(const char* data, size_t n) EXCLUDES(mu) {
+    MutexLock lock(mu);
+    buffer.append(data, n);
+    // Trimmed in batches, so that appends stay amortised O(n).
+    if (buffer.size() > 2 * max_bytes) buffer.erase(0, buffer.size() - max_bytes);
+  }
+
+  // Takes the stream out if it is `st` (a newer attach may have replaced it).
+  StreamHandle take_if(virStreamPtr st) EXCLUDES(mu) {
+    MutexLock lock(mu);
+    if (stream.get() != st) return StreamHandle();
+    return std::move(stream);
+  }
+
+  const size_t max_bytes;
+  Mutex mu;
+  std::string buffer GUARDED_BY(mu);
+  StreamHandle stream GUARDED_BY(mu);  // null once closed
+};
+
+namespace {
+
+using Capture = ConsoleCapture::Capture;
+
+// Ends `st`'s reading. The callback registration holds its own reference to the stream, so
+// this is safe from inside the stream's callback.
+void close_stream(virStreamPtr st, bool finished) noexcept {
+  if (virStreamEventRemoveCallback(st) < 0) virResetLastError();
+  if (finished ? virStreamFinish(st) < 0 : virStreamAbort(st) < 0) virResetLastError();
+}
+
+void on_stream_event(virStreamPtr st, int /*events*/, void* opaque) noexcept {
+  Capture& cap = **static_cast<std::shared_ptr<Capture>*>(opaque);
+  std::array<char, 16384> buf{};
+  for (;;) {
+    int n = virStreamRecv(st, buf.data(), buf.size());
+    if (n > 0) {
+      cap.append(buf.data(), static_cast<size_t>(n));
+      continue;
+    }
+    if (n == -2) return;  // nothing more for now
+    // 0: the end (the domain stopped); -1: the stream or connection broke.
+    if (n < 0) virResetLastError();
+    StreamHandle mine = cap.take_if(st);
+    close_stream(st, n == 0);
+    return;  // `mine` (if it was the current stream) drops our reference here
+  }
+}
+
+void free_opaque(void* opaque) noexcept { delete static_cast<std::shared_ptr<Capture>*>(opaque); }
+
+}  // namespace
+
+ConsoleCapture::ConsoleCapture(size_t max_bytes) : max_bytes_(std::max<size_t>(max_bytes, 1024)) {}
+
+ConsoleCapture::~ConsoleCapture() noexcept {
+  std::vector<std::string> names;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [name, cap] : captures_) names.push_back(name);
+  }
+  for (const std::string& name : names) detach(name);
+}
+
+Status ConsoleCapture::attach(virConnectPtr conn, virDomainPtr domain, const std::string& name) {
+  std::shared_ptr<Capture> cap;
+  bool fresh = false;
+  {
+    MutexLock lock(mu_);
+    auto it = captures_.find(name);
+    if (it == captures_.end()) {
+      it = captures_.emplace(name, std::make_shared<Capture>(max_bytes_)).first;
+      fresh = true;
+    }
+    cap = it->second;
+  }
+  {
+    MutexLock lock(cap->mu);
+    if (cap->stream) return Status::ok();
+  }
+  auto forget = [&] {
+    if (!fresh) return;
+    MutexLock lock(mu_);
+    auto it = captures_.find(name);
+    if (it != captures_.end() && it->second == cap) captures_.erase(it);
+  };
+  StreamHandle st(virStreamNew(conn, VIR_STREAM_NONBLOCK));
+  if (!st) {
+    forget();
+    return libvirt_error("new console stream", name);
+  }
+  if (virDomainOpenConsole(domain, nullptr, st.get(), VIR_DOMAIN_CONSOLE_FORCE) < 0) {
+    Status s = libvirt_error("open console", name);
+    forget();
+    return s;
+  }
+  virStreamPtr raw = st.get();
+  {
+    // Before the callback exists, so that an end it sees at once finds its stream.
+    MutexLock lock(cap->mu);
+    cap->stream = std::move(st);
+  }
+  auto* opaque = new std::shared_ptr<Capture>(cap);
+  if (virStreamEventAddCallback(
+          raw, VIR_STREAM_EVENT_READABLE | VIR_STREAM_EVENT_ERROR | VIR_STREAM_EVENT_HANGUP,
+          on_stream_event, opaque, free_opaque) < 0) {
+    Status s = libvirt_error("watch console stream", name);
+    delete opaque;
+    StreamHandle back = cap->take_if(raw);
+    if (back && virStreamAbort(back.get()) < 0) virResetLastError();
+    forget();
+    return s;
+  }
+  return Status::ok();
+}
+
+bool ConsoleCapture::is_open(const std::string& name) const {
+  std::shared_ptr<Capture> cap;
+  {
+    MutexLock lock(mu_);
+    auto it = captures_.find(name);
+    if (it == captures_.end()) return false;
+    cap = it->second;
+  }
+  MutexLock lock(cap->mu);
+  return static_cast<bool>(cap->stream);
+}
+
+Result<std::string> ConsoleCapture::tail(const std::string& name, size_t max_bytes) const {
+  std::shared_ptr<Capture> cap;
+  {
+    MutexLock lock(mu_);
+    auto it = captures_.find(name);
+    if (it == captures_.end()) return not_found("no console captured", name);
+    cap = it->second;
+  }
+  MutexLock lock(cap->mu);
+  const std::string& b = cap->buffer;
+  size_t n = std::min({max_bytes, cap->max_bytes, b.size()});
+  return b.substr(b.size() - n);
+}
+
+void ConsoleCapture::detach(const std::string& name) {
+  std::shared_ptr<Capture> cap;
+  {
+    MutexLock lock(mu_);
+    auto it = captures_.find(name);
+    if (it == captures_.end()) return;
+    cap = std::move(it->second);
+    captures_.erase(it);
+  }
+  StreamHandle st;
+  {
+    MutexLock lock(cap->mu);
+    st = std::move(cap->stream);
+  }
+  if (st) close_stream(st.get(), false);
+}
+
+}  // namespace armhive
