@@ -22,6 +22,12 @@ struct ConsoleCapture::Capture {
     if (buffer.size() > 2 * max_bytes) buffer.erase(0, buffer.size() - max_bytes);
   }
 
+  std::string tail(size_t n) EXCLUDES(mu) {
+    MutexLock lock(mu);
+    n = std::min({n, max_bytes, buffer.size()});
+    return buffer.substr(buffer.size() - n);
+  }
+
   // Takes the stream out if it is `st` (a newer attach may have replaced it).
   StreamHandle take_if(virStreamPtr st) EXCLUDES(mu) {
     MutexLock lock(mu);
@@ -151,10 +157,7 @@ Result<std::string> ConsoleCapture::tail(const std::string& name, size_t max_byt
     if (it == captures_.end()) return not_found("no console captured", name);
     cap = it->second;
   }
-  MutexLock lock(cap->mu);
-  const std::string& b = cap->buffer;
-  size_t n = std::min({max_bytes, cap->max_bytes, b.size()});
-  return b.substr(b.size() - n);
+  return cap->tail(max_bytes);
 }
 
 void ConsoleCapture::detach(const std::string& name) {
