@@ -36,6 +36,7 @@
 #include "daemon/store/sqlite_health_store.h"
 #include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
+#include "daemon/virt/connection.h"
 #include "daemon/virt/event_loop.h"
 #include "daemon/virt/host_discovery.h"
 #include "daemon/virt/libvirt_hypervisor.h"
@@ -469,6 +470,16 @@ int main(int argc, char** argv) {
     std::cerr << "armhived: configuration error in " << config_path << ": " << config->hosts.size()
               << " [[hosts]] are configured, but this armhived drives one libvirt host;"
                  " configure one (key hosts)\n";
+    return 2;
+  }
+  // A remote host's VMs can be made through libvirt alone (daemon/virt), but this armhived
+  // would still apply the network guard (nftables) on its own machine and hand that host image
+  // paths of this one: refuse rather than leave guests unguarded.
+  if (!*token && is_remote_uri(config->libvirt_uri)) {
+    std::cerr << "armhived: configuration error in " << config_path << ": libvirt_uri '"
+              << config->libvirt_uri
+              << "' names another host, which this armhived cannot drive yet (its network guard "
+                 "runs here); run armhived on that host with qemu:///system (key libvirt_uri)\n";
     return 2;
   }
   if (*token) {

@@ -54,6 +54,28 @@ TEST_CASE("armhived refuses a fleet of several [[hosts]] rather than serve only 
   fs::remove_all(dir);
 }
 
+TEST_CASE("armhived refuses a remote libvirt host it cannot guard yet", "[config][hosts]") {
+  fs::path dir = fs::temp_directory_path() / ("armhive-remote-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::path config = dir / "armhived.toml";
+  SubprocessRunner runner;
+  // Loopback, a port nothing listens on: were the refusal gone, no traffic leaves this machine.
+  for (const std::string hosts :
+       {"[host]\nlibvirt_uri = \"qemu+tcp://127.0.0.1:9/system\"\n",
+        "[[hosts]]\nname = \"tx1\"\nlibvirt_uri = \"qemu+tls://127.0.0.1:9/system\"\n"}) {
+    std::ofstream(config) << hosts << "[[pools]]\nname = \"p\"\nimage = \"tiny\"\n";
+    auto r = runner.run({.argv = {ARMHIVE_DAEMON_PATH, "-c", config.string()},
+                         .timeout = std::chrono::seconds(30)});
+    REQUIRE(r.is_ok());
+    INFO(r->err);
+    CHECK(r->exit_code == 2);
+    CHECK_THAT(r->err, Catch::Contains("names another host"));
+    CHECK_THAT(r->err, Catch::Contains("key libvirt_uri"));
+  }
+  fs::remove_all(dir);
+}
+
 // A libvirtd that accepts the connection and never answers (stopped, or a cut link): armhived
 // gives up after [host] libvirt_timeout with an error saying so, instead of hanging.
 TEST_CASE("armhived gives up on a libvirt that never answers after libvirt_timeout",
