@@ -61,10 +61,6 @@ std::string first_ipv4(virDomainInterfacePtr* ifaces, int n) {
   return found;
 }
 
-}  // namespace
-
-namespace {
-
 bool wants_console_stream(const LibvirtHypervisorOptions& o) {
   if (o.console == ConsoleMode::kAuto) return is_remote_uri(o.uri);
   return o.console == ConsoleMode::kStream;
@@ -211,10 +207,12 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
                            ensure_dir_pool(connection_, options_.storage_pool, overlays_dir));
   // Checked before anything is made: the failure path below removes the VM's files, which
   // must never be a previous VM's.
-  bool overlay_left = fs::exists(paths.overlay, ec);
+  bool overlay_left = false;
   if (remote_) {
     ARMHIVE_ASSIGN_OR_RETURN(std::vector<std::string> volumes, list_volume_names(pool.get()));
     overlay_left = std::find(volumes.begin(), volumes.end(), spec.name + ".qcow2") != volumes.end();
+  } else {
+    overlay_left = fs::exists(paths.overlay, ec);
   }
   if (overlay_left) {
     return conflict("overlay of a previous VM of this name still exists: destroy it first",
