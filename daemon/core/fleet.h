@@ -60,6 +60,8 @@ struct FleetRequest {
   CpuPolicy policy = CpuPolicy::kDedicated;
   double overcommit = 1.0;
   PlacementStrategy strategy = PlacementStrategy::kPack;
+  // Hosts whose running domains (hence free cores) the caller does not know yet: not now.
+  std::set<std::string> unlisted_hosts;
 };
 
 // The request for one VM of `pool` (its image, host labels and CPU shape).

@@ -8,6 +8,7 @@ namespace {
 struct Counts {
   std::vector<const ScheduledVm*> warm_free;  // in hand-out order
   std::vector<const ScheduledVm*> free;       // warm or booting, for no lease, not cancelled
+  std::vector<const ScheduledVm*> retire;     // free, but on a draining host
   int booting_free = 0;                       // booting for no lease, not cancelled
   int starting = 0;                           // every VM booting
   int total = 0;
@@ -17,13 +18,19 @@ Counts count(const PoolSnapshot& p) {
   Counts c;
   for (const ScheduledVm& vm : p.vms) {
     ++c.total;
+    bool free = !vm.bound && !vm.cancelled;
+    if (vm.state == VmState::kStarting) ++c.starting;
+    if (free && vm.host_draining &&
+        (vm.state == VmState::kStarting || vm.state == VmState::kWarm)) {
+      c.retire.push_back(&vm);
+      continue;
+    }
     if (vm.state == VmState::kStarting) {
-      ++c.starting;
-      if (!vm.bound && !vm.cancelled) {
+      if (free) {
         ++c.booting_free;
         c.free.push_back(&vm);
       }
-    } else if (vm.state == VmState::kWarm && !vm.bound && !vm.cancelled) {
+    } else if (vm.state == VmState::kWarm && free) {
       c.warm_free.push_back(&vm);
       c.free.push_back(&vm);
     }
@@ -91,6 +98,9 @@ PoolPlan plan_pool(const PoolSnapshot& pool) {
     plan.slots.push_back({.position = static_cast<int>(i) + 1, .reason = action.reason});
     if (action.kind != PoolActionKind::kWait) action.reason = QueueReason::kScheduling;
     plan.actions.push_back(std::move(action));
+  }
+  for (const ScheduledVm* vm : c.retire) {
+    plan.actions.push_back({.kind = PoolActionKind::kRetire, .vm_name = vm->name});
   }
   if (pool.host_draining) {
     for (const ScheduledVm* vm : c.free) {

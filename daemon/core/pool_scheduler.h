@@ -22,6 +22,8 @@ namespace armhive {
 //   (`host_draining`, after `host_unavailable`), nothing refills, and the pool's free VMs — warm
 //   ones and refills booting, bound to no lease, not cancelled — are retired (destroyed) so the
 //   host empties. VMs bound to a lease (booting for it or leased) are left to their leases.
+//   In a fleet the same holds per VM: a free VM whose own host drains (`host_draining` on the
+//   VM) is retired and serves nobody, while the pool's other hosts go on serving.
 // - Free warm VMs (warm, bound to no lease, not cancelled) go to the first leases, one each, in
 //   the order of `vms`.
 // - Each VM booting for no lease (a warm refill, not cancelled) will serve one lease when it is
@@ -47,6 +49,9 @@ struct ScheduledVm {
   VmState state = VmState::kStarting;
   bool bound = false;      // it boots for, or serves, a lease
   bool cancelled = false;  // its boot or life is being ended: it will serve nobody
+  // Its host takes no new VMs (drained, in maintenance): a free VM there is retired, never
+  // handed out, even while the pool's other hosts take VMs.
+  bool host_draining = false;
 };
 
 struct PoolSnapshot {
@@ -54,8 +59,8 @@ struct PoolSnapshot {
   std::vector<ScheduledVm> vms;    // every VM of the pool, in the order warm ones are handed out
   std::vector<std::string> queue;  // ids of the live leases waiting for a VM, FIFO
   int free_core_slots = 0;         // VMs of the pool's shape the host's free cores hold now
-  bool host_listed = true;
-  bool host_draining = false;  // the admin drains the host or took it for maintenance
+  bool host_listed = true;         // some host of the pool is listed
+  bool host_draining = false;      // every listed host of the pool is drained or in maintenance
   bool image_ready = true;
   TimePoint now;
   TimePoint retry_after;  // the pool's boot backoff ends (epoch: none)
@@ -80,8 +85,9 @@ struct PoolAction {
 };
 
 struct PoolPlan {
-  // One action per queued lease, in queue order, then the warm refills (or, on a draining
-  // host, the retirements, in the order of `vms`). The engine carries
+  // One action per queued lease, in queue order, then the retirements of free VMs on draining
+  // hosts (in the order of `vms`), then the warm refills (none when every host drains: then
+  // every free VM is retired). The engine carries
   // them out in this order and stops at the first boot that fails (its error is the lease's
   // reason; the limits it was planned under no longer hold).
   std::vector<PoolAction> actions;

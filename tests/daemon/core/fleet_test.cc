@@ -182,6 +182,21 @@ TEST_CASE("fleet: a host lacking the pool's image is not offered until it has it
   CHECK(f.set_image("nope", "tiny", true).code() == ErrorCode::kNotFound);
 }
 
+TEST_CASE("fleet: a host whose domains are not listed yet takes nothing", "[fleet]") {
+  Fleet f = honeycomb_thunderx_lab();
+  FleetRequest r = vm_of("ci", 0);
+  r.unlisted_hosts = {"hc1", "hc2"};
+  auto placed = f.place(r);
+  REQUIRE(placed.is_ok());
+  CHECK(placed->host == "tx1");
+  r = vm_of("ci", 1);
+  r.unlisted_hosts = {"hc1", "hc2", "tx1"};
+  auto waiting = f.place(r);
+  REQUIRE(!waiting.is_ok());
+  CHECK(waiting.status().code() == ErrorCode::kResourceExhausted);
+  CHECK(contains(waiting.status().message(), "hc1: its domains are not listed yet"));
+}
+
 TEST_CASE("fleet: removing a host with VMs says drain first", "[fleet]") {
   Fleet f = honeycomb_thunderx_lab();
   FleetRequest r = vm_of("tx", 0);

@@ -249,6 +249,37 @@ TEST_CASE("scheduler: cores, image, host and backoff", "[sched][pool_queue]") {
   }
 }
 
+TEST_CASE("scheduler: in a fleet, free VMs on a draining host are retired, the others serve",
+          "[sched][fleet]") {
+  ManualClock clock;
+  Pool pool(clock, 2, 6, 4);
+  pool.vms(1, VmState::kWarm, false)      // vm-00: on the draining host
+      .vms(1, VmState::kStarting, false)  // vm-01: a refill there, booting
+      .vms(1, VmState::kLeased, true)     // vm-02: leased there: left to its lease
+      .vms(1, VmState::kWarm, false);     // vm-03: on a host that takes VMs
+  for (int i = 0; i < 3; ++i) pool.p.vms[i].host_draining = true;
+  SECTION("the lease gets the VM on the other host; the drained host's free VMs go") {
+    pool.leases(1);
+    PoolPlan plan = plan_pool(pool.p);
+    REQUIRE(kinds(plan) ==
+            std::vector<std::string>{"hand_out", "retire", "retire", "boot_warm", "boot_warm"});
+    CHECK(plan.actions[0].vm_name == "vm-03");
+    CHECK(plan.actions[1].vm_name == "vm-00");
+    CHECK(plan.actions[2].vm_name == "vm-01");
+    CHECK(plan.slots[0].reason == QueueReason::kWarmVmFree);
+  }
+  SECTION("a VM retired is not counted warm: the pool refills elsewhere to min_warm") {
+    PoolPlan plan = plan_pool(pool.p);
+    CHECK(kinds(plan) == std::vector<std::string>{"retire", "retire", "boot_warm"});
+  }
+  SECTION("a second lease does not wait for the draining host's refill") {
+    pool.leases(2);
+    PoolPlan plan = plan_pool(pool.p);
+    CHECK(reasons(plan) == std::vector<std::string>{"warm_vm_free", "scheduling"});
+    CHECK(plan_slot(pool.p, 1) == plan.slots[1]);
+  }
+}
+
 // ---- property test over random event sequences ------------------------------------------
 
 // A pool and its leases as the engine would hold them, moved by random events; every
