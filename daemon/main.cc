@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -51,10 +52,25 @@ int fail(const Status& s, std::string_view what) {
   return 1;
 }
 
+// The machine's host name as an armhive host name (lower-case letters, digits, '-', '_', '.',
+// at most 63): the engine refuses any other, and a machine named "HoneyComb-1" should still
+// start. host.name in the configuration overrides it.
 std::string machine_hostname() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0) return "localhost";
-  return buf;
+  std::string raw = buf;
+  std::string name;
+  for (char c : raw.substr(0, 63)) {
+    char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    bool ok = (lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9') || lower == '-' ||
+              lower == '_' || lower == '.';
+    name += ok ? lower : '-';
+  }
+  if (name.empty()) return "localhost";
+  if (name != raw) {
+    spdlog::info("host name '{}' is used as '{}' (set host.name to choose another)", raw, name);
+  }
+  return name;
 }
 
 // The GitHub provider of a [github] table: its token and webhook secret read from their 0600

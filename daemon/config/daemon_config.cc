@@ -271,6 +271,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   if (const toml::table* h = subtable(root, "host", st, "")) {
     TomlReader r(*h, "host.");
     ARMHIVE_RETURN_IF_ERROR(r.str("name", c.host_name));
+    if (!c.host_name.empty()) ARMHIVE_RETURN_IF_ERROR(check_name("host.name", c.host_name));
     ARMHIVE_RETURN_IF_ERROR(r.str("libvirt_uri", c.libvirt_uri));
     ARMHIVE_RETURN_IF_ERROR(r.str("storage_pool", c.storage_pool));
     ARMHIVE_RETURN_IF_ERROR(check_name("host.storage_pool", c.storage_pool));

@@ -2,8 +2,8 @@
 // The decisions are pure and live in daemon/core (pool_scheduler.h: hand-out, boots, refill;
 // reconciler.h: recovery; lease_rules.h: TTL, expiry, renewal; retry_backoff.h); these files
 // take snapshots under the lock, carry the plans out and persist after it. Over ~600 lines for
-// now: the single CoreAllocator is still to be replaced by the fleet placement
-// (daemon/core/fleet.h), and splitting before that would split it twice.
+// now: the fleet's host registry (runtime add/remove, host_unreachable) is still to come, and
+// splitting before that would split it twice.
 #include "daemon/engine/lease_engine.h"
 
 #include <spdlog/spdlog.h>
@@ -20,26 +20,53 @@
 // work) and lease_engine_reconcile.cc (start-up recovery and reconcile passes).
 
 namespace armhive {
+namespace {
+
+std::vector<EngineHost> one_host(std::string name, Hypervisor& hypervisor, CoreAllocator cores,
+                                 ImageResolver images) {
+  std::vector<EngineHost> hosts;
+  hosts.push_back({std::move(name), &hypervisor, std::move(cores), std::move(images), {}});
+  return hosts;
+}
+
+}  // namespace
 
 LeaseEngine::LeaseEngine(EngineOptions options, Hypervisor& hypervisor, LeaseStore& store,
                          CoreAllocator allocator, ImageResolver images, const Clock& clock,
                          Metrics* metrics, std::string host_name)
+    : LeaseEngine(
+          std::move(options),
+          one_host(std::move(host_name), hypervisor, std::move(allocator), std::move(images)),
+          store, clock, metrics) {}
+
+LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, LeaseStore& store,
+                         const Clock& clock, Metrics* metrics)
     : options_(std::move(options)),
-      hypervisor_(hypervisor),
       store_(store),
-      images_(std::move(images)),
       clock_(clock),
       metrics_(metrics),
-      host_name_(std::move(host_name)),
       health_(clock, metrics),
       persist_(store, clock, health_),
       gate_(std::make_shared<EventGate>()),
       reaper_timer_(io_),
       schedule_timer_(io_),
       reconcile_timer_(io_),
-      allocator_(std::move(allocator)),
-      host_admin_(clock.now()),
       rng_(std::random_device{}()) {
+  MutexLock lock(mu_);  // nobody else sees the engine yet; taken for the analysis
+  if (hosts.empty()) setup_error_ = invalid_argument("hosts", "the engine needs at least one host");
+  for (EngineHost& h : hosts) {
+    Status added = h.hypervisor == nullptr
+                       ? invalid_argument("hypervisor", "host " + h.name + " has no hypervisor")
+                       : fleet_.add_host({h.name, h.labels}, std::move(h.cores), clock.now());
+    if (!added.is_ok()) {
+      if (setup_error_.is_ok()) setup_error_ = added.annotate("host '" + h.name + "'");
+      continue;
+    }
+    host_order_.push_back(h.name);
+    host_io_[h.name] =
+        HostIo{h.hypervisor, std::move(h.images), std::make_unique<EngineHealth>(clock, metrics)};
+    host_sync_[h.name];
+  }
   for (const PoolConfig& p : options_.pools) pools_[p.name] = PoolRuntime{p, {}};
   if (metrics_) {
     metrics_->describe_histogram("armhive_handout_seconds",
@@ -53,17 +80,30 @@ LeaseEngine::LeaseEngine(EngineOptions options, Hypervisor& hypervisor, LeaseSto
     metrics_->describe_counter("armhive_vm_failures_total", "VMs that failed to boot or crashed");
   }
   gate_->engine = this;
-  hypervisor_.set_event_handler([gate = gate_](const VmEvent& e) {
-    // Runs on the libvirt event-loop thread: copy and hand over, never block here. The gate's
-    // mutex is held while posting so the destructor cannot complete in between.
-    std::lock_guard lock(gate->mu);
-    LeaseEngine* engine = gate->engine;
-    if (engine == nullptr) return;
-    boost::asio::post(engine->io_, [engine, e] {
-      engine->on_event(e);
-      engine->flush();
+  for (auto& [name, io] : host_io_) {
+    io.hypervisor->set_event_handler([gate = gate_](const VmEvent& e) {
+      // Runs on the libvirt event-loop thread: copy and hand over, never block here. The
+      // gate's mutex is held while posting so the destructor cannot complete in between.
+      std::lock_guard gate_lock(gate->mu);
+      LeaseEngine* engine = gate->engine;
+      if (engine == nullptr) return;
+      boost::asio::post(engine->io_, [engine, e] {
+        engine->on_event(e);
+        engine->flush();
+      });
     });
-  });
+  }
+}
+
+const LeaseEngine::HostIo* LeaseEngine::host_io(const std::string& host) const {
+  if (host_order_.empty()) return nullptr;
+  auto it = host_io_.find(host.empty() ? host_order_.front() : host);
+  return it == host_io_.end() ? nullptr : &it->second;
+}
+
+Hypervisor* LeaseEngine::hypervisor_of(const std::string& host) const {
+  const HostIo* io = host_io(host);
+  return io == nullptr ? nullptr : io->hypervisor;
 }
 
 LeaseEngine::~LeaseEngine() {
@@ -72,17 +112,17 @@ LeaseEngine::~LeaseEngine() {
     gate_->engine = nullptr;
   }
   stop();
-  // The hypervisor outlives us; it must not keep our handler (the gate makes a late call
+  // The hypervisors outlive us; they must not keep our handler (the gate makes a late call
   // harmless either way).
-  hypervisor_.set_event_handler([](const VmEvent&) {});
+  for (auto& [name, io] : host_io_) io.hypervisor->set_event_handler([](const VmEvent&) {});
 }
 
 Status LeaseEngine::start() {
+  if (!setup_error_.is_ok()) return setup_error_;
   {
     MutexLock lock(mu_);
     for (const auto& [name, pool] : pools_) {
-      Status fit = allocator_.can_ever_fit(pool.config.vcpus, pool.config.cpu_policy,
-                                           pool.config.overcommit);
+      Status fit = pool_fits_locked(pool.config);
       if (!fit.is_ok()) return fit.annotate("pool " + name);
     }
   }
@@ -92,10 +132,12 @@ Status LeaseEngine::start() {
     health_.failed("store.host_admin", admin.status());
     return admin.status().annotate("reading the hosts' drain states");
   }
-  if (auto it = admin->find(host_name_); it != admin->end()) {
+  for (const auto& [host, state] : *admin) {
     MutexLock lock(mu_);
-    host_admin_.set_admin(clock_.now(), it->second);
-    spdlog::info("host {}: {} (kept from before the restart)", host_name_, to_string(it->second));
+    HostHealthTracker* tracker = fleet_.health(host);
+    if (tracker == nullptr) continue;  // a host no longer configured
+    tracker->set_admin(clock_.now(), state);
+    spdlog::info("host {}: {} (kept from before the restart)", host, to_string(state));
   }
   refresh_images();
   ARMHIVE_RETURN_IF_ERROR(recover());
@@ -270,10 +312,24 @@ Status LeaseEngine::validate_request_locked(const LeaseRequest& request, const P
   if (request.idempotency_key.size() > 128) {
     return invalid_argument("idempotency_key", "must be at most 128 characters");
   }
-  Status fit =
-      allocator_.can_ever_fit(pool.config.vcpus, pool.config.cpu_policy, pool.config.overcommit);
+  Status fit = pool_fits_locked(pool.config);
   if (!fit.is_ok()) return fit.with_field("pool");
   return Status::ok();
+}
+
+Status LeaseEngine::pool_fits_locked(const PoolConfig& cfg) const {
+  std::vector<std::string> hosts = pool_hosts_locked(cfg);
+  if (hosts.empty()) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "pool " + cfg.name + ": its host_labels match no host", cfg.name, "host_labels");
+  }
+  std::optional<Status> misfit;
+  for (const std::string& host : hosts) {
+    Status fit = fleet_.cores(host)->can_ever_fit(cfg.vcpus, cfg.cpu_policy, cfg.overcommit);
+    if (fit.is_ok()) return fit;
+    if (!misfit) misfit = fit;  // the first host's reason
+  }
+  return *misfit;
 }
 
 Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
@@ -518,8 +574,10 @@ Result<LeaseEngine::LeaseVm> LeaseEngine::lease_vm(const std::string& lease_id) 
                             std::string(to_string(it->second.lease.state)) + ", not ready",
                         lease_id);
       }
+      const CoreAllocator* cores =
+          fleet_.cores(it->second.lease.host.empty() ? host_order_.front() : it->second.lease.host);
       return LeaseVm{it->second.lease, pools_.at(it->second.lease.pool).config,
-                     allocator_.sets().housekeeping};
+                     cores == nullptr ? std::vector<int>{} : cores->sets().housekeeping};
     }
   }
   ARMHIVE_ASSIGN_OR_RETURN(std::optional<Lease> found, find_lease(lease_id));
@@ -531,9 +589,11 @@ Result<GuestExecResult> LeaseEngine::exec(const std::string& lease_id,
                                           const GuestExecRequest& request) {
   ARMHIVE_ASSIGN_OR_RETURN(LeaseVm target, lease_vm(lease_id));
   if (request.argv.empty()) return invalid_argument("argv", "must name a program");
+  Hypervisor* hv = hypervisor_of(target.lease.host);
+  if (hv == nullptr) return unavailable("host " + target.lease.host + " is not driven here");
   // Not on the strand: a long command must not hold up release or expiry of the VM (see the
   // class comment for why this overlap is safe).
-  return hypervisor_.exec(target.lease.vm_name, request);
+  return hv->exec(target.lease.vm_name, request);
 }
 
 namespace {
@@ -578,8 +638,10 @@ Result<GuestExecResult> LeaseEngine::exec_stream(const std::string& lease_id,
     return it != leases_.end() && it->second.lease.state == LeaseState::kReady &&
            it->second.lease.vm_name == vm;
   });
+  Hypervisor* hv = hypervisor_of(target.lease.host);
+  if (hv == nullptr) return unavailable("host " + target.lease.host + " is not driven here");
   // Off the strand, as exec().
-  return hypervisor_.exec_stream(vm, request, bound);
+  return hv->exec_stream(vm, request, bound);
 }
 
 Result<std::string> LeaseEngine::console(const std::string& lease_id, size_t max_bytes) {
@@ -591,7 +653,9 @@ Result<std::string> LeaseEngine::console(const std::string& lease_id, size_t max
       return conflict("the VM of lease " + lease_id + " no longer exists", lease_id);
     }
   }
-  return hypervisor_.console_log(lease.vm_name, max_bytes);
+  Hypervisor* hv = hypervisor_of(lease.host);
+  if (hv == nullptr) return unavailable("host " + lease.host + " is not driven here");
+  return hv->console_log(lease.vm_name, max_bytes);
 }
 
 std::vector<PoolStatus> LeaseEngine::pools() {
@@ -625,16 +689,35 @@ std::vector<PoolStatus> LeaseEngine::pools() {
 }
 
 std::vector<HostView> LeaseEngine::hosts() {
-  EngineHealth::View health = health_.view();
+  EngineHealth::View store_health = health_.view();
+  std::map<std::string, EngineHealth::View> calls;
+  for (const auto& [name, io] : host_io_) calls[name] = io.health->view();
   MutexLock lock(mu_);
+  std::vector<HostView> out;
+  for (const std::string& name : host_order_) {
+    out.push_back(host_view_locked(name, calls.at(name), store_health));
+  }
+  return out;
+}
+
+HostView LeaseEngine::host_view_locked(const std::string& name, const EngineHealth::View& calls,
+                                       const EngineHealth::View& store_health) const {
+  const CoreAllocator& cores = *fleet_.cores(name);
   HostView view;
-  view.state = health.state;
-  view.last_error = health.last_error;
-  view.last_error_at = health.last_error_at;
-  view.topology = allocator_.topology();
-  view.topology.hostname = host_name_;
-  view.fragmentation = allocator_.fragmentation();
-  for (const CpuUsage& u : allocator_.usage()) {
+  // Its own calls' failures, and the database's (which every host suffers); the newer error
+  // is the one shown.
+  view.state = store_health.state != HostState::kOk ? store_health.state : calls.state;
+  const EngineHealth::View& newer =
+      !store_health.last_error.empty() &&
+              (calls.last_error.empty() || store_health.last_error_at > calls.last_error_at)
+          ? store_health
+          : calls;
+  view.last_error = newer.last_error;
+  view.last_error_at = newer.last_error_at;
+  view.topology = cores.topology();
+  view.topology.hostname = name;
+  view.fragmentation = cores.fragmentation();
+  for (const CpuUsage& u : cores.usage()) {
     CoreUse use;
     use.cpu = u.cpu;
     use.role = std::string(to_string(u.role));
@@ -648,12 +731,13 @@ std::vector<HostView> LeaseEngine::hosts() {
     }
     view.cores.push_back(std::move(use));
   }
+  // Health benchmarks are per pool: shown on every host for now.
   view.health = host_health_;
-  view.admin = host_admin_.admin();
+  view.admin = fleet_.host(name)->health.admin();
   for (const HealthResult& r : host_health_) {
     if (r.verdict == "degraded") view.state = HostState::kDegraded;
   }
-  return {view};
+  return view;
 }
 
 void LeaseEngine::record_pool_event(const std::string& pool, std::string type, std::string detail) {
@@ -672,13 +756,13 @@ void LeaseEngine::set_host_health(std::vector<HealthResult> latest) {
 }
 
 Status LeaseEngine::set_host_admin(const std::string& host, HostHealthTracker::Admin admin) {
-  if (host != host_name_) {
+  if (!host_io_.count(host)) {
     return Status(ErrorCode::kNotFound, "no host named '" + host + "'", host, "name");
   }
   std::lock_guard admin_lock(admin_mu_);
   {
     MutexLock lock(mu_);
-    if (host_admin_.admin() == admin) return Status::ok();
+    if (fleet_.host(host)->health.admin() == admin) return Status::ok();
   }
   // Saved first: a drain the database does not hold would be undone by the next restart.
   Status saved = store_.put_host_admin(host, admin);
@@ -688,7 +772,7 @@ Status LeaseEngine::set_host_admin(const std::string& host, HostHealthTracker::A
   }
   {
     MutexLock lock(mu_);
-    host_admin_.set_admin(clock_.now(), admin);
+    fleet_.health(host)->set_admin(clock_.now(), admin);
     Event e;
     e.at = clock_.now();
     switch (admin) {

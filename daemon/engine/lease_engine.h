@@ -20,6 +20,7 @@
 #include "base/thread_annotations.h"
 #include "daemon/core/boot_image.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/fleet.h"
 #include "daemon/core/host_health.h"
 #include "daemon/core/hypervisor.h"
 #include "daemon/core/lease.h"
@@ -51,11 +52,30 @@ struct EngineOptions {
   size_t event_buffer = 10000;
 };
 
+// One libvirt host the engine drives: its hypervisor (borrowed, outlives the engine), its
+// cores, how a catalogue image is found on it (local paths, or the host's shipped volumes) and
+// the labels pools select it by.
+struct EngineHost {
+  std::string name;
+  Hypervisor* hypervisor = nullptr;
+  CoreAllocator cores;
+  ImageResolver images;
+  std::map<std::string, std::string> labels;
+};
+
 // The lease engine: keeps pools warm, hands VMs to leases, enforces TTLs, recycles VMs, and
 // converges libvirt to the database (which is the desired state).
 //
-// Ownership: owns its io_context and worker threads, the CoreAllocator and all in-memory VM and
-// lease state. Borrows the Hypervisor, LeaseStore, Clock and Metrics (they must outlive it).
+// Hosts: the engine drives the hosts it is given (a fleet; one host is the usual case). A new
+// VM's host is chosen by Fleet::place (daemon/core/fleet.h: the pool's host labels, the host's
+// admin state, its image, spread across hosts); every later call for the VM goes to its host's
+// hypervisor. Each host is listed and reconciled on its own: a host that cannot be listed holds
+// only what would go to it, and its failures make only it degraded (database failures make
+// every host degraded: nothing can be recorded). The set of hosts is fixed at construction.
+//
+// Ownership: owns its io_context and worker threads, the Fleet (one CoreAllocator per host) and
+// all in-memory VM and lease state. Borrows the hypervisors, LeaseStore, Clock and Metrics
+// (they must outlive it).
 //
 // Metrics: the engine records only what it alone observes (hand-out and provisioning latency,
 // VM failures, ended leases); gauges of pools, leases and cores are derived from pools() and
@@ -86,6 +106,10 @@ class LeaseEngine final : public LeaseService {
   LeaseEngine(EngineOptions options, Hypervisor& hypervisor, LeaseStore& store,
               CoreAllocator allocator, ImageResolver images, const Clock& clock,
               Metrics* metrics = nullptr, std::string host_name = "localhost");
+  // A fleet: `hosts` in order (the first takes records from before hosts were recorded). An
+  // invalid or repeated host name, or none, makes start() fail.
+  LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, LeaseStore& store,
+              const Clock& clock, Metrics* metrics = nullptr);
   ~LeaseEngine() override;
   LeaseEngine(const LeaseEngine&) = delete;
   LeaseEngine& operator=(const LeaseEngine&) = delete;
@@ -177,8 +201,22 @@ class LeaseEngine final : public LeaseService {
     int failures = 0;
     TimePoint retry_after{};
     std::string last_failure;
-    // The pool's image, resolved outside the lock by refresh_images().
-    std::optional<Result<BootImage>> image;
+    // The pool's image on each host, resolved outside the lock by refresh_images() (a host
+    // not in the map: not resolved yet).
+    std::map<std::string, Result<BootImage>> images;
+  };
+  // A host's calls. Filled by the constructor and never changed after it, so read without mu_.
+  struct HostIo {
+    Hypervisor* hypervisor = nullptr;
+    ImageResolver images;
+    std::unique_ptr<EngineHealth> health;  // its calls' failures (thread-safe)
+  };
+  // What the engine knows of a host's domains (under mu_).
+  struct HostSync {
+    // A complete libvirt listing has been applied: until then the cores of its running
+    // domains are unknown, so no VM is started there.
+    bool listed = false;
+    ReconcileMemory memory;
   };
   // Hypervisor events go through this gate: the destructor closes it (under its mutex) so a
   // handler copy that is already running cannot post to a destroyed io_context.
@@ -219,6 +257,21 @@ class LeaseEngine final : public LeaseService {
   void finish_lease_locked(ActiveLease& al) REQUIRES(mu_);
   void expire_due_locked() REQUIRES(mu_);
   void persist_vm_locked(const Vm& vm) REQUIRES(mu_);
+  // The pool's view of its hosts for plan_pool(): the hosts its labels select.
+  std::vector<std::string> pool_hosts_locked(const PoolConfig& cfg) const REQUIRES(mu_);
+  // Why the pool's image cannot be used: the first selected host whose copy failed ("image 'x'
+  // unavailable: ..."), else "image 'x' not resolved yet" if a host has not resolved it; ok
+  // when every selected host has it.
+  Status pool_image_error_locked(const PoolRuntime& pool) const REQUIRES(mu_);
+  // Whether some host the pool selects can ever hold its VMs (else the first host's reason).
+  Status pool_fits_locked(const PoolConfig& cfg) const REQUIRES(mu_);
+  bool host_takes_vms_locked(const std::string& host) const REQUIRES(mu_);
+  HostView host_view_locked(const std::string& name, const EngineHealth::View& calls,
+                            const EngineHealth::View& store_health) const REQUIRES(mu_);
+  // The host of a record or lease ("" is the first host: from before hosts were recorded);
+  // nullptr for a host this engine does not drive.
+  const HostIo* host_io(const std::string& host) const;
+  Hypervisor* hypervisor_of(const std::string& host) const;
   Status validate_request_locked(const LeaseRequest& request, const PoolRuntime& pool, Seconds ttl)
       REQUIRES(mu_);
   std::string new_id_locked(const char* prefix, int hex_digits) REQUIRES(mu_);
@@ -239,9 +292,13 @@ class LeaseEngine final : public LeaseService {
   void refresh_images();
   Status recover();
   // Carries out a reconcile plan (lease_engine_reconcile.cc).
-  void apply_plan_locked(const ReconcilePlan& plan, const std::vector<VmInfo>& domains,
-                         std::vector<std::string>& to_delete) REQUIRES(mu_);
-  void adopt_locked(const VmRecord& record, const VmInfo& domain) REQUIRES(mu_);
+  void apply_plan_locked(const std::string& host, const ReconcilePlan& plan,
+                         const std::vector<VmInfo>& domains, std::vector<std::string>& to_delete)
+      REQUIRES(mu_);
+  void adopt_locked(const std::string& host, const VmRecord& record, const VmInfo& domain)
+      REQUIRES(mu_);
+  // One host's reconcile pass (reconcile() runs it for every host).
+  Status reconcile_host(const std::string& host);
   WantedSnapshot wanted_locked() const REQUIRES(mu_);
   void track_op(int delta);
   // Writes queued persistence; call after releasing mu_.
@@ -250,13 +307,13 @@ class LeaseEngine final : public LeaseService {
   Result<std::optional<Lease>> find_lease(const std::string& id);
 
   EngineOptions options_;
-  Hypervisor& hypervisor_;
   LeaseStore& store_;
-  ImageResolver images_;
   const Clock& clock_;
   Metrics* metrics_;
-  std::string host_name_;
-  EngineHealth health_;
+  std::map<std::string, HostIo> host_io_;  // immutable after construction
+  std::vector<std::string> host_order_;    // as given; the first is the default host
+  Status setup_error_;                     // a bad host list, reported by start()
+  EngineHealth health_;                    // the database's failures (every host shows them)
   PersistQueue persist_;
   std::shared_ptr<EventGate> gate_;
 
@@ -270,22 +327,18 @@ class LeaseEngine final : public LeaseService {
   std::mutex reconcile_mu_;  // one reconcile pass at a time (held across libvirt, never with mu_)
   mutable Mutex mu_;
   std::condition_variable_any changed_;  // any lease or event change
-  CoreAllocator allocator_ GUARDED_BY(mu_);
+  Fleet fleet_ GUARDED_BY(mu_);
+  std::map<std::string, HostSync> host_sync_ GUARDED_BY(mu_);
   std::map<std::string, PoolRuntime> pools_ GUARDED_BY(mu_);
   std::map<std::string, Vm> vms_ GUARDED_BY(mu_);
   std::map<std::string, ActiveLease> leases_ GUARDED_BY(mu_);  // non-terminal leases only
   // Records read at start-up that were not adopted (their domain is suspect or could not be
   // adopted yet): the reconciler still sees them as wanted-but-unadopted.
   std::map<std::string, VmRecord> unadopted_ GUARDED_BY(mu_);
-  ReconcileMemory reconcile_memory_ GUARDED_BY(mu_);
-  // A complete libvirt listing has been applied: until then the cores of running domains are
-  // unknown, so no VM is started.
-  bool host_listed_ GUARDED_BY(mu_) = false;
   std::deque<Event> events_ GUARDED_BY(mu_);
   std::vector<HealthResult> host_health_ GUARDED_BY(mu_);
-  // The host's admin axis (drain / maintenance). Only admin() is read for now: the link axis
-  // is EngineHealth's until the fleet keeps one tracker per host (daemon/core/fleet.h).
-  HostHealthTracker host_admin_ GUARDED_BY(mu_);
+  // Each host's admin axis (drain / maintenance) is its tracker in fleet_; only admin() is read
+  // for now: the link axis is its HostIo::health until host_unreachable is built.
   std::mutex admin_mu_;  // one set_host_admin at a time (held across the store write, never in mu_)
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   int ops_in_flight_ GUARDED_BY(mu_) = 0;

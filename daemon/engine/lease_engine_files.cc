@@ -10,8 +10,10 @@ Result<GuestFileTransfer> LeaseEngine::put_file(const std::string& lease_id,
   GuestFilePut checked = put;
   ARMHIVE_ASSIGN_OR_RETURN(checked.path, check_guest_path(target.pool.files, put.path));
   ARMHIVE_RETURN_IF_ERROR(check_transfer_size(target.pool.files, target.pool.name, put.size));
+  Hypervisor* hv = hypervisor_of(target.lease.host);
+  if (hv == nullptr) return unavailable("host " + target.lease.host + " is not driven here");
   // Off the strand, as exec(): a transfer may take minutes.
-  return hypervisor_.put_file(target.lease.vm_name, checked, source);
+  return hv->put_file(target.lease.vm_name, checked, source);
 }
 
 Result<GuestFileTransfer> LeaseEngine::get_file(const std::string& lease_id,
@@ -19,7 +21,9 @@ Result<GuestFileTransfer> LeaseEngine::get_file(const std::string& lease_id,
   ARMHIVE_ASSIGN_OR_RETURN(LeaseVm target, lease_vm(lease_id));
   ARMHIVE_ASSIGN_OR_RETURN(std::string checked, check_guest_path(target.pool.files, path));
   PolicyCheckedSink limited(sink, target.pool.files, target.pool.name);
-  return hypervisor_.get_file(target.lease.vm_name, checked, limited);
+  Hypervisor* hv = hypervisor_of(target.lease.host);
+  if (hv == nullptr) return unavailable("host " + target.lease.host + " is not driven here");
+  return hv->get_file(target.lease.vm_name, checked, limited);
 }
 
 }  // namespace armhive

@@ -53,13 +53,14 @@ WantedSnapshot LeaseEngine::wanted_locked() const {
 
 // Takes over a running domain the database knows: its cores are re-derived from the live
 // <cputune> (the truth of where it runs; a disagreeing record is reported and rewritten).
-void LeaseEngine::adopt_locked(const VmRecord& record, const VmInfo& d) {
+void LeaseEngine::adopt_locked(const std::string& host, const VmRecord& record, const VmInfo& d) {
+  EngineHealth& health = *host_io(host)->health;
   auto pit = pools_.find(record.pool);
   if (pit == pools_.end()) {
-    health_.failed("recovery.adopt", conflict("pool '" + record.pool +
-                                                  "' is not configured; "
-                                                  "the VM is left alone",
-                                              record.name));
+    health.failed("recovery.adopt", conflict("pool '" + record.pool +
+                                                 "' is not configured; "
+                                                 "the VM is left alone",
+                                             record.name));
     return;
   }
   if (!d.vcpu_pins.empty()) {
@@ -72,19 +73,19 @@ void LeaseEngine::adopt_locked(const VmRecord& record, const VmInfo& d) {
     }
   }
   std::vector<int> pins = d.vcpu_pins.empty() ? record.cpus : d.vcpu_pins;
-  (void)allocator_.release(d.name);  // cores it held as a suspect
-  Status s = allocator_.adopt(d.name, pins, pit->second.config.cpu_policy);
+  (void)fleet_.release(d.name);  // cores it held as a suspect
+  Status s = fleet_.adopt(host, d.name, record.pool, pins, pit->second.config.cpu_policy);
   if (!s.is_ok()) {
     // Not destroyed: it may run someone's job. Reported; the next pass tries again.
-    (void)allocator_.release(d.name);
-    health_.failed("recovery.adopt", s);
+    (void)fleet_.release(d.name);
+    health.failed("recovery.adopt", s);
     return;
   }
   Vm vm;
   vm.record = record;
-  vm.record.host = host_name_;  // records from before hosts were recorded learn theirs
+  vm.record.host = host;  // records from before hosts were recorded learn theirs
   vm.record.lease_id = d.lease_id.empty() ? record.lease_id : d.lease_id;
-  if (const Placement* p = allocator_.find(d.name)) vm.placement = *p;
+  if (const Placement* p = fleet_.cores(host)->find(d.name)) vm.placement = *p;
   vm.record.cpus = vm.placement.cpus();
   auto bound = leases_.find(vm.record.lease_id);
   if (bound != leases_.end() &&
@@ -95,7 +96,10 @@ void LeaseEngine::adopt_locked(const VmRecord& record, const VmInfo& d) {
   }
   vm.strand = std::make_shared<Strand>(io_.get_executor());
   vm.boot_started = clock_.now();
-  if (pit->second.image && pit->second.image->is_ok()) vm.image = **pit->second.image;
+  if (auto img = pit->second.images.find(host);
+      img != pit->second.images.end() && img->second.is_ok()) {
+    vm.image = *img->second;
+  }
   std::string name = d.name;
   bool resume = vm.record.state == VmState::kStarting;
   persist_vm_locked(vm);
@@ -122,7 +126,8 @@ void LeaseEngine::adopt_locked(const VmRecord& record, const VmInfo& d) {
   }
 }
 
-void LeaseEngine::apply_plan_locked(const ReconcilePlan& plan, const std::vector<VmInfo>& domains,
+void LeaseEngine::apply_plan_locked(const std::string& host, const ReconcilePlan& plan,
+                                    const std::vector<VmInfo>& domains,
                                     std::vector<std::string>& to_delete) {
   std::map<std::string, const VmInfo*> live;
   for (const VmInfo& d : domains) live[d.name] = &d;
@@ -133,7 +138,7 @@ void LeaseEngine::apply_plan_locked(const ReconcilePlan& plan, const std::vector
         auto rit = unadopted_.find(a.name);
         if (rit != unadopted_.end() && live.count(a.name)) {
           VmRecord record = rit->second;
-          adopt_locked(record, *live.at(a.name));
+          adopt_locked(host, record, *live.at(a.name));
         }
         break;
       }
@@ -150,6 +155,7 @@ void LeaseEngine::apply_plan_locked(const ReconcilePlan& plan, const std::vector
         Vm vm;
         vm.record = rit->second;
         vm.record.state = VmState::kDestroying;
+        vm.record.host = host;
         vm.strand = std::make_shared<Strand>(io_.get_executor());
         std::string lease_id = vm.record.lease_id;
         vm.record.lease_id.clear();
@@ -184,12 +190,13 @@ void LeaseEngine::apply_plan_locked(const ReconcilePlan& plan, const std::vector
         if (rit == unadopted_.end()) break;
         Vm vm;
         vm.record = rit->second;
+        vm.record.host = host;
         vm.strand = std::make_shared<Strand>(io_.get_executor());
         if (auto d = live.find(a.name); d != live.end() && !d->second->vcpu_pins.empty()) {
           // Hold its cores until it is gone (conflicts just mean they are not held).
           auto pit = pools_.find(vm.record.pool);
-          (void)allocator_.adopt(
-              a.name, d->second->vcpu_pins,
+          (void)fleet_.adopt(
+              host, a.name, vm.record.pool, d->second->vcpu_pins,
               pit == pools_.end() ? CpuPolicy::kDedicated : pit->second.config.cpu_policy);
         }
         unadopted_.erase(rit);
@@ -202,11 +209,11 @@ void LeaseEngine::apply_plan_locked(const ReconcilePlan& plan, const std::vector
             "reconcile: domain {} is not wanted ({}); destroying it if still so on the "
             "next pass",
             a.name, a.why);
-        if (vit == vms_.end() && !allocator_.find(a.name)) {
+        if (vit == vms_.end() && !fleet_.host_of(a.name)) {
           auto d = live.find(a.name);
           if (d != live.end() && !d->second->vcpu_pins.empty()) {
             // Hold its cores meanwhile so they are not given to a new VM.
-            (void)allocator_.adopt(a.name, d->second->vcpu_pins, CpuPolicy::kDedicated);
+            (void)fleet_.adopt(host, a.name, "", d->second->vcpu_pins, CpuPolicy::kDedicated);
           }
         }
         Vm probe;
@@ -224,12 +231,12 @@ void LeaseEngine::apply_plan_locked(const ReconcilePlan& plan, const std::vector
         break;
     }
   }
-  // Suspects that are no longer suspect give back the cores held for them.
-  for (const CpuUsage& u : allocator_.usage()) {
-    for (const std::string& name : u.vms) {
-      if (!vms_.count(name) && !plan.memory.unwanted_domains.count(name)) {
-        (void)allocator_.release(name);
-      }
+  // This host's suspects that are no longer suspect give back the cores held for them.
+  std::set<std::string> held;
+  for (const CpuUsage& u : fleet_.cores(host)->usage()) held.insert(u.vms.begin(), u.vms.end());
+  for (const std::string& name : held) {
+    if (!vms_.count(name) && !plan.memory.unwanted_domains.count(name)) {
+      (void)fleet_.release(name);
     }
   }
 }
@@ -249,7 +256,11 @@ Status LeaseEngine::recover() {
     return active.status().annotate("recovery: cannot read the active leases");
   }
   std::lock_guard pass(reconcile_mu_);
-  HostSnapshot host = take_host_snapshot(host_name_, hypervisor_, health_);
+  std::map<std::string, HostSnapshot> snapshots;
+  for (const std::string& h : host_order_) {
+    const HostIo& io = host_io_.at(h);
+    snapshots[h] = take_host_snapshot(h, *io.hypervisor, *io.health);
+  }
   MutexLock lock(mu_);
   for (Lease& l : *active) {
     ActiveLease al;
@@ -257,13 +268,20 @@ Status LeaseEngine::recover() {
     al.requested = std::chrono::steady_clock::now();
     leases_[al.lease.id] = std::move(al);
   }
-  for (VmRecord& r : *records) unadopted_[r.name] = std::move(r);
-  ReconcilePlan plan = plan_reconcile(wanted_locked(), host, {});
-  for (const std::string& p : plan.problems) spdlog::error("recovery: {}", p);
-  std::vector<std::string> to_delete;
-  apply_plan_locked(plan, host.domains, to_delete);
-  reconcile_memory_ = plan.memory;
-  host_listed_ = host.complete;
+  for (VmRecord& r : *records) {
+    // From before hosts were recorded: the one host there was is the first host.
+    if (r.host.empty()) r.host = host_order_.front();
+    unadopted_[r.name] = std::move(r);
+  }
+  for (const std::string& h : host_order_) {
+    const HostSnapshot& host = snapshots.at(h);
+    ReconcilePlan plan = plan_reconcile(wanted_locked(), host, {});
+    for (const std::string& p : plan.problems) spdlog::error("recovery: {}", p);
+    std::vector<std::string> to_delete;  // none on a first pass: unwanted ones are suspects
+    apply_plan_locked(h, plan, host.domains, to_delete);
+    host_sync_.at(h).memory = plan.memory;
+    host_sync_.at(h).listed = host.complete;
+  }
   // Leases whose VM is neither managed nor waiting to be adopted.
   std::vector<std::string> ids;
   for (const auto& [id, al] : leases_) ids.push_back(id);
@@ -283,7 +301,9 @@ Status LeaseEngine::recover() {
       pools_.at(l.pool).queue.push_back(id);
       continue;
     }
-    if (managed || recorded || !host.complete) continue;  // its VM is (or may be) there
+    auto listed = snapshots.find(l.host.empty() ? host_order_.front() : l.host);
+    bool host_complete = listed != snapshots.end() && listed->second.complete;
+    if (managed || recorded || !host_complete) continue;  // its VM is (or may be) there
     switch (l.state) {
       case LeaseState::kReady:
         transition_locked(al, LeaseState::kFailed,
@@ -310,41 +330,58 @@ Status LeaseEngine::recover() {
 }
 
 Status LeaseEngine::reconcile() {
+  Status first;
+  for (const std::string& host : host_order_) {
+    Status s = reconcile_host(host);
+    if (!s.is_ok() && first.is_ok()) first = s;
+  }
+  if (persist_.pending() == 0) health_.healthy();
+  return first;
+}
+
+Status LeaseEngine::reconcile_host(const std::string& name) {
   std::lock_guard pass(reconcile_mu_);
+  const HostIo& io = host_io_.at(name);
   // libvirt first, then the wanted state: a VM started in between is wanted (its record is in
   // memory before its domain exists), and one destroyed in between is seen unwanted only once.
-  HostSnapshot host = take_host_snapshot(host_name_, hypervisor_, health_);
+  HostSnapshot host = take_host_snapshot(name, *io.hypervisor, *io.health);
   std::vector<std::string> to_delete;
   ReconcilePlan plan;
   bool clean = false;
   {
     MutexLock lock(mu_);
-    plan = plan_reconcile(wanted_locked(), host, reconcile_memory_);
-    reconcile_memory_ = plan.memory;
-    apply_plan_locked(plan, host.domains, to_delete);
-    if (host.complete && !host_listed_) {
-      host_listed_ = true;
+    HostSync& sync = host_sync_.at(name);
+    plan = plan_reconcile(wanted_locked(), host, sync.memory);
+    sync.memory = plan.memory;
+    apply_plan_locked(name, plan, host.domains, to_delete);
+    if (host.complete && !sync.listed) {
+      sync.listed = true;
       schedule_all_locked();
     }
-    clean = plan.problems.empty() && unadopted_.empty();
-    for (const auto& [name, vm] : vms_) clean = clean && vm.destroy_failures == 0;
+    clean = plan.problems.empty();
+    for (const auto& [vm_name, rec] : unadopted_) clean = clean && rec.host != name;
+    for (const auto& [vm_name, vm] : vms_) {
+      clean = clean && (vm.record.host != name || vm.destroy_failures == 0);
+    }
   }
-  for (const std::string& name : to_delete) {
-    Status s = hypervisor_.destroy_vm(name);
+  for (const std::string& vm_name : to_delete) {
+    Status s = io.hypervisor->destroy_vm(vm_name);
     MutexLock lock(mu_);
     if (!s.is_ok()) {
-      health_.failed("hypervisor.destroy_vm", s);
+      io.health->failed("hypervisor.destroy_vm", s);
       clean = false;
       continue;
     }
-    if (!vms_.count(name)) (void)allocator_.release(name);
-    unadopted_.erase(name);
-    persist_.forget_vm(name);
+    if (!vms_.count(vm_name)) (void)fleet_.release(vm_name);
+    unadopted_.erase(vm_name);
+    persist_.forget_vm(vm_name);
   }
   flush();
-  if (clean && persist_.pending() == 0) health_.healthy();
+  if (clean) io.health->healthy();
   for (const std::string& p : plan.problems) spdlog::warn("reconcile: {}", p);
-  if (!host.complete) return unavailable(host.error).annotate("reconcile: nothing changed");
+  if (!host.complete) {
+    return unavailable(host.error).annotate("reconcile of host " + name + ": nothing changed");
+  }
   return Status::ok();
 }
 

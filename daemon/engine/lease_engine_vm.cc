@@ -37,17 +37,61 @@ std::chrono::milliseconds LeaseEngine::backoff(int failures) const {
   return retry_backoff(options_.retry_backoff, options_.max_retry_backoff, failures);
 }
 
-// Resolves every pool's image without the lock (resolution may hash files), then caches it.
+// Resolves every pool's image on each host it selects without the lock (resolution may hash
+// files, or wait for a host's copy), then caches it and tells the fleet where it is.
 void LeaseEngine::refresh_images() {
-  std::vector<std::pair<std::string, std::string>> wanted;  // pool, image
+  struct Want {
+    std::string pool, image, host;
+  };
+  std::vector<Want> wanted;
   {
     MutexLock lock(mu_);
-    for (const auto& [name, pool] : pools_) wanted.emplace_back(name, pool.config.image);
+    for (const auto& [name, pool] : pools_) {
+      for (const std::string& host : pool_hosts_locked(pool.config)) {
+        wanted.push_back({name, pool.config.image, host});
+      }
+    }
   }
-  std::vector<std::pair<std::string, Result<BootImage>>> resolved;
-  for (const auto& [pool, image] : wanted) resolved.emplace_back(pool, images_(image));
+  std::vector<Result<BootImage>> resolved;
+  resolved.reserve(wanted.size());
+  for (const Want& w : wanted) resolved.push_back(host_io_.at(w.host).images(w.image));
   MutexLock lock(mu_);
-  for (auto& [pool, image] : resolved) pools_.at(pool).image = std::move(image);
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const Want& w = wanted[i];
+    (void)fleet_.set_image(w.host, w.image, resolved[i].is_ok());
+    pools_.at(w.pool).images.insert_or_assign(w.host, std::move(resolved[i]));
+  }
+}
+
+std::vector<std::string> LeaseEngine::pool_hosts_locked(const PoolConfig& cfg) const {
+  std::vector<std::string> out;
+  for (const std::string& host : host_order_) {
+    if (labels_match(cfg.host_labels, fleet_.host(host)->labels)) out.push_back(host);
+  }
+  return out;
+}
+
+bool LeaseEngine::host_takes_vms_locked(const std::string& host) const {
+  const FleetHostState* state = fleet_.host(host);
+  return state != nullptr && takes_new_vms(state->health.health());
+}
+
+Status LeaseEngine::pool_image_error_locked(const PoolRuntime& pool) const {
+  const std::string& image = pool.config.image;
+  std::optional<Status> unresolved;
+  for (const std::string& host : pool_hosts_locked(pool.config)) {
+    auto it = pool.images.find(host);
+    if (it == pool.images.end()) {
+      if (!unresolved) unresolved = unavailable("image '" + image + "' not resolved yet");
+      continue;
+    }
+    if (it->second.is_ok()) continue;
+    const Status& st = it->second.status();
+    std::string where = host_order_.size() > 1 ? " (host " + host + ")" : "";
+    return Status(st.code(), "image '" + image + "' unavailable: " + st.message() + where,
+                  st.context());
+  }
+  return unresolved ? *unresolved : Status::ok();
 }
 
 void LeaseEngine::schedule() {
@@ -101,15 +145,28 @@ PoolSnapshot LeaseEngine::pool_snapshot_locked(const PoolRuntime& pool) const {
     snap.vms.push_back({.name = name,
                         .state = vm.record.state,
                         .bound = !vm.record.lease_id.empty(),
-                        .cancelled = vm.cancelled});
+                        .cancelled = vm.cancelled,
+                        .host_draining = !host_takes_vms_locked(vm.record.host)});
   }
-  snap.free_core_slots =
-      vm_slots(cfg.vcpus, cfg.cpu_policy == CpuPolicy::kDedicated, allocator_.free_dedicated(),
-               static_cast<int>(allocator_.sets().shared.size()), allocator_.shared_vcpus_in_use(),
-               cfg.overcommit);
-  snap.host_listed = host_listed_;
-  snap.host_draining = host_admin_.admin() != HostHealthTracker::Admin::kNone;
-  snap.image_ready = pool.image.has_value() && pool.image->is_ok();
+  // The pool's hosts as one: listed if any is, draining if every listed one is, the image
+  // ready if a listed host taking VMs has it, and the core slots of those that also have it.
+  snap.host_listed = false;
+  snap.host_draining = true;
+  snap.image_ready = false;
+  for (const std::string& host : pool_hosts_locked(cfg)) {
+    if (!host_sync_.at(host).listed) continue;
+    snap.host_listed = true;
+    if (!host_takes_vms_locked(host)) continue;
+    snap.host_draining = false;
+    auto image = pool.images.find(host);
+    if (image == pool.images.end() || !image->second.is_ok()) continue;
+    snap.image_ready = true;
+    const CoreAllocator& cores = *fleet_.cores(host);
+    snap.free_core_slots += vm_slots(
+        cfg.vcpus, cfg.cpu_policy == CpuPolicy::kDedicated, cores.free_dedicated(),
+        static_cast<int>(cores.sets().shared.size()), cores.shared_vcpus_in_use(), cfg.overcommit);
+  }
+  if (!snap.host_listed) snap.host_draining = false;
   snap.now = clock_.now();
   snap.retry_after = pool.retry_after;
   return snap;
@@ -124,14 +181,23 @@ std::string LeaseEngine::wait_text_locked(const PoolRuntime& pool, QueueReason r
       return "waiting for a warm VM that is booting";
     case QueueReason::kHostUnavailable:
       return "waiting for libvirt to be listed (the host is degraded)";
-    case QueueReason::kHostDraining:
-      return "host '" + host_name_ + "' is " +
-             (host_admin_.admin() == HostHealthTracker::Admin::kMaintenance ? "in maintenance"
-                                                                            : "draining") +
+    case QueueReason::kHostDraining: {
+      std::vector<std::string> hosts = pool_hosts_locked(cfg);
+      if (hosts.size() != 1) {
+        return "every host of pool '" + cfg.name +
+               "' is draining or in maintenance: no new VMs until one is undrained";
+      }
+      return "host '" + hosts.front() + "' is " +
+             (fleet_.host(hosts.front())->health.admin() == HostHealthTracker::Admin::kMaintenance
+                  ? "in maintenance"
+                  : "draining") +
              ": no new VMs until it is undrained";
-    case QueueReason::kImageUnavailable:
-      if (!pool.image) return "image '" + cfg.image + "' not resolved yet";
-      return "image '" + cfg.image + "' unavailable: " + pool.image->status().message();
+    }
+    case QueueReason::kImageUnavailable: {
+      Status error = pool_image_error_locked(pool);
+      if (error.is_ok()) return "image '" + cfg.image + "' is on no host that takes VMs now";
+      return error.message();
+    }
     case QueueReason::kBackingOff:
       return "pool '" + cfg.name + "' is backing off after " + std::to_string(pool.failures) +
              " failed boot(s): " + pool.last_failure;
@@ -186,7 +252,7 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
         }
         dequeue(pool.queue, action.lease_id);
         al.lease.vm_name = *started;
-        al.lease.host = host_name_;
+        al.lease.host = vms_.at(*started).record.host;
         if (al.lease.state == LeaseState::kPending) {
           transition_locked(al, LeaseState::kProvisioning, "booting VM " + *started);
         }
@@ -205,7 +271,8 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
         set_waiting_locked(leases_.at(action.lease_id), wait_text_locked(pool, action.reason));
         break;
       case PoolActionKind::kRetire:
-        destroy_vm_locked(vms_.at(action.vm_name), "host " + host_name_ + " is draining");
+        destroy_vm_locked(vms_.at(action.vm_name),
+                          "host " + vms_.at(action.vm_name).record.host + " is draining");
         break;
     }
   }
@@ -245,34 +312,39 @@ Lease LeaseEngine::with_queue_locked(const ActiveLease& al) const {
 // Returns the VM name, or why it cannot start now.
 Result<std::string> LeaseEngine::start_vm_locked(PoolRuntime& pool, const std::string& lease_id) {
   const PoolConfig& cfg = pool.config;
-  if (!pool.image) return unavailable("image '" + cfg.image + "' not resolved yet");
-  const Result<BootImage>& image = *pool.image;
-  if (!image.is_ok()) {
-    return Status(image.status().code(),
-                  "image '" + cfg.image + "' unavailable: " + image.status().message(),
-                  image.status().context());
+  bool any_image = false;
+  for (const auto& [host, image] : pool.images) any_image = any_image || image.is_ok();
+  if (!any_image) {
+    Status error = pool_image_error_locked(pool);
+    return error.is_ok() ? unavailable("image '" + cfg.image + "' not resolved yet") : error;
   }
   std::string vm_id = new_id_locked("vm-", 8);
   std::string name = "armhive-" + vm_id;
-  auto placement = allocator_.allocate({.vm_name = name,
-                                        .vcpus = cfg.vcpus,
-                                        .policy = cfg.cpu_policy,
-                                        .overcommit = cfg.overcommit,
-                                        .strategy = options_.strategy});
-  if (!placement.is_ok()) return placement.status();
+  FleetRequest request = fleet_request_for(cfg, name, options_.strategy);
+  for (const auto& [host, sync] : host_sync_) {
+    if (!sync.listed) request.unlisted_hosts.insert(host);
+  }
+  auto placed = fleet_.place(request);
+  if (!placed.is_ok()) return placed.status();
+  auto image = pool.images.find(placed->host);
+  if (image == pool.images.end() || !image->second.is_ok()) {
+    (void)fleet_.release(name);  // the fleet holds the image, the pool's cache not (yet)
+    return unavailable("image '" + cfg.image + "' not resolved on host " + placed->host + " yet");
+  }
+  const Placement* placement = &placed->placement;
 
   Vm vm;
   vm.record.name = name;
   vm.record.vm_id = vm_id;
   vm.record.pool = cfg.name;
-  vm.record.host = host_name_;
+  vm.record.host = placed->host;
   vm.record.state = VmState::kStarting;
   vm.record.lease_id = lease_id;
   vm.record.cpus = placement->cpus();
   vm.record.created_at = clock_.now();
   vm.placement = *placement;
   vm.strand = std::make_shared<Strand>(io_.get_executor());
-  vm.image = *image;
+  vm.image = *image->second;
   vm.boot_started = clock_.now();
   persist_vm_locked(vm);
   emit_vm_locked("vm.starting", vm, placement->note);
@@ -291,12 +363,14 @@ Result<std::string> LeaseEngine::start_vm_locked(PoolRuntime& pool, const std::s
 void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool create) {
   VmSpec spec;
   bool cancelled = false;
+  std::string host;
   {
     MutexLock lock(mu_);
     auto it = vms_.find(vm_name);
     if (it == vms_.end() || !running_) return;
     Vm& vm = it->second;
     cancelled = vm.cancelled;
+    host = vm.record.host;
     if (create && !cancelled) {
       const PoolConfig& cfg = pools_.at(vm.record.pool).config;
       const BootImage* image = &vm.image;
@@ -325,11 +399,17 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
     boot_failed(vm_name, "cancelled", false);
     return;
   }
+  const HostIo* io = host_io(host);
+  if (io == nullptr) {
+    boot_failed(vm_name, "host " + host + " is not driven by this armhived", false);
+    return;
+  }
+  Hypervisor& hypervisor = *io->hypervisor;
   if (create) {
     auto t0 = std::chrono::steady_clock::now();
-    Status s = hypervisor_.create_vm(spec);
+    Status s = hypervisor.create_vm(spec);
     if (!s.is_ok()) {
-      health_.failed("hypervisor.create_vm", s);
+      io->health->failed("hypervisor.create_vm", s);
       boot_failed(vm_name, "cannot create VM: " + s.to_string(),
                   s.code() == ErrorCode::kUnavailable);
       return;
@@ -337,11 +417,11 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
     record_phase(vm_name, "create", t0);  // overlay + define + start
   }
   // Ready means: the guest agent answers and the guest has an address.
-  Status ping = hypervisor_.ping_agent(vm_name, options_.agent_timeout);
+  Status ping = hypervisor.ping_agent(vm_name, options_.agent_timeout);
   std::string address;
   if (ping.is_ok()) {
     record_phase(vm_name, "boot", {});  // started -> guest agent answers
-    auto addr = hypervisor_.guest_address(vm_name);
+    auto addr = hypervisor.guest_address(vm_name);
     if (addr.is_ok()) {
       address = *addr;
       record_phase(vm_name, "readiness", {});  // agent -> address known
@@ -350,7 +430,7 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
   if (address.empty()) {
     if (clock_.now() >= deadline) {
       std::string tail;
-      auto log = hypervisor_.console_log(vm_name, 300);
+      auto log = hypervisor.console_log(vm_name, 300);
       if (log.is_ok()) tail = *log;
       boot_failed(
           vm_name,
@@ -493,11 +573,13 @@ void LeaseEngine::begin_handout_locked(Vm& vm, ActiveLease& al) {
 void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_id) {
   std::vector<std::string> keys;
   std::string user;
+  std::string host;
   {
     MutexLock lock(mu_);
     auto vit = vms_.find(vm_name);
     auto lit = leases_.find(lease_id);
     if (vit == vms_.end()) return;
+    host = vit->second.record.host;
     if (lit == leases_.end() || lit->second.lease.state == LeaseState::kReleasing ||
         vit->second.cancelled) {
       vit->second.record.state = VmState::kDestroying;
@@ -518,14 +600,16 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
     destroy(vm_name);
     return;
   }
-  Status s = Status::ok();
-  if (!keys.empty()) {
-    s = hypervisor_.set_authorized_keys(vm_name, user, keys);
-    health_.failed("hypervisor.set_authorized_keys", s);
+  const HostIo* io = host_io(host);
+  Status s = io == nullptr ? unavailable("host " + host + " is not driven by this armhived")
+                           : Status::ok();
+  if (s.is_ok() && !keys.empty()) {
+    s = io->hypervisor->set_authorized_keys(vm_name, user, keys);
+    io->health->failed("hypervisor.set_authorized_keys", s);
   }
   if (s.is_ok()) {
-    s = hypervisor_.set_lease(vm_name, lease_id);
-    health_.failed("hypervisor.set_lease", s);
+    s = io->hypervisor->set_lease(vm_name, lease_id);
+    io->health->failed("hypervisor.set_lease", s);
   }
   bool destroy_vm = false;
   {
@@ -579,21 +663,26 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
 // Destroys the VM (domain, overlay, per-VM files), frees its cores, ends a releasing lease and
 // refills the pool. Runs on the VM's strand.
 void LeaseEngine::destroy(const std::string& vm_name) {
+  std::string host;
   {
     MutexLock lock(mu_);
     auto it = vms_.find(vm_name);
     if (it == vms_.end()) return;
     it->second.record.state = VmState::kDestroying;
+    host = it->second.record.host;
     persist_vm_locked(it->second);
   }
-  Status s = hypervisor_.destroy_vm(vm_name);
+  const HostIo* io = host_io(host);
+  Status s = io == nullptr ? unavailable("host " + host + " is not driven by this armhived")
+                           : io->hypervisor->destroy_vm(vm_name);
   MutexLock lock(mu_);
   auto it = vms_.find(vm_name);
   if (it == vms_.end()) return;
   it->second.destroy_queued = false;
   if (!s.is_ok()) {
     // Keep the record (and its cores): reconcile passes retry it with backoff.
-    health_.failed("hypervisor.destroy_vm", s);
+    if (io != nullptr) io->health->failed("hypervisor.destroy_vm", s);
+    if (io == nullptr) health_.failed("hypervisor.destroy_vm", s);
     Vm& vm = it->second;
     ++vm.destroy_failures;
     vm.destroy_retry_at = clock_.now() + backoff(vm.destroy_failures);
@@ -604,7 +693,7 @@ void LeaseEngine::destroy(const std::string& vm_name) {
   }
   Vm vm = std::move(it->second);
   vms_.erase(it);
-  (void)allocator_.release(vm_name);
+  (void)fleet_.release(vm_name);
   persist_.forget_vm(vm_name);
   emit_vm_locked("vm.destroyed", vm);
   if (!vm.record.lease_id.empty()) {

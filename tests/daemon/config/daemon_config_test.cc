@@ -84,6 +84,9 @@ TEST_CASE("configuration errors name the key", "[config]") {
         "host.placement");
   CHECK(field_of("[host]\nlibvirt_timeout = \"0s\"\n[[pools]]\nname=\"a\"\nimage=\"b\"\n") ==
         "host.libvirt_timeout");
+  // The engine's host names are armhive names: a name it would refuse is refused here.
+  CHECK(field_of("[host]\nname = \"HoneyComb 1\"\n[[pools]]\nname=\"a\"\nimage=\"b\"\n") ==
+        "host.name");
   CHECK(field_of("") == "pools");
   CHECK(parse_daemon_config("[[pools]\n").status().field() == "config");
 }

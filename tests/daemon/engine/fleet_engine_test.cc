@@ -1,0 +1,334 @@
+// One LeaseEngine driving several hosts (issue 13 items 3–5, at the engine): a pool's VMs are
+// spread over the hosts its labels select, every call for a VM goes to its own host, a host
+// that cannot be listed or is drained holds only what would go to it, and a restart adopts
+// each host's VMs from that host.
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "daemon/engine/lease_engine.h"
+#include "daemon/store/database.h"
+#include "daemon/store/sqlite_lease_store.h"
+#include "tests/support/engine_harness.h"
+#include "tests/support/topologies.h"
+
+namespace armhive {
+namespace {
+
+using namespace std::chrono_literals;
+using Admin = HostHealthTracker::Admin;
+
+CoreAllocator cores_of(const HostTopology& t) {
+  auto a = CoreAllocator::create(t, default_cpu_sets(t));
+  REQUIRE(a.is_ok());
+  return std::move(a).value();
+}
+
+// A lab of two HoneyComb boards (hc1, hc2) and a ThunderX (tx1), each a FakeHypervisor
+// behind its own fault plan, under one engine and one database.
+struct Lab {
+  struct Host {
+    std::string name;
+    std::string board;
+    std::shared_ptr<FakeHypervisor> fake = std::make_shared<FakeHypervisor>();
+    FaultPlan faults;
+    std::unique_ptr<FaultyHypervisor> hv;
+  };
+
+  explicit Lab(std::vector<PoolConfig> pools) {
+    for (auto [name, board] : {std::pair{"hc1", "honeycomb"}, std::pair{"hc2", "honeycomb"},
+                               std::pair{"tx1", "thunderx"}}) {
+      auto h = std::make_unique<Host>();
+      h->name = name;
+      h->board = board;
+      h->hv = std::make_unique<FaultyHypervisor>(*h->fake, h->faults);
+      hosts.push_back(std::move(h));
+    }
+    db = std::move(Database::open(":memory:").value());
+    store = std::move(SqliteLeaseStore::open(*db).value());
+    options.pools = std::move(pools);
+    options.agent_poll = 1ms;
+    options.reaper_period = 3600s;
+    options.reconcile_period = 3600s;
+    options.schedule_period = 20ms;
+    options.retry_backoff = 5ms;
+    options.boot_timeout = 30s;
+    options.threads = 2;
+  }
+  ~Lab() {
+    if (engine) engine->stop();
+  }
+
+  void make_engine() {
+    if (engine) engine->stop();
+    engine.reset();
+    std::vector<EngineHost> list;
+    for (auto& h : hosts) {
+      HostTopology t = h->board == "thunderx" ? thunderx_2s_topology() : lx2160a_topology();
+      std::string host = h->name;
+      list.push_back({h->name,
+                      h->hv.get(),
+                      cores_of(t),
+                      [host](const std::string& image) -> Result<BootImage> {
+                        return BootImage{image,
+                                         "1",
+                                         "/" + host + "/disk.qcow2",
+                                         "/" + host + "/vmlinuz",
+                                         "/" + host + "/initrd",
+                                         "console=ttyAMA0",
+                                         "root"};
+                      },
+                      {{"board", h->board}}});
+    }
+    engine = std::make_unique<LeaseEngine>(options, std::move(list), *store, clock, nullptr);
+  }
+
+  Host& host(const std::string& name) {
+    for (auto& h : hosts) {
+      if (h->name == name) return *h;
+    }
+    FAIL("no host " << name);
+    return *hosts.front();
+  }
+
+  // Domains per host name (hosts without any are absent).
+  std::map<std::string, int> spread() {
+    std::map<std::string, int> out;
+    for (auto& h : hosts) {
+      if (!h->fake->domains().empty()) out[h->name] = static_cast<int>(h->fake->domains().size());
+    }
+    return out;
+  }
+
+  bool settle(int warm) {
+    for (int i = 0; i < 2000; ++i) {
+      engine->wait_idle(1s);
+      auto pools = engine->pools();
+      if (!pools.empty() && pools[0].warm == warm && pools[0].starting == 0) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+
+  Lease lease() {
+    LeaseRequest req;
+    req.pool = options.pools.front().name;
+    req.owner = "ci-token";
+    req.ssh_keys = {kTestKey};
+    auto r = engine->create_lease(req);
+    REQUIRE(r.is_ok());
+    return *r;
+  }
+
+  HostView view(const std::string& name) {
+    for (HostView& v : engine->hosts()) {
+      if (v.topology.hostname == name) return v;
+    }
+    FAIL("no host view " << name);
+    return {};
+  }
+
+  ManualClock clock;
+  std::vector<std::unique_ptr<Host>> hosts;
+  std::unique_ptr<Database> db;
+  std::unique_ptr<SqliteLeaseStore> store;
+  EngineOptions options;
+  std::unique_ptr<LeaseEngine> engine;
+};
+
+PoolConfig honeycomb_pool(int min_warm, int max) {
+  PoolConfig p = ci_pool(min_warm, max);
+  p.host_labels = {{"board", "honeycomb"}};
+  return p;
+}
+
+TEST_CASE("fleet engine: a pool spread over two hosts hands out VMs from both", "[engine][fleet]") {
+  Lab lab({honeycomb_pool(4, 8)});
+  lab.make_engine();
+  REQUIRE(lab.engine->start().is_ok());
+  REQUIRE(lab.settle(4));
+  // Its labels select the HoneyComb boards only, and the VMs are spread evenly over them.
+  CHECK(lab.spread() == std::map<std::string, int>{{"hc1", 2}, {"hc2", 2}});
+
+  std::set<std::string> hosts_used;
+  for (int i = 0; i < 4; ++i) {
+    Lease l = lab.lease();
+    REQUIRE(l.state == LeaseState::kReady);
+    hosts_used.insert(l.host);
+    // The VM is on the host the lease names, booted from that host's copy of the image.
+    auto domains = lab.host(l.host).fake->domains();
+    REQUIRE(domains.count(l.vm_name) == 1);
+    CHECK(domains.at(l.vm_name).spec.base_disk == "/" + l.host + "/disk.qcow2");
+    CHECK(domains.at(l.vm_name).keys == std::vector<std::string>{kTestKey});
+    // Guest commands go to that host too.
+    GuestExecRequest run;
+    run.argv = {"uname", "-m"};
+    REQUIRE(lab.engine->exec(l.id, run).is_ok());
+    CHECK(lab.host(l.host).fake->saw(l.vm_name + ": uname -m"));
+  }
+  CHECK(hosts_used == std::set<std::string>{"hc1", "hc2"});
+  CHECK(lab.host("tx1").fake->creates() == 0);
+  REQUIRE(lab.settle(4));  // refilled
+
+  SECTION("each host shows its own cores and VMs") {
+    std::vector<HostView> views = lab.engine->hosts();
+    REQUIRE(views.size() == 3);
+    CHECK(views[0].topology.hostname == "hc1");
+    CHECK(views[2].topology.hostname == "tx1");
+    CHECK(views[2].topology.cpus.size() == thunderx_2s_topology().cpus.size());
+    for (const HostView& v : views) {
+      int held = 0;
+      for (const CoreUse& c : v.cores) held += c.vm_name.empty() ? 0 : 1;
+      INFO(v.topology.hostname);
+      CHECK(held == 2 * static_cast<int>(lab.host(v.topology.hostname).fake->domains().size()));
+    }
+  }
+  SECTION("a released VM is destroyed on its own host; the pool refills") {
+    Lease l = lab.engine->list_leases({}).value().front();
+    std::string other = l.host == "hc1" ? "hc2" : "hc1";
+    size_t others = lab.host(other).fake->domains().size();
+    REQUIRE(lab.engine->release_lease(l.id).is_ok());
+    REQUIRE(lab.settle(4));
+    CHECK(lab.host(l.host).fake->domains().count(l.vm_name) == 0);
+    CHECK(lab.host(other).fake->domains().size() >= others);
+  }
+}
+
+TEST_CASE("fleet engine: a drained host's free VMs go, the pool refills on the others",
+          "[engine][fleet][drain]") {
+  Lab lab({honeycomb_pool(4, 8)});
+  lab.make_engine();
+  REQUIRE(lab.engine->start().is_ok());
+  REQUIRE(lab.settle(4));
+  Lease on_hc1;
+  for (int i = 0; i < 4 && on_hc1.id.empty(); ++i) {  // 2 of the 4 warm VMs are on hc1
+    Lease l = lab.lease();
+    if (l.host == "hc1") on_hc1 = l;
+  }
+  REQUIRE(!on_hc1.id.empty());
+  REQUIRE(lab.settle(4));
+
+  REQUIRE(lab.engine->set_host_admin("hc1", Admin::kDrain).is_ok());
+  REQUIRE(lab.settle(4));
+  // hc1 keeps only the leased VM; the warm VMs it held were replaced on hc2.
+  auto hc1 = lab.host("hc1").fake->domains();
+  CHECK(hc1.size() == 1);
+  CHECK(hc1.count(on_hc1.vm_name) == 1);
+  CHECK(lab.engine->get_lease(on_hc1.id)->state == LeaseState::kReady);
+  CHECK(lab.view("hc1").admin == Admin::kDrain);
+  // New leases are served by hc2 without waiting.
+  Lease next = lab.lease();
+  CHECK(next.state == LeaseState::kReady);
+  CHECK(next.host == "hc2");
+
+  SECTION("every host of the pool drained: leases wait, naming that") {
+    REQUIRE(lab.engine->set_host_admin("hc2", Admin::kMaintenance).is_ok());
+    REQUIRE(lab.settle(0));
+    Lease waiting = lab.lease();
+    CHECK(waiting.state == LeaseState::kPending);
+    lab.engine->schedule();
+    lab.engine->wait_idle(5s);
+    CHECK_THAT(lab.engine->get_lease(waiting.id)->reason,
+               Catch::Contains("every host of pool 'ci' is draining or in maintenance"));
+    CHECK(lab.host("tx1").fake->creates() == 0);  // its labels never select tx1
+    REQUIRE(lab.engine->set_host_admin("hc2", Admin::kNone).is_ok());
+    CHECK(lab.engine->wait_lease(waiting.id, 10s)->state == LeaseState::kReady);
+    CHECK(lab.engine->get_lease(waiting.id)->host == "hc2");
+  }
+  SECTION("the drain is per host and survives a restart") {
+    lab.make_engine();
+    REQUIRE(lab.engine->start().is_ok());
+    CHECK(lab.view("hc1").admin == Admin::kDrain);
+    CHECK(lab.view("hc2").admin == Admin::kNone);
+  }
+}
+
+TEST_CASE("fleet engine: a host that cannot be listed holds only itself",
+          "[engine][fleet][faults]") {
+  Lab lab({honeycomb_pool(2, 8)});
+  lab.host("hc2").faults.fail_method("list_vms", FaultKind::kTransient);
+  lab.make_engine();
+  REQUIRE(lab.engine->start().is_ok());
+  REQUIRE(lab.settle(2));
+  // hc2's running domains (hence its free cores) are unknown: nothing goes there.
+  CHECK(lab.spread() == std::map<std::string, int>{{"hc1", 2}});
+  HostView hc2 = lab.view("hc2");
+  CHECK(hc2.state == HostState::kDegraded);
+  CHECK_THAT(hc2.last_error, Catch::Contains("hypervisor.list_vms"));
+  CHECK(lab.view("hc1").state == HostState::kOk);
+  Status pass = lab.engine->reconcile();
+  CHECK(pass.code() == ErrorCode::kUnavailable);
+  CHECK_THAT(pass.message(), Catch::Contains("host hc2"));
+
+  // Listed again: the next VMs go to hc2 (it holds fewer of the pool).
+  lab.host("hc2").faults.clear_method("list_vms");
+  Status listed = lab.engine->reconcile();
+  INFO(listed.to_string());
+  REQUIRE(listed.is_ok());
+  CHECK(lab.view("hc2").state == HostState::kOk);
+  Lease a = lab.lease();
+  REQUIRE(lab.settle(2));
+  CHECK(a.host == "hc1");  // a warm VM was there
+  CHECK(lab.spread().count("hc2") == 1);
+}
+
+TEST_CASE("fleet engine: a restart adopts each host's VMs from that host",
+          "[engine][fleet][recovery]") {
+  Lab lab({ci_pool(3, 8)});
+  lab.make_engine();
+  REQUIRE(lab.engine->start().is_ok());
+  REQUIRE(lab.settle(3));
+  std::map<std::string, int> before = lab.spread();
+  CHECK(before.size() == 3);  // no labels: every host, one each
+  Lease l = lab.lease();
+  REQUIRE(l.state == LeaseState::kReady);
+  REQUIRE(lab.settle(3));
+  before = lab.spread();
+  int creates = 0;
+  for (auto& h : lab.hosts) creates += h->fake->creates();
+
+  lab.make_engine();
+  REQUIRE(lab.engine->start().is_ok());
+  REQUIRE(lab.settle(3));
+  CHECK(lab.spread() == before);
+  int after = 0;
+  for (auto& h : lab.hosts) after += h->fake->creates();
+  CHECK(after == creates);  // nothing destroyed and booted again
+  Lease again = lab.engine->get_lease(l.id).value();
+  CHECK(again.state == LeaseState::kReady);
+  CHECK(again.host == l.host);
+  REQUIRE(lab.engine->reconcile().is_ok());
+  REQUIRE(lab.engine->reconcile().is_ok());  // a second pass would destroy what is unwanted
+  CHECK(lab.spread() == before);
+}
+
+TEST_CASE("fleet engine: a pool whose labels match no host, or a bad host list, fails start",
+          "[engine][fleet]") {
+  SECTION("labels match no host") {
+    PoolConfig p = ci_pool(1, 2);
+    p.host_labels = {{"board", "rockpro64"}};
+    Lab lab({p});
+    lab.make_engine();
+    Status s = lab.engine->start();
+    CHECK(s.code() == ErrorCode::kInvalidArgument);
+    CHECK(s.field() == "host_labels");
+    CHECK_THAT(s.message(), Catch::Contains("pool ci"));
+    for (auto& h : lab.hosts) CHECK(h->fake->creates() == 0);
+  }
+  SECTION("two hosts of one name") {
+    Lab lab({ci_pool(1, 2)});
+    lab.host("hc2").name = "hc1";
+    lab.make_engine();
+    Status s = lab.engine->start();
+    CHECK(s.code() == ErrorCode::kConflict);
+    CHECK_THAT(s.message(), Catch::Contains("host 'hc1'"));
+  }
+  SECTION("no host") {
+    Lab lab({ci_pool(1, 2)});
+    lab.hosts.clear();
+    lab.make_engine();
+    CHECK(lab.engine->start().code() == ErrorCode::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace armhive
