@@ -63,8 +63,12 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
       continue;
     }
     host_order_.push_back(h.name);
-    host_io_[h.name] =
-        HostIo{h.hypervisor, std::move(h.images), std::make_unique<EngineHealth>(clock, metrics)};
+    host_io_[h.name] = HostIo{h.hypervisor,
+                              std::move(h.images),
+                              std::make_unique<EngineHealth>(clock, metrics),
+                              std::make_unique<boost::asio::io_context>(),
+                              std::make_unique<std::mutex>(),
+                              std::make_unique<std::atomic<bool>>(false)};
     host_sync_[h.name];
   }
   for (const PoolConfig& p : options_.pools) pools_[p.name] = PoolRuntime{p, {}};
@@ -99,6 +103,11 @@ const LeaseEngine::HostIo* LeaseEngine::host_io(const std::string& host) const {
   if (host_order_.empty()) return nullptr;
   auto it = host_io_.find(host.empty() ? host_order_.front() : host);
   return it == host_io_.end() ? nullptr : &it->second;
+}
+
+std::shared_ptr<LeaseEngine::Strand> LeaseEngine::strand_for(const std::string& host) {
+  const HostIo* io = host_io(host);
+  return std::make_shared<Strand>(io == nullptr ? io_.get_executor() : io->io->get_executor());
 }
 
 Hypervisor* LeaseEngine::hypervisor_of(const std::string& host) const {
@@ -142,23 +151,37 @@ Status LeaseEngine::start() {
   refresh_images();
   ARMHIVE_RETURN_IF_ERROR(recover());
   flush();
-  work_ =
-      std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
-          io_.get_executor());
+  work_.push_back(boost::asio::make_work_guard(io_));
+  for (auto& [name, io] : host_io_) work_.push_back(boost::asio::make_work_guard(*io.io));
   {
     MutexLock lock(mu_);
     running_ = true;
     schedule_all_locked();
   }
   flush();
-  for (int i = 0; i < std::max(1, options_.threads); ++i) {
+  // The engine's io runs timers and events (their work is short: two threads); each host's
+  // runs its VMs' work.
+  for (int i = 0; i < std::clamp(options_.threads, 1, 2); ++i) {
     threads_.emplace_back([this] { io_.run(); });
+  }
+  for (auto& [name, io] : host_io_) {
+    for (int i = 0; i < std::max(1, options_.threads); ++i) {
+      threads_.emplace_back([ctx = io.io.get()] { ctx->run(); });
+    }
   }
   arm_timer(reaper_timer_, options_.reaper_period, [this] { expire_due_leases(); });
   arm_timer(schedule_timer_, options_.schedule_period, [this] { schedule(); });
   arm_timer(reconcile_timer_, options_.reconcile_period, [this] {
-    Status s = reconcile();
-    if (!s.is_ok()) spdlog::warn("reconcile: {}", s.to_string());
+    // Each host's pass on its own io, and none queued behind one still running (a hung host).
+    for (auto& [name, io] : host_io_) {
+      if (io.reconcile_queued->exchange(true)) continue;
+      boost::asio::post(*io.io, [this, host = name, queued = io.reconcile_queued.get()] {
+        Status s = reconcile_host(host);
+        queued->store(false);
+        if (!s.is_ok()) spdlog::warn("reconcile: {}", s.to_string());
+        flush();
+      });
+    }
   });
   return Status::ok();
 }
@@ -170,8 +193,9 @@ void LeaseEngine::stop() {
     running_ = false;
   }
   changed_.notify_all();
-  work_.reset();
+  work_.clear();
   io_.stop();
+  for (auto& [name, io] : host_io_) io.io->stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   // Only now, with no thread running io_: a timer's handler re-arms its timer on whichever

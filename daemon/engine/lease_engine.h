@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -206,10 +207,17 @@ class LeaseEngine final : public LeaseService {
     std::map<std::string, Result<BootImage>> images;
   };
   // A host's calls. Filled by the constructor and never changed after it, so read without mu_.
+  // Each host has its own io_context and `threads` workers: its VMs' strands and its reconcile
+  // passes run there, so a host whose calls hang holds only its own threads and never delays
+  // the others' boots and hand-outs (issue 13 item 5).
   struct HostIo {
     Hypervisor* hypervisor = nullptr;
     ImageResolver images;
     std::unique_ptr<EngineHealth> health;  // its calls' failures (thread-safe)
+    std::unique_ptr<boost::asio::io_context> io;
+    std::unique_ptr<std::mutex> reconcile_mu;  // one pass at a time (held across libvirt)
+    // A timed pass is queued or running: the timer queues no second one behind a hung host.
+    std::unique_ptr<std::atomic<bool>> reconcile_queued;
   };
   // What the engine knows of a host's domains (under mu_).
   struct HostSync {
@@ -297,8 +305,11 @@ class LeaseEngine final : public LeaseService {
       REQUIRES(mu_);
   void adopt_locked(const std::string& host, const VmRecord& record, const VmInfo& domain)
       REQUIRES(mu_);
-  // One host's reconcile pass (reconcile() runs it for every host).
+  // One host's reconcile pass (reconcile() runs it for every host; the timer posts it to the
+  // host's io).
   Status reconcile_host(const std::string& host);
+  // A new strand for a VM on `host` (its host's io; the engine's for a host not driven here).
+  std::shared_ptr<Strand> strand_for(const std::string& host);
   WantedSnapshot wanted_locked() const REQUIRES(mu_);
   void track_op(int delta);
   // Writes queued persistence; call after releasing mu_.
@@ -317,14 +328,14 @@ class LeaseEngine final : public LeaseService {
   PersistQueue persist_;
   std::shared_ptr<EventGate> gate_;
 
+  // Timers, hypervisor events and what is not a host's run here; VM work on its host's io.
   boost::asio::io_context io_;
-  std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   boost::asio::steady_timer reaper_timer_;
   boost::asio::steady_timer schedule_timer_;
   boost::asio::steady_timer reconcile_timer_;
 
-  std::mutex reconcile_mu_;  // one reconcile pass at a time (held across libvirt, never with mu_)
   mutable Mutex mu_;
   std::condition_variable_any changed_;  // any lease or event change
   Fleet fleet_ GUARDED_BY(mu_);

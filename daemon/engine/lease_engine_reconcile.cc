@@ -94,7 +94,7 @@ void LeaseEngine::adopt_locked(const std::string& host, const VmRecord& record, 
     bound->second.lease.host = vm.record.host;
     persist_.lease(bound->second.lease);
   }
-  vm.strand = std::make_shared<Strand>(io_.get_executor());
+  vm.strand = strand_for(vm.record.host);
   vm.boot_started = clock_.now();
   if (auto img = pit->second.images.find(host);
       img != pit->second.images.end() && img->second.is_ok()) {
@@ -156,7 +156,7 @@ void LeaseEngine::apply_plan_locked(const std::string& host, const ReconcilePlan
         vm.record = rit->second;
         vm.record.state = VmState::kDestroying;
         vm.record.host = host;
-        vm.strand = std::make_shared<Strand>(io_.get_executor());
+        vm.strand = strand_for(vm.record.host);
         std::string lease_id = vm.record.lease_id;
         vm.record.lease_id.clear();
         unadopted_.erase(rit);
@@ -191,7 +191,7 @@ void LeaseEngine::apply_plan_locked(const std::string& host, const ReconcilePlan
         Vm vm;
         vm.record = rit->second;
         vm.record.host = host;
-        vm.strand = std::make_shared<Strand>(io_.get_executor());
+        vm.strand = strand_for(vm.record.host);
         if (auto d = live.find(a.name); d != live.end() && !d->second->vcpu_pins.empty()) {
           // Hold its cores until it is gone (conflicts just mean they are not held).
           auto pit = pools_.find(vm.record.pool);
@@ -255,7 +255,6 @@ Status LeaseEngine::recover() {
     health_.failed("store.active", active.status());
     return active.status().annotate("recovery: cannot read the active leases");
   }
-  std::lock_guard pass(reconcile_mu_);
   std::map<std::string, HostSnapshot> snapshots;
   for (const std::string& h : host_order_) {
     const HostIo& io = host_io_.at(h);
@@ -340,8 +339,8 @@ Status LeaseEngine::reconcile() {
 }
 
 Status LeaseEngine::reconcile_host(const std::string& name) {
-  std::lock_guard pass(reconcile_mu_);
   const HostIo& io = host_io_.at(name);
+  std::lock_guard pass(*io.reconcile_mu);
   // libvirt first, then the wanted state: a VM started in between is wanted (its record is in
   // memory before its domain exists), and one destroyed in between is seen unwanted only once.
   HostSnapshot host = take_host_snapshot(name, *io.hypervisor, *io.health);

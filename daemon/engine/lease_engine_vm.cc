@@ -343,7 +343,7 @@ Result<std::string> LeaseEngine::start_vm_locked(PoolRuntime& pool, const std::s
   vm.record.cpus = placement->cpus();
   vm.record.created_at = clock_.now();
   vm.placement = *placement;
-  vm.strand = std::make_shared<Strand>(io_.get_executor());
+  vm.strand = strand_for(vm.record.host);
   vm.image = *image->second;
   vm.boot_started = clock_.now();
   persist_vm_locked(vm);
@@ -410,8 +410,10 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
     Status s = hypervisor.create_vm(spec);
     if (!s.is_ok()) {
       io->health->failed("hypervisor.create_vm", s);
+      // A host that is down or did not answer in time is the host's fault, not the lease's:
+      // the lease waits for another VM (on any host) rather than fail.
       boot_failed(vm_name, "cannot create VM: " + s.to_string(),
-                  s.code() == ErrorCode::kUnavailable);
+                  s.code() == ErrorCode::kUnavailable || s.code() == ErrorCode::kTimeout);
       return;
     }
     record_phase(vm_name, "create", t0);  // overlay + define + start

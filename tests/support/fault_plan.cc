@@ -67,11 +67,29 @@ std::optional<Status> FaultPlan::on_call(std::string_view method) {
       return Status(ErrorCode::kUnavailable, what, std::string(method));
     case FaultKind::kPermanent:
       return Status(ErrorCode::kInternal, what, std::string(method));
-    case FaultKind::kHang:
-      std::this_thread::sleep_for(hang);
+    case FaultKind::kHang: {
+      std::unique_lock lock(mu_);
+      uint64_t generation = release_generation_;
+      ++hanging_;
+      released_.wait_for(lock, hang, [&] { return release_generation_ != generation; });
+      --hanging_;
       return Status(ErrorCode::kTimeout, what, std::string(method));
+    }
   }
   return std::nullopt;
+}
+
+void FaultPlan::release_hangs() {
+  {
+    std::lock_guard lock(mu_);
+    ++release_generation_;
+  }
+  released_.notify_all();
+}
+
+int FaultPlan::hanging() const {
+  std::lock_guard lock(mu_);
+  return hanging_;
 }
 
 int FaultPlan::calls() const {

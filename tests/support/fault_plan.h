@@ -1,6 +1,8 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -32,6 +34,8 @@ class FaultPlan {
   void fail_method(const std::string& method, FaultKind kind);
   void clear_method(const std::string& method);
   void set_hang(std::chrono::milliseconds hang);
+  // Ends every hang in progress now (each fails with kTimeout as if its time had passed).
+  void release_hangs();
 
   // Called by the wrapper at the start of every call: the fault to return, if any.
   std::optional<Status> on_call(std::string_view method);
@@ -39,10 +43,14 @@ class FaultPlan {
   int calls() const;                       // counted while armed
   std::vector<std::string> trace() const;  // method names in call order while armed
   int injected() const;
+  int hanging() const;  // calls blocked in a hang right now
 
  private:
   void set_armed(bool armed);
   mutable std::mutex mu_;
+  std::condition_variable released_;
+  uint64_t release_generation_ = 0;
+  int hanging_ = 0;
   bool armed_ = false;
   int calls_ = 0;
   int injected_ = 0;

@@ -271,6 +271,51 @@ TEST_CASE("fleet engine: a host that cannot be listed holds only itself",
   CHECK(lab.spread().count("hc2") == 1);
 }
 
+TEST_CASE("fleet engine: a host whose calls hang does not hold up the others' hand-outs",
+          "[engine][fleet][faults]") {
+  // max_starting and the boot backoff are the pool's, across its hosts: room enough here that
+  // hc2's stuck boots do not use up the pool's boot slots (a limit the host health work lifts).
+  PoolConfig pool = honeycomb_pool(0, 8);
+  pool.max_starting = 8;
+  Lab lab({pool});
+  Lab::Host& hung = lab.host("hc2");
+  hung.faults.set_hang(std::chrono::minutes(10));  // until release_hangs()
+  hung.faults.fail_method("create_vm", FaultKind::kHang);
+  lab.make_engine();  // options.threads = 2: each host has two workers
+  REQUIRE(lab.engine->start().is_ok());
+
+  // Cold boots alternate between the two boards (spread); those on hc2 hang in create_vm.
+  std::vector<Lease> leases;
+  for (int i = 0; i < 6; ++i) leases.push_back(lab.lease());
+  int ready_on_hc1 = 0;
+  for (const Lease& l : leases) {
+    Lease now = lab.engine->get_lease(l.id).value();
+    if (now.host != "hc1") continue;
+    Result<Lease> done = lab.engine->wait_lease(l.id, 20s);
+    REQUIRE(done.is_ok());
+    CHECK(done->state == LeaseState::kReady);
+    ++ready_on_hc1;
+  }
+  // Every worker of hc2 is still stuck, and hc1 served its share all the same.
+  CHECK(hung.faults.hanging() == 2);
+  CHECK(ready_on_hc1 == 3);
+  CHECK(lab.host("hc1").fake->domains().size() == 3);
+
+  // hc2 answers again: its stuck boots fail with a timeout, which is the host's fault: their
+  // leases wait for another VM rather than fail, and are served.
+  hung.faults.clear_method("create_vm");
+  hung.faults.release_hangs();
+  while (hung.faults.hanging() > 0) std::this_thread::sleep_for(1ms);
+  lab.engine->wait_idle(5s);
+  lab.clock.advance(std::chrono::minutes(1));  // past the pool's boot backoff
+  lab.engine->schedule();
+  for (const Lease& l : leases) {
+    Result<Lease> done = lab.engine->wait_lease(l.id, 20s);
+    REQUIRE(done.is_ok());
+    CHECK(done->state == LeaseState::kReady);
+  }
+}
+
 TEST_CASE("fleet engine: a restart adopts each host's VMs from that host",
           "[engine][fleet][recovery]") {
   Lab lab({ci_pool(3, 8)});
