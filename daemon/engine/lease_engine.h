@@ -38,7 +38,7 @@ namespace armhive {
 struct EngineOptions {
   std::vector<PoolConfig> pools;
   PlacementStrategy strategy = PlacementStrategy::kPack;
-  int threads = 4;  // io_context worker threads
+  int threads = 4;  // worker threads per host
   std::chrono::milliseconds boot_timeout{std::chrono::minutes(3)};
   std::chrono::milliseconds agent_poll{std::chrono::milliseconds(250)};
   std::chrono::milliseconds agent_timeout{std::chrono::seconds(2)};
@@ -87,7 +87,10 @@ struct EngineHost {
 // after mu_ is released) or image resolution (pool images are resolved outside the lock and
 // cached per pool). Lifecycle work on a VM (create, boot polling, hand-out, destroy) runs on
 // that VM's strand, so those operations on one domain never overlap (QEMU's per-domain job
-// lock), while different VMs proceed in parallel on the pool of `threads` workers.
+// lock), while different VMs proceed in parallel. A VM's strand is on its host's io_context,
+// run by `threads` workers of that host alone, and the timed reconcile pass of a host runs
+// there too (never two queued): a host whose calls hang holds only its own workers. Timers and
+// hypervisor events run on the engine's io_context (two workers).
 // exec() and console() run on the caller's thread and MAY overlap the VM's strand: exec is a
 // guest-agent command (libvirt takes its agent job, separate from the domain job that lifecycle
 // calls take, and every agent call has a timeout) and console() reads the console log file, so
