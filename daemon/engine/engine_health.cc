@@ -4,22 +4,29 @@
 
 namespace armhive {
 
-EngineHealth::EngineHealth(const Clock& clock, Metrics* metrics)
-    : clock_(clock), metrics_(metrics) {
+EngineHealth::EngineHealth(const Clock& clock, Metrics* metrics, std::string host)
+    : clock_(clock), metrics_(metrics), host_(std::move(host)) {
   if (metrics_) {
     metrics_->describe_counter("armhive_engine_errors_total",
                                "Failed hypervisor (libvirt) and persistence (SQLite) calls of "
-                               "the lease engine, by operation and error code");
+                               "the lease engine, by operation, error code and (for libvirt "
+                               "calls) host");
   }
 }
 
 void EngineHealth::failed(std::string_view op, const Status& status) {
   if (status.is_ok()) return;
   std::string what = std::string(op) + ": " + status.to_string();
-  spdlog::warn("engine: {}", what);
+  if (host_.empty()) {
+    spdlog::warn("engine: {}", what);
+  } else {
+    spdlog::warn("engine: host {}: {}", host_, what);
+  }
   if (metrics_) {
-    metrics_->inc("armhive_engine_errors_total",
-                  {{"op", std::string(op)}, {"code", std::string(code_name(status.code()))}});
+    Metrics::Labels labels{{"op", std::string(op)},
+                           {"code", std::string(code_name(status.code()))}};
+    if (!host_.empty()) labels.emplace("host", host_);
+    metrics_->inc("armhive_engine_errors_total", labels);
   }
   MutexLock lock(mu_);
   view_.state = HostState::kDegraded;

@@ -13,13 +13,15 @@
 namespace armhive {
 
 // Makes every failing hypervisor or persistence call visible: counted in
-// armhive_engine_errors_total{op, code}, logged once per call, and shown on the host as
+// armhive_engine_errors_total{op, code[, host]}, logged once per call, and shown on the host as
 // degraded with the last error until a later reconcile pass finds everything healthy.
 //
 // Threading: thread-safe (one leaf mutex, never held across a call out).
 class EngineHealth {
  public:
-  EngineHealth(const Clock& clock, Metrics* metrics);
+  // `host`: the libvirt host whose calls this tracks (a `host` label on the counter); empty
+  // for the database's.
+  EngineHealth(const Clock& clock, Metrics* metrics, std::string host = {});
 
   // Records a failed `op` ("hypervisor.create_vm", "store.update", ...). Ignores ok statuses.
   void failed(std::string_view op, const Status& status);
@@ -37,6 +39,7 @@ class EngineHealth {
  private:
   const Clock& clock_;
   Metrics* metrics_;
+  const std::string host_;
   mutable Mutex mu_;
   View view_ GUARDED_BY(mu_);
 };

@@ -65,7 +65,7 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
     host_order_.push_back(h.name);
     host_io_[h.name] = HostIo{h.hypervisor,
                               std::move(h.images),
-                              std::make_unique<EngineHealth>(clock, metrics),
+                              std::make_unique<EngineHealth>(clock, metrics, h.name),
                               std::make_unique<boost::asio::io_context>(),
                               std::make_unique<std::mutex>(),
                               std::make_unique<std::atomic<bool>>(false)};

@@ -102,7 +102,7 @@ struct EngineHost {
 // closes, so an event already being dispatched cannot reach a destroyed engine.
 //
 // Failures: every failed hypervisor or persistence call is counted in
-// armhive_engine_errors_total{op, code} and shown in hosts() as degraded with the last error;
+// armhive_engine_errors_total{op, code, host} and shown in hosts() as degraded with the last error;
 // failed writes are retried (PersistQueue), failed destroys are retried by reconcile passes
 // with backoff, and an unreadable database makes start() fail before any VM is touched.
 class LeaseEngine final : public LeaseService {

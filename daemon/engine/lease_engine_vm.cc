@@ -467,7 +467,8 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
     } else {
       vm.record.address = address;
       if (metrics_) {
-        metrics_->observe("armhive_provision_seconds", {{"pool", vm.record.pool}},
+        metrics_->observe("armhive_provision_seconds",
+                          {{"pool", vm.record.pool}, {"host", vm.record.host}},
                           std::chrono::duration<double>(clock_.now() - vm.boot_started).count());
       }
       lease_id = vm.record.lease_id;
@@ -503,7 +504,8 @@ void LeaseEngine::record_phase(const std::string& vm_name, const char* phase,
   }
   vm.phase_mark = now;
   if (metrics_) {
-    metrics_->observe("armhive_boot_phase_seconds", {{"pool", vm.record.pool}, {"phase", phase}},
+    metrics_->observe("armhive_boot_phase_seconds",
+                      {{"pool", vm.record.pool}, {"host", vm.record.host}, {"phase", phase}},
                       std::chrono::duration<double>(now - start).count());
   }
 }
@@ -519,7 +521,10 @@ void LeaseEngine::boot_failed(const std::string& vm_name, std::string why, bool 
     bool was_cancel = vm.cancelled;
     if (was_cancel && !vm.failure.empty()) why = vm.failure;
     if (!was_cancel) {
-      if (metrics_) metrics_->inc("armhive_vm_failures_total", {{"pool", vm.record.pool}});
+      if (metrics_) {
+        metrics_->inc("armhive_vm_failures_total",
+                      {{"pool", vm.record.pool}, {"host", vm.record.host}});
+      }
       PoolRuntime& pool = pools_.at(vm.record.pool);
       pool.failures = std::min(pool.failures + 1, 16);
       pool.last_failure = why;
@@ -647,10 +652,11 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
                         (al.lease.warm_handout ? "warm VM " : "VM ") + vm_name + " at " +
                             vm.record.address + " on cores " + join_cpus(vm.record.cpus));
       if (metrics_) {
-        metrics_->observe(
-            "armhive_handout_seconds",
-            {{"pool", al.lease.pool}, {"path", al.lease.warm_handout ? "warm" : "cold"}},
-            seconds_between(al.requested, std::chrono::steady_clock::now()));
+        metrics_->observe("armhive_handout_seconds",
+                          {{"pool", al.lease.pool},
+                           {"host", vm.record.host},
+                           {"path", al.lease.warm_handout ? "warm" : "cold"}},
+                          seconds_between(al.requested, std::chrono::steady_clock::now()));
       }
     }
     persist_vm_locked(vm);
@@ -768,7 +774,10 @@ void LeaseEngine::on_event(const VmEvent& event) {
 void LeaseEngine::vm_gone_locked(Vm& vm, const std::string& why) {
   if (vm.record.state == VmState::kDestroying || vm.cancelled) return;  // our own destroy
   spdlog::warn("vm {}: {}", vm.record.name, why);
-  if (metrics_) metrics_->inc("armhive_vm_failures_total", {{"pool", vm.record.pool}});
+  if (metrics_) {
+    metrics_->inc("armhive_vm_failures_total",
+                  {{"pool", vm.record.pool}, {"host", vm.record.host}});
+  }
   emit_vm_locked("vm.crashed", vm, why);
   if (!vm.record.lease_id.empty()) {
     auto lit = leases_.find(vm.record.lease_id);

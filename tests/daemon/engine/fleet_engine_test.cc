@@ -79,7 +79,7 @@ struct Lab {
                       },
                       {{"board", h->board}}});
     }
-    engine = std::make_unique<LeaseEngine>(options, std::move(list), *store, clock, nullptr);
+    engine = std::make_unique<LeaseEngine>(options, std::move(list), *store, clock, &metrics);
   }
 
   Host& host(const std::string& name) {
@@ -128,6 +128,7 @@ struct Lab {
   }
 
   ManualClock clock;
+  Metrics metrics;
   std::vector<std::unique_ptr<Host>> hosts;
   std::unique_ptr<Database> db;
   std::unique_ptr<SqliteLeaseStore> store;
@@ -150,10 +151,12 @@ TEST_CASE("fleet engine: a pool spread over two hosts hands out VMs from both", 
   CHECK(lab.spread() == std::map<std::string, int>{{"hc1", 2}, {"hc2", 2}});
 
   std::set<std::string> hosts_used;
+  std::map<std::string, uint64_t> served;
   for (int i = 0; i < 4; ++i) {
     Lease l = lab.lease();
     REQUIRE(l.state == LeaseState::kReady);
     hosts_used.insert(l.host);
+    ++served[l.host];
     // The VM is on the host the lease names, booted from that host's copy of the image.
     auto domains = lab.host(l.host).fake->domains();
     REQUIRE(domains.count(l.vm_name) == 1);
@@ -167,6 +170,11 @@ TEST_CASE("fleet engine: a pool spread over two hosts hands out VMs from both", 
   }
   CHECK(hosts_used == std::set<std::string>{"hc1", "hc2"});
   CHECK(lab.host("tx1").fake->creates() == 0);
+  // Hand-out latency is labelled by the host that served it.
+  for (const auto& [host, n] : served) {
+    CHECK(lab.metrics.count("armhive_handout_seconds",
+                            {{"pool", "ci"}, {"host", host}, {"path", "warm"}}) == n);
+  }
   REQUIRE(lab.settle(4));  // refilled
 
   SECTION("each host shows its own cores and VMs") {
@@ -253,6 +261,9 @@ TEST_CASE("fleet engine: a host that cannot be listed holds only itself",
   CHECK(lab.spread() == std::map<std::string, int>{{"hc1", 2}});
   HostView hc2 = lab.view("hc2");
   CHECK(hc2.state == HostState::kDegraded);
+  CHECK(lab.metrics.value(
+            "armhive_engine_errors_total",
+            {{"op", "hypervisor.list_vms"}, {"code", "unavailable"}, {"host", "hc2"}}) >= 1);
   CHECK_THAT(hc2.last_error, Catch::Contains("hypervisor.list_vms"));
   CHECK(lab.view("hc1").state == HostState::kOk);
   Status pass = lab.engine->reconcile();

@@ -38,7 +38,8 @@ TEST_CASE("a warm pool fills to min_warm and hands out a ready VM at once", "[en
   // The pool refills behind it.
   REQUIRE(h.settle(2));
   CHECK(h.hypervisor->domains().size() == 3);
-  CHECK(h.metrics.count("armhive_handout_seconds", {{"pool", "ci"}, {"path", "warm"}}) == 1);
+  CHECK(h.metrics.count("armhive_handout_seconds",
+                        {{"pool", "ci"}, {"host", "localhost"}, {"path", "warm"}}) == 1);
 }
 
 TEST_CASE("a lease on an empty pool boots a VM cold and becomes ready", "[engine]") {
@@ -59,9 +60,11 @@ TEST_CASE("a lease on an empty pool boots a VM cold and becomes ready", "[engine
                                           LeaseState::kReady});
   // The cold path is timed phase by phase, once each.
   for (const char* phase : {"create", "boot", "readiness"}) {
-    CHECK(h.metrics.count("armhive_boot_phase_seconds", {{"pool", "ci"}, {"phase", phase}}) == 1);
+    CHECK(h.metrics.count("armhive_boot_phase_seconds",
+                          {{"pool", "ci"}, {"host", "localhost"}, {"phase", phase}}) == 1);
   }
-  CHECK(h.metrics.count("armhive_handout_seconds", {{"pool", "ci"}, {"path", "cold"}}) == 1);
+  CHECK(h.metrics.count("armhive_handout_seconds",
+                        {{"pool", "ci"}, {"host", "localhost"}, {"path", "cold"}}) == 1);
 }
 
 TEST_CASE("release destroys the VM, frees its cores and the pool refills", "[engine]") {
