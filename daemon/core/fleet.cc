@@ -108,8 +108,8 @@ Status Fleet::usable(const Slot& slot, const FleetRequest& request) const {
     return Status(ErrorCode::kResourceExhausted,
                   "host is " + std::string(to_string(s.health.health())), s.name);
   }
-  if (request.unlisted_hosts.count(s.name)) {
-    return Status(ErrorCode::kResourceExhausted, "its domains are not listed yet", s.name);
+  if (auto held = request.held_hosts.find(s.name); held != request.held_hosts.end()) {
+    return Status(ErrorCode::kResourceExhausted, held->second, s.name);
   }
   if (!s.images.count(request.image)) {
     return Status(ErrorCode::kResourceExhausted, "image " + request.image + " not on the host yet",

@@ -60,8 +60,9 @@ struct FleetRequest {
   CpuPolicy policy = CpuPolicy::kDedicated;
   double overcommit = 1.0;
   PlacementStrategy strategy = PlacementStrategy::kPack;
-  // Hosts whose running domains (hence free cores) the caller does not know yet: not now.
-  std::set<std::string> unlisted_hosts;
+  // Hosts the caller knows cannot take a VM now, and why (domains not listed yet, so free
+  // cores unknown; boots backing off; at max_starting): skipped with that reason.
+  std::map<std::string, std::string> held_hosts;
 };
 
 // The request for one VM of `pool` (its image, host labels and CPU shape).

@@ -43,7 +43,9 @@ QueueReason new_vm_reason(const PoolSnapshot& p, const Counts& c, int nth) {
   if (!p.image_ready) return QueueReason::kImageUnavailable;
   if (p.now < p.retry_after) return QueueReason::kBackingOff;
   if (c.total + nth > p.limits.max) return QueueReason::kAtPoolMax;
-  if (c.starting + nth > p.limits.max_starting) return QueueReason::kAtMaxStarting;
+  if (p.boot_slots >= 0 ? nth > p.boot_slots : c.starting + nth > p.limits.max_starting) {
+    return QueueReason::kAtMaxStarting;
+  }
   if (nth > p.free_core_slots) return QueueReason::kNoFreeCores;
   return QueueReason::kScheduling;
 }

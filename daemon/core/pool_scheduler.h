@@ -59,8 +59,12 @@ struct PoolSnapshot {
   std::vector<ScheduledVm> vms;    // every VM of the pool, in the order warm ones are handed out
   std::vector<std::string> queue;  // ids of the live leases waiting for a VM, FIFO
   int free_core_slots = 0;         // VMs of the pool's shape the host's free cores hold now
-  bool host_listed = true;         // some host of the pool is listed
-  bool host_draining = false;      // every listed host of the pool is drained or in maintenance
+  // In a fleet, max_starting holds per host: the new VMs that may start booting now, summed
+  // over the hosts that can take one (each host's max_starting minus its boots), so a host
+  // whose boots hang uses up only its own. -1: max_starting counts the pool's boots.
+  int boot_slots = -1;
+  bool host_listed = true;     // some host of the pool is listed
+  bool host_draining = false;  // every listed host of the pool is drained or in maintenance
   bool image_ready = true;
   TimePoint now;
   TimePoint retry_after;  // the pool's boot backoff ends (epoch: none)

@@ -200,11 +200,15 @@ class LeaseEngine final : public LeaseService {
     // Leases waiting for a VM, FIFO. Entries are live leases: finish_lease_locked() erases an
     // ended one at once (schedule_locked() still drops any that is not, defensively).
     std::deque<std::string> queue;
-    // Consecutive VM boot failures, and until when new boots wait (exponential backoff, so a
-    // broken image or host does not turn into a tight create/destroy loop).
-    int failures = 0;
-    TimePoint retry_after{};
-    std::string last_failure;
+    // Consecutive VM boot failures on each host, and until when new boots there wait
+    // (exponential backoff, so a broken image or host does not turn into a tight
+    // create/destroy loop; per host, so a broken host does not hold the pool's others).
+    struct Backoff {
+      int failures = 0;
+      TimePoint retry_after{};
+      std::string last_failure;
+    };
+    std::map<std::string, Backoff> backoff;
     // The pool's image on each host, resolved outside the lock by refresh_images() (a host
     // not in the map: not resolved yet).
     std::map<std::string, Result<BootImage>> images;
@@ -268,6 +272,8 @@ class LeaseEngine final : public LeaseService {
   void finish_lease_locked(ActiveLease& al) REQUIRES(mu_);
   void expire_due_locked() REQUIRES(mu_);
   void persist_vm_locked(const Vm& vm) REQUIRES(mu_);
+  // The pool's VMs booting, by host.
+  std::map<std::string, int> starting_on_locked(const std::string& pool) const REQUIRES(mu_);
   // The pool's view of its hosts for plan_pool(): the hosts its labels select.
   std::vector<std::string> pool_hosts_locked(const PoolConfig& cfg) const REQUIRES(mu_);
   // Why the pool's image cannot be used: the first selected host whose copy failed ("image 'x'

@@ -148,11 +148,18 @@ PoolSnapshot LeaseEngine::pool_snapshot_locked(const PoolRuntime& pool) const {
                         .cancelled = vm.cancelled,
                         .host_draining = !host_takes_vms_locked(vm.record.host)});
   }
+  snap.now = clock_.now();
   // The pool's hosts as one: listed if any is, draining if every listed one is, the image
-  // ready if a listed host taking VMs has it, and the core slots of those that also have it.
+  // ready if a listed host taking VMs has it. Boots go only to such hosts that are not backing
+  // off: their boot slots (max_starting each) and the core slots among those are summed; when
+  // every one of them backs off, the pool backs off until the first is done.
+  std::map<std::string, int> starting = starting_on_locked(cfg.name);
   snap.host_listed = false;
   snap.host_draining = true;
   snap.image_ready = false;
+  snap.boot_slots = 0;
+  bool can_boot = false;
+  TimePoint first_retry{};
   for (const std::string& host : pool_hosts_locked(cfg)) {
     if (!host_sync_.at(host).listed) continue;
     snap.host_listed = true;
@@ -161,15 +168,33 @@ PoolSnapshot LeaseEngine::pool_snapshot_locked(const PoolRuntime& pool) const {
     auto image = pool.images.find(host);
     if (image == pool.images.end() || !image->second.is_ok()) continue;
     snap.image_ready = true;
+    auto backoff = pool.backoff.find(host);
+    if (backoff != pool.backoff.end() && snap.now < backoff->second.retry_after) {
+      if (first_retry == TimePoint{} || backoff->second.retry_after < first_retry) {
+        first_retry = backoff->second.retry_after;
+      }
+      continue;
+    }
+    can_boot = true;
     const CoreAllocator& cores = *fleet_.cores(host);
-    snap.free_core_slots += vm_slots(
-        cfg.vcpus, cfg.cpu_policy == CpuPolicy::kDedicated, cores.free_dedicated(),
-        static_cast<int>(cores.sets().shared.size()), cores.shared_vcpus_in_use(), cfg.overcommit);
+    int boots = std::max(0, cfg.max_starting - starting[host]);
+    int fits = vm_slots(cfg.vcpus, cfg.cpu_policy == CpuPolicy::kDedicated, cores.free_dedicated(),
+                        static_cast<int>(cores.sets().shared.size()), cores.shared_vcpus_in_use(),
+                        cfg.overcommit);
+    snap.boot_slots += boots;
+    snap.free_core_slots += std::min(boots, fits);
   }
   if (!snap.host_listed) snap.host_draining = false;
-  snap.now = clock_.now();
-  snap.retry_after = pool.retry_after;
+  if (!can_boot) snap.retry_after = first_retry;
   return snap;
+}
+
+std::map<std::string, int> LeaseEngine::starting_on_locked(const std::string& pool) const {
+  std::map<std::string, int> out;
+  for (const auto& [name, vm] : vms_) {
+    if (vm.record.pool == pool && vm.record.state == VmState::kStarting) ++out[vm.record.host];
+  }
+  return out;
 }
 
 // The lease's `reason` for what plan_pool() says holds it, with the details the plan leaves
@@ -198,9 +223,21 @@ std::string LeaseEngine::wait_text_locked(const PoolRuntime& pool, QueueReason r
       if (error.is_ok()) return "image '" + cfg.image + "' is on no host that takes VMs now";
       return error.message();
     }
-    case QueueReason::kBackingOff:
-      return "pool '" + cfg.name + "' is backing off after " + std::to_string(pool.failures) +
-             " failed boot(s): " + pool.last_failure;
+    case QueueReason::kBackingOff: {
+      // The host whose backoff ends first: the pool waits for it.
+      const PoolRuntime::Backoff* first = nullptr;
+      std::string host;
+      for (const auto& [name, b] : pool.backoff) {
+        if (b.failures > 0 && (first == nullptr || b.retry_after < first->retry_after)) {
+          first = &b;
+          host = name;
+        }
+      }
+      if (first == nullptr) return "pool '" + cfg.name + "' is backing off";
+      return "pool '" + cfg.name + "' is backing off after " + std::to_string(first->failures) +
+             " failed boot(s)" + (host_order_.size() > 1 ? " on host " + host : "") + ": " +
+             first->last_failure;
+    }
     case QueueReason::kAtPoolMax:
       return "pool '" + cfg.name + "' is at max (" + std::to_string(cfg.max) + " VMs)";
     case QueueReason::kAtMaxStarting:
@@ -321,8 +358,19 @@ Result<std::string> LeaseEngine::start_vm_locked(PoolRuntime& pool, const std::s
   std::string vm_id = new_id_locked("vm-", 8);
   std::string name = "armhive-" + vm_id;
   FleetRequest request = fleet_request_for(cfg, name, options_.strategy);
+  std::map<std::string, int> starting = starting_on_locked(cfg.name);
+  TimePoint now = clock_.now();
   for (const auto& [host, sync] : host_sync_) {
-    if (!sync.listed) request.unlisted_hosts.insert(host);
+    auto backoff = pool.backoff.find(host);
+    if (!sync.listed) {
+      request.held_hosts[host] = "its domains are not listed yet";
+    } else if (backoff != pool.backoff.end() && now < backoff->second.retry_after) {
+      request.held_hosts[host] =
+          "boots backing off after " + std::to_string(backoff->second.failures) + " failure(s)";
+    } else if (starting[host] >= cfg.max_starting) {
+      request.held_hosts[host] =
+          "max_starting (" + std::to_string(cfg.max_starting) + ") VMs booting";
+    }
   }
   auto placed = fleet_.place(request);
   if (!placed.is_ok()) return placed.status();
@@ -472,7 +520,7 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
                           std::chrono::duration<double>(clock_.now() - vm.boot_started).count());
       }
       lease_id = vm.record.lease_id;
-      pools_.at(vm.record.pool).failures = 0;
+      pools_.at(vm.record.pool).backoff.erase(vm.record.host);
       if (lease_id.empty()) {
         vm.record.state = VmState::kWarm;
         persist_vm_locked(vm);
@@ -525,10 +573,10 @@ void LeaseEngine::boot_failed(const std::string& vm_name, std::string why, bool 
         metrics_->inc("armhive_vm_failures_total",
                       {{"pool", vm.record.pool}, {"host", vm.record.host}});
       }
-      PoolRuntime& pool = pools_.at(vm.record.pool);
-      pool.failures = std::min(pool.failures + 1, 16);
-      pool.last_failure = why;
-      pool.retry_after = clock_.now() + backoff(pool.failures);
+      PoolRuntime::Backoff& b = pools_.at(vm.record.pool).backoff[vm.record.host];
+      b.failures = std::min(b.failures + 1, 16);
+      b.last_failure = why;
+      b.retry_after = clock_.now() + backoff(b.failures);
     }
     emit_vm_locked(was_cancel ? "vm.cancelled" : "vm.failed", vm, why);
     if (!vm.record.lease_id.empty()) {

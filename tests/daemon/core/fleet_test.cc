@@ -182,19 +182,22 @@ TEST_CASE("fleet: a host lacking the pool's image is not offered until it has it
   CHECK(f.set_image("nope", "tiny", true).code() == ErrorCode::kNotFound);
 }
 
-TEST_CASE("fleet: a host whose domains are not listed yet takes nothing", "[fleet]") {
+TEST_CASE("fleet: a host the caller holds takes nothing, with the caller's reason", "[fleet]") {
   Fleet f = honeycomb_thunderx_lab();
   FleetRequest r = vm_of("ci", 0);
-  r.unlisted_hosts = {"hc1", "hc2"};
+  r.held_hosts = {{"hc1", "its domains are not listed yet"}, {"hc2", "boots backing off"}};
   auto placed = f.place(r);
   REQUIRE(placed.is_ok());
   CHECK(placed->host == "tx1");
   r = vm_of("ci", 1);
-  r.unlisted_hosts = {"hc1", "hc2", "tx1"};
+  r.held_hosts = {{"hc1", "its domains are not listed yet"},
+                  {"hc2", "boots backing off"},
+                  {"tx1", "at max_starting"}};
   auto waiting = f.place(r);
   REQUIRE(!waiting.is_ok());
   CHECK(waiting.status().code() == ErrorCode::kResourceExhausted);
   CHECK(contains(waiting.status().message(), "hc1: its domains are not listed yet"));
+  CHECK(contains(waiting.status().message(), "tx1: at max_starting"));
 }
 
 TEST_CASE("fleet: removing a host with VMs says drain first", "[fleet]") {

@@ -192,6 +192,15 @@ TEST_CASE("scheduler: cores, image, host and backoff", "[sched][pool_queue]") {
     CHECK(reasons(plan_pool(pool.p)) ==
           std::vector<std::string>{"scheduling", "no_free_cores", "no_free_cores"});
   }
+  SECTION("in a fleet, the hosts' boot slots replace the pool's max_starting") {
+    pool.vms(4, VmState::kStarting, true);  // 4 booting: the pool's max_starting is used up
+    pool.p.boot_slots = 2;                  // but another host may boot two more
+    CHECK(reasons(plan_pool(pool.p)) ==
+          std::vector<std::string>{"scheduling", "scheduling", "at_max_starting"});
+    CHECK(plan_slot(pool.p, 2).reason == QueueReason::kAtMaxStarting);
+    pool.p.boot_slots = 0;
+    CHECK(reasons(plan_pool(pool.p)) == std::vector<std::string>(3, "at_max_starting"));
+  }
   SECTION("a backoff holds every lease that needs a boot until it ends") {
     pool.p.retry_after = clock.now() + Seconds(4);
     pool.vms(1, VmState::kStarting, false);
