@@ -86,15 +86,17 @@ Lease Harness::wait_ready(const std::string& id) {
   return *r;
 }
 
-bool Harness::settle(int warm) {
+bool settle_pool(LeaseEngine& engine, int warm) {
   for (int i = 0; i < 2000; ++i) {
-    engine->wait_idle(1s);
-    auto pools = engine->pools();
+    engine.wait_idle(1s);
+    auto pools = engine.pools();
     if (!pools.empty() && pools[0].warm == warm && pools[0].starting == 0) return true;
     std::this_thread::sleep_for(5ms);
   }
   return false;
 }
+
+bool Harness::settle(int warm) { return settle_pool(*engine, warm); }
 
 int Harness::cores_held() {
   int n = 0;

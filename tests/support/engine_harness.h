@@ -19,6 +19,9 @@ namespace armhive {
 
 extern const std::string kTestKey;
 
+// Waits until the engine's first pool has `warm` warm VMs and nothing is booting.
+bool settle_pool(LeaseEngine& engine, int warm);
+
 // A pool "ci" of the tiny image on the LX2160A test topology.
 PoolConfig ci_pool(int min_warm, int max, int vcpus = 2);
 

@@ -99,15 +99,7 @@ struct Lab {
     return out;
   }
 
-  bool settle(int warm) {
-    for (int i = 0; i < 2000; ++i) {
-      engine->wait_idle(1s);
-      auto pools = engine->pools();
-      if (!pools.empty() && pools[0].warm == warm && pools[0].starting == 0) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return false;
-  }
+  bool settle(int warm) { return settle_pool(*engine, warm); }
 
   Lease lease() {
     LeaseRequest req;
