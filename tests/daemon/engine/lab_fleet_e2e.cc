@@ -30,6 +30,7 @@
 #include "daemon/virt/shipping_image_source.h"
 #include "daemon/virt/storage.h"
 #include "tests/support/e2e_guest.h"
+#include "tests/support/lab.h"
 
 namespace armhive {
 namespace {
@@ -78,14 +79,9 @@ struct LabHost {
         for (const VmInfo& vm : *left) (void)hv->destroy_vm(vm.name);
       }
       (void)remove_network(hv->connection(), network);
-      auto pool = ensure_dir_pool(hv->connection(), kVmsPool, std::string(kStateDir) + "/overlays");
-      if (pool.is_ok() && virStoragePoolDestroy(pool->get()) < 0) virResetLastError();
+      drop_lab_pool(hv->connection(), kVmsPool, std::string(kStateDir) + "/overlays");
     }
-    if (conn) {
-      (void)remove_unused(*conn, kImagesPool, {});
-      auto pool = ensure_dir_pool(*conn, kImagesPool, kImagesDir);
-      if (pool.is_ok() && virStoragePoolDestroy(pool->get()) < 0) virResetLastError();
-    }
+    if (conn) drop_lab_pool(*conn, kImagesPool, kImagesDir);
   }
 };
 
@@ -100,8 +96,8 @@ TEST_CASE("one engine hands out real guests from two lab hosts", "[lab][e2e][fle
     if (name != "tiny") return not_found("no image \"" + name + "\"");
     return local;
   };
-  LabHost h1("h1", "qemu+tcp://10.79.1.2/system", catalogue);
-  LabHost h2("h2", "qemu+tcp://10.79.2.2/system", catalogue);
+  LabHost h1("h1", lab_host_uri(1), catalogue);
+  LabHost h2("h2", lab_host_uri(2), catalogue);
 
   auto db = Database::open(":memory:");
   REQUIRE(db.is_ok());

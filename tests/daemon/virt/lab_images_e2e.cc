@@ -20,6 +20,7 @@
 #include "daemon/virt/storage.h"
 #include "tests/support/e2e_guest.h"
 #include "tests/support/files.h"
+#include "tests/support/lab.h"
 
 namespace armhive {
 namespace {
@@ -30,12 +31,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kPool = "armhive-lab-images2";
 constexpr const char* kPoolDir = "/var/lib/libvirt/images/armhive-lab-images2";
 
-fs::path on_host_disk(const std::string& host_path) {
-  const std::string prefix = "/var/lib/libvirt/";
-  REQUIRE(host_path.rfind(prefix, 0) == 0);
-  return fs::path("/run/armhive-lab") / env_or("ARMHIVE_LAB", "") / "h2/lib" /
-         host_path.substr(prefix.size());
-}
+fs::path on_host_disk(const std::string& host_path) { return lab_host_disk(2, host_path); }
 
 // Resolves until the image is on the host (or a deadline far beyond a tiny image's upload).
 Result<BootImage> wait_shipped(ShippingImageSource& source, const std::string& name) {
@@ -63,7 +59,7 @@ TEST_CASE("a host is sent a pool's image before it is offered it, and again when
   const Image image = e2e_tiny_image();
   fs::path dir = fs::temp_directory_path() / ("armhive-lab-images-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  auto conn = Connection::open("qemu+tcp://10.79.2.2/system");
+  auto conn = Connection::open(lab_host_uri(2));
   REQUIRE(conn.is_ok());
   struct Cleanup {
     fs::path d;
@@ -71,9 +67,7 @@ TEST_CASE("a host is sent a pool's image before it is offered it, and again when
     ~Cleanup() {
       std::error_code ec;
       fs::remove_all(d, ec);
-      (void)remove_unused(c, kPool, {});
-      auto pool = ensure_dir_pool(c, kPool, kPoolDir);
-      if (pool.is_ok() && virStoragePoolDestroy(pool->get()) < 0) virResetLastError();
+      drop_lab_pool(c, kPool, kPoolDir);
     }
   } cleanup{dir, *conn};
 

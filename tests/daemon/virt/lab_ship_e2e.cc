@@ -23,6 +23,7 @@
 #include "daemon/virt/image_shipper.h"
 #include "daemon/virt/storage.h"
 #include "tests/support/files.h"
+#include "tests/support/lab.h"
 
 namespace armhive {
 namespace {
@@ -39,13 +40,8 @@ int lab_hosts() {
   return std::atoi(n);
 }
 
-std::string host_uri(int k) { return "qemu+tcp://10.79." + std::to_string(k) + ".2/system"; }
-
 // Where host k's pool directory lies on this machine's disk, outside the host's namespace.
-fs::path host_pool_dir_on_disk(int k) {
-  return fs::path("/run/armhive-lab") / env_or("ARMHIVE_LAB", "") / ("h" + std::to_string(k)) /
-         "lib/images/armhive-lab-ship";
-}
+fs::path host_pool_dir_on_disk(int k) { return lab_host_disk(k, kHostPoolDir); }
 
 std::vector<std::string> pool_volumes(virStoragePoolPtr pool) {
   std::vector<std::string> names;
@@ -68,7 +64,7 @@ struct LabHost {
   StoragePoolHandle pool;
 
   explicit LabHost(int host) : k(host) {
-    auto c = Connection::open(host_uri(k));
+    auto c = Connection::open(lab_host_uri(k));
     REQUIRE(c.is_ok());
     conn = std::make_unique<Connection>(std::move(*c));
     auto p = ensure_dir_pool(*conn, kPool, kHostPoolDir);

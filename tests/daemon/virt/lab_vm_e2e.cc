@@ -24,6 +24,7 @@
 #include "daemon/virt/storage.h"
 #include "tests/support/e2e_guest.h"
 #include "tests/support/files.h"
+#include "tests/support/lab.h"
 
 namespace armhive {
 namespace {
@@ -37,9 +38,9 @@ constexpr const char* kImagesDir = "/var/lib/libvirt/images/armhive-lab-images";
 constexpr const char* kStateDir = "/var/lib/libvirt/images/armhive-lab-vms";
 constexpr const char* kHostUri = "qemu+tcp://10.79.1.2/system";
 
-// Where host 1's /var/lib/libvirt/images/<rest> lies on this machine's disk.
-fs::path on_host_disk(const std::string& rest) {
-  return fs::path("/run/armhive-lab") / env_or("ARMHIVE_LAB", "") / "h1/lib/images" / rest;
+// Where host 1's overlay of the test VM lies on this machine's disk.
+fs::path overlay_on_host_disk(const std::string& overlay) {
+  return lab_host_disk(1, std::string(kStateDir) + "/" + overlay);
 }
 
 bool listed(const std::vector<std::string>& names, const std::string& name) {
@@ -58,11 +59,7 @@ TEST_CASE("a guest boots on a lab host with nothing of it on this machine's disk
   REQUIRE(ensure_dir_pool(*conn, kImagesPool, kImagesDir).is_ok());
   struct ImagesCleanup {
     Connection& c;
-    ~ImagesCleanup() {
-      (void)remove_unused(c, kImagesPool, {});
-      auto pool = ensure_dir_pool(c, kImagesPool, kImagesDir);
-      if (pool.is_ok() && virStoragePoolDestroy(pool->get()) < 0) virResetLastError();
-    }
+    ~ImagesCleanup() { drop_lab_pool(c, kImagesPool, kImagesDir); }
   } images_cleanup{*conn};
   auto ship = [&](const ImageFile& f) {
     auto shipped = ship_file(*conn, kImagesPool, f.path, f.sha256);
@@ -137,7 +134,7 @@ TEST_CASE("a guest boots on a lab host with nothing of it on this machine's disk
 
     // The overlay is in the host's own file system, and not in this machine's.
     const std::string overlay = std::string("overlays/") + spec.name + ".qcow2";
-    CHECK(fs::exists(on_host_disk(std::string("armhive-lab-vms/") + overlay)));
+    CHECK(fs::exists(overlay_on_host_disk(overlay)));
     CHECK_FALSE(fs::exists(fs::path(kStateDir)));
     CHECK(hv->paths_for(spec.name).console_log.empty());
 
@@ -196,15 +193,13 @@ TEST_CASE("a guest boots on a lab host with nothing of it on this machine's disk
     auto after = hv->list_vm_files();
     REQUIRE(after.is_ok());
     CHECK(after->empty());
-    CHECK_FALSE(fs::exists(on_host_disk(std::string("armhive-lab-vms/") + overlay)));
+    CHECK_FALSE(fs::exists(overlay_on_host_disk(overlay)));
     CHECK(hv->console_log(spec.name, 100).status().code() == ErrorCode::kNotFound);
     auto reservation = find_dhcp_host(hv->connection(), net.name, spec.name);
     REQUIRE(reservation.is_ok());
     CHECK_FALSE(reservation->has_value());
   }
-  auto pool =
-      ensure_dir_pool(hv->connection(), opts.storage_pool, std::string(kStateDir) + "/overlays");
-  if (pool.is_ok() && virStoragePoolDestroy(pool->get()) < 0) virResetLastError();
+  drop_lab_pool(hv->connection(), opts.storage_pool, std::string(kStateDir) + "/overlays");
 }
 
 }  // namespace
