@@ -494,7 +494,10 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
     MutexLock lock(mu_);
     auto it = vms_.find(vm_name);
     if (it == vms_.end() || !running_) return;
-    auto timer = std::make_shared<boost::asio::steady_timer>(io_, options_.agent_poll);
+    // On the VM's host io, like the strand its handler runs on: a wait still pending when the
+    // engine is destroyed is then dropped with that io, never after the io its timer uses.
+    auto timer =
+        std::make_shared<boost::asio::steady_timer>(*it->second.strand, options_.agent_poll);
     ++ops_in_flight_;
     timer->async_wait(boost::asio::bind_executor(
         *it->second.strand, [this, timer, vm_name, deadline](const boost::system::error_code&) {
