@@ -120,6 +120,7 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
 Result<std::vector<ForwardInfo>> ForwardTable::open(const std::string& lease_id,
                                                     const std::string& guest_address,
                                                     const std::vector<int>& guest_ports) {
+  std::lock_guard one_at_a_time(open_mu_);
   std::vector<int> missing;
   {
     std::lock_guard lock(mu_);

@@ -54,7 +54,10 @@ using AccessEventSink = std::function<void(const AccessEvent&)>;
 // Ownership: owns its io_context, worker threads, every TcpForward and an event thread that
 // delivers AccessEvents to the sink (so a sink writing SQLite never blocks a relay thread).
 // Threading: public methods are thread-safe. mu_ guards the lease → forwards map and the
-// reserved ports; it is never held while binding a socket or calling the sink.
+// reserved ports; it is never held while binding a socket or calling the sink. open_mu_ makes
+// open() calls one at a time (held across the binds): two callers opening the same lease's
+// forward at once (the lease-event watcher and an API read) otherwise each took a port, and
+// with one port left in the range the second failed as "no free port".
 class ForwardTable {
  public:
   static Result<std::unique_ptr<ForwardTable>> start(AccessOptions options, AccessEventSink sink);
@@ -99,6 +102,7 @@ class ForwardTable {
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
 
+  std::mutex open_mu_;  // taken before mu_, never inside it
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Open>> leases_;
   std::set<int> reserved_;  // ports held by open (or opening) forwards
