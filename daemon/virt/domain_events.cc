@@ -172,6 +172,8 @@ DomainEvents::~DomainEvents() noexcept {
   if (agent_id_ >= 0 && virConnectDomainEventDeregisterAny(conn_.get(), agent_id_) < 0) {
     virResetLastError();
   }
+  // A callback already running on the loop thread still holds the subscribers.
+  subscribers_->clear();
 }
 
 int DomainEvents::subscribe(Handler handler) { return subscribers_->add(std::move(handler)); }
@@ -183,6 +185,13 @@ int DomainEvents::Subscribers::add(Handler handler) {
   int id = next_id++;
   handlers.emplace(id, std::move(handler));
   return id;
+}
+
+void DomainEvents::Subscribers::clear() {
+  std::unique_lock lock(mu);
+  handlers.clear();
+  if (dispatching > 0 && dispatch_thread == std::this_thread::get_id()) return;  // in a handler
+  idle.wait(lock, [&] { return dispatching == 0; });
 }
 
 void DomainEvents::Subscribers::remove(int id) {

@@ -31,7 +31,10 @@ class DomainEvents {
   // Registers both callbacks on the connection's current virConnect. After
   // Connection::reconnect() attach a new DomainEvents.
   static Result<std::unique_ptr<DomainEvents>> attach(const Connection& connection);
-  ~DomainEvents() noexcept;  // deregisters the callbacks
+  // Deregisters the callbacks and drops every handler, waiting for a dispatch in progress
+  // (unless called from one): no handler runs after it returns, so what a handler captured may
+  // go right after (ASan saw an event reach a test's destroyed recorder).
+  ~DomainEvents() noexcept;
   DomainEvents(const DomainEvents&) = delete;
   DomainEvents& operator=(const DomainEvents&) = delete;
 
@@ -49,6 +52,7 @@ class DomainEvents {
     void dispatch(const VmEvent& event);
     int add(Handler handler);
     void remove(int id);  // waits for a dispatch in progress (unless called from one)
+    void clear();         // every handler; waits as remove()
   };
 
  private:
