@@ -94,6 +94,7 @@ Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
   AH_TRY(r.str("uri", h.uri));
   AH_TRY(r.boolean("connected", h.connected));
   AH_TRY(r.str("state", h.state));
+  AH_TRY(r.str("unreachable_since", h.unreachable_since));
   AH_TRY(r.str("last_error", h.last_error));
   AH_TRY(r.str("arch", h.arch));
   AH_TRY(r.str("cpu_model", h.cpu_model));
@@ -214,13 +215,15 @@ json to_json(const HostDto& h) {
   }
   json health = json::array();
   for (const auto& r : h.health) health.push_back(to_json(r));
-  return {{"hostname", h.hostname},           {"uri", h.uri},
-          {"connected", h.connected},         {"state", h.state},
-          {"last_error", h.last_error},       {"arch", h.arch},
-          {"cpu_model", h.cpu_model},         {"accel", h.accel},
-          {"memory_kib", h.memory_kib},       {"numa_nodes", std::move(numa)},
-          {"clusters", h.clusters},           {"cores", std::move(cores)},
-          {"fragmentation", h.fragmentation}, {"health", std::move(health)}};
+  json out = {{"hostname", h.hostname},           {"uri", h.uri},
+              {"connected", h.connected},         {"state", h.state},
+              {"last_error", h.last_error},       {"arch", h.arch},
+              {"cpu_model", h.cpu_model},         {"accel", h.accel},
+              {"memory_kib", h.memory_kib},       {"numa_nodes", std::move(numa)},
+              {"clusters", h.clusters},           {"cores", std::move(cores)},
+              {"fragmentation", h.fragmentation}, {"health", std::move(health)}};
+  if (!h.unreachable_since.empty()) out["unreachable_since"] = h.unreachable_since;
+  return out;
 }
 
 Result<HostDto> host_from_json(const json& j) {

@@ -145,7 +145,8 @@ struct LeaseDto {
   std::string id;
   std::string pool;
   std::string owner;
-  std::string state;  // pending|provisioning|ready|releasing|released|expired|failed
+  std::string state;  // pending|provisioning|ready|releasing|released|expired|failed|
+                      // host_unreachable|lost
   std::string reason;
   std::string purpose;
   std::map<std::string, std::string> labels;
@@ -233,10 +234,12 @@ struct HostDto {
   std::string hostname;
   std::string uri;
   bool connected = true;  // false while degraded
-  // ok | degraded (recent libvirt or database calls failed) | draining | maintenance (the
-  // admin's: no new VMs; either wins over degraded, which `connected` and last_error still show)
+  // ok | degraded (recent libvirt or database calls failed) | unreachable (its probe missed its
+  // deadline: its leases show host_unreachable) | draining | maintenance (the admin's: no new
+  // VMs; either wins over degraded, which `connected` and last_error still show)
   std::string state = "ok";
-  std::string last_error;  // the last failed call and why; empty if none
+  std::string unreachable_since;  // RFC 3339, while unreachable
+  std::string last_error;         // the last failed call and why; empty if none
   std::string arch;
   std::string cpu_model;
   std::string accel;  // kvm|tcg

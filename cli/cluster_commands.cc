@@ -93,6 +93,10 @@ class ClusterCommands final : public CommandGroup {
                 << (h.state == "ok" ? "" : ", " + h.state) << "): " << h.cores.size() << " cores, "
                 << allocated << " pinned, fragmentation " << h.fragmentation << "\n";
       // The last failure stays shown after the host is ok again: it says what went wrong.
+      if (!h.unreachable_since.empty()) {
+        std::cout << "  unreachable since " << h.unreachable_since
+                  << ": its leases show host_unreachable, then lost after the grace period\n";
+      }
       if (!h.last_error.empty()) std::cout << "  last error: " << h.last_error << "\n";
       Table t({"CPU", "NODE", "CLUSTER", "ROLE", "LEASE", "VM", "POOL"});
       for (const auto& c : h.cores) {

@@ -18,7 +18,7 @@ _armhive() {
     --ssh-key|-i|--config|--ca-file|-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --purpose) COMPREPLY=($(compgen -W "ci dev" -- "$cur")); return ;;
     --suite) COMPREPLY=($(compgen -W "network compression network,compression" -- "$cur")); return ;;
-    --state) COMPREPLY=($(compgen -W "pending provisioning ready releasing released expired failed" -- "$cur")); return ;;
+    --state) COMPREPLY=($(compgen -W "pending provisioning ready releasing released expired failed host_unreachable lost" -- "$cur")); return ;;
   esac
   if [[ $cword -eq 1 ]]; then COMPREPLY=($(compgen -W "$top $global" -- "$cur")); return; fi
   case "${words[1]}" in

@@ -90,7 +90,7 @@ class GitlabCommands final : public CommandGroup {
     LeaseDto l = *lease;
     while (l.state != "ready") {
       if (l.state == "failed" || l.state == "released" || l.state == "expired" ||
-          l.state == "releasing") {
+          l.state == "lost" || l.state == "releasing") {
         return system_failure("lease " + l.id + " is " + l.state +
                               (l.reason.empty() ? "" : ": " + l.reason));
       }

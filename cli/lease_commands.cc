@@ -117,7 +117,7 @@ int wait_ready(Client& client, LeaseDto& lease, std::chrono::seconds limit) {
                                           ": " + lease.queue->reason
                                     : std::string()));
     if (lease.state == "failed" || lease.state == "released" || lease.state == "expired" ||
-        lease.state == "releasing") {
+        lease.state == "lost" || lease.state == "releasing") {
       progress.finish();
       std::cerr << "armhive: lease " << lease.id << " is " << lease.state
                 << (lease.reason.empty() ? "" : ": " + lease.reason) << "\n";

@@ -244,6 +244,9 @@ int serve(const DaemonConfig& config) {
   engine_options.threads = config.threads;
   engine_options.boot_timeout = config.boot_timeout;
   engine_options.reconcile_period = config.reconcile_period;
+  engine_options.host_probe_period = config.host_probe_period;
+  engine_options.host_probe_timeout = config.host_probe_timeout;
+  engine_options.unreachable_grace = config.unreachable_grace;
   LeaseEngine engine(
       engine_options, **hypervisor, **leases, std::move(allocator).value(),
       [&images](const std::string& name) { return images.resolve(name); }, clock, &metrics,

@@ -326,6 +326,9 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.duration("reconcile_period", c.reconcile_period));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("threads", c.threads, 1, 64));
     ARMHIVE_RETURN_IF_ERROR(r.duration("min_health_interval", c.min_health_interval));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("host_probe_period", c.host_probe_period));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("host_probe_timeout", c.host_probe_timeout));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("unreachable_grace", c.unreachable_grace));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
   }
   ARMHIVE_RETURN_IF_ERROR(st);

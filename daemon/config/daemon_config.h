@@ -103,6 +103,11 @@ struct DaemonConfig {
   int threads = 4;
   // The shortest pools[].health.every allowed: health runs take a VM and the host's cores.
   std::chrono::milliseconds min_health_interval{std::chrono::hours(1)};
+  // A host is probed every host_probe_period; one that misses host_probe_timeout is
+  // unreachable, and its leases end as lost after unreachable_grace (EngineOptions).
+  std::chrono::milliseconds host_probe_period{std::chrono::seconds(5)};
+  std::chrono::milliseconds host_probe_timeout{std::chrono::seconds(10)};
+  std::chrono::milliseconds unreachable_grace{std::chrono::minutes(5)};
   AccessConfig access;
   GithubConfig github;
   // [[hosts]]; never empty after parsing: without [[hosts]], the one host of [host]. With a

@@ -8,7 +8,7 @@
 namespace armhive {
 namespace {
 
-constexpr std::array<std::pair<LeaseState, std::string_view>, 7> kStateNames{{
+constexpr std::array<std::pair<LeaseState, std::string_view>, 9> kStateNames{{
     {LeaseState::kPending, "pending"},
     {LeaseState::kProvisioning, "provisioning"},
     {LeaseState::kReady, "ready"},
@@ -16,6 +16,8 @@ constexpr std::array<std::pair<LeaseState, std::string_view>, 7> kStateNames{{
     {LeaseState::kReleased, "released"},
     {LeaseState::kExpired, "expired"},
     {LeaseState::kFailed, "failed"},
+    {LeaseState::kHostUnreachable, "host_unreachable"},
+    {LeaseState::kLost, "lost"},
 }};
 
 }  // namespace
@@ -35,7 +37,8 @@ std::optional<LeaseState> lease_state_from_string(std::string_view s) {
 }
 
 bool is_terminal(LeaseState s) {
-  return s == LeaseState::kReleased || s == LeaseState::kExpired || s == LeaseState::kFailed;
+  return s == LeaseState::kReleased || s == LeaseState::kExpired || s == LeaseState::kFailed ||
+         s == LeaseState::kLost;
 }
 
 bool is_valid_transition(LeaseState from, LeaseState to) {
@@ -46,8 +49,8 @@ bool is_valid_transition(LeaseState from, LeaseState to) {
       return false;
     case S::kProvisioning:
       return from == S::kPending;
-    case S::kReady:
-      return from == S::kPending || from == S::kProvisioning;
+    case S::kReady:  // handed out, or its host answers again
+      return from == S::kPending || from == S::kProvisioning || from == S::kHostUnreachable;
     case S::kReleasing:
       return from != S::kReleasing;
     // A lease ends directly when it never got a VM (cancelled while pending).
@@ -57,6 +60,10 @@ bool is_valid_transition(LeaseState from, LeaseState to) {
       return from == S::kReleasing || from == S::kPending;
     case S::kFailed:
       return true;
+    case S::kHostUnreachable:
+      return from == S::kReady;
+    case S::kLost:
+      return from == S::kHostUnreachable;
   }
   return false;
 }

@@ -23,6 +23,10 @@ enum class LeaseState {
   kReleased,      // ended by its owner
   kExpired,       // ended by the server when its TTL ran out
   kFailed,        // could not be provisioned or its VM died; `reason` says why
+  // Its VM's host stopped answering (issue 13): the VM may still run, so nothing is declared
+  // lost yet. Back to ready when the host answers again within the grace period; `lost` after.
+  kHostUnreachable,
+  kLost,  // its host stayed unreachable past the grace period; the VM is destroyed once it answers
 };
 
 std::string_view to_string(LeaseState s);

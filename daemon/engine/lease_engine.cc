@@ -2,8 +2,8 @@
 // The decisions are pure and live in daemon/core (pool_scheduler.h: hand-out, boots, refill;
 // reconciler.h: recovery; lease_rules.h: TTL, expiry, renewal; retry_backoff.h); these files
 // take snapshots under the lock, carry the plans out and persist after it. Over ~600 lines for
-// now: the fleet's host registry (runtime add/remove, host_unreachable) is still to come, and
-// splitting before that would split it twice.
+// now: the fleet's host registry (runtime add/remove) is still to come, and splitting before
+// that would split it twice.
 #include "daemon/engine/lease_engine.h"
 
 #include <spdlog/spdlog.h>
@@ -68,7 +68,8 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
                               std::make_unique<EngineHealth>(clock, metrics, h.name),
                               std::make_unique<boost::asio::io_context>(),
                               std::make_unique<std::mutex>(),
-                              std::make_unique<std::atomic<bool>>(false)};
+                              std::make_unique<std::atomic<bool>>(false),
+                              std::make_unique<DeadlineWorker>(h.name)};
     host_sync_[h.name];
   }
   for (const PoolConfig& p : options_.pools) pools_[p.name] = PoolRuntime{p, {}};
@@ -101,7 +102,7 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
 
 const LeaseEngine::HostIo* LeaseEngine::host_io(const std::string& host) const {
   if (host_order_.empty()) return nullptr;
-  auto it = host_io_.find(host.empty() ? host_order_.front() : host);
+  auto it = host_io_.find(host_name(host));
   return it == host_io_.end() ? nullptr : &it->second;
 }
 
@@ -172,18 +173,26 @@ Status LeaseEngine::start() {
   arm_timer(reaper_timer_, options_.reaper_period, [this] { expire_due_leases(); });
   arm_timer(schedule_timer_, options_.schedule_period, [this] { schedule(); });
   arm_timer(reconcile_timer_, options_.reconcile_period, [this] {
-    // Each host's pass on its own io, and none queued behind one still running (a hung host).
-    for (auto& [name, io] : host_io_) {
-      if (io.reconcile_queued->exchange(true)) continue;
-      boost::asio::post(*io.io, [this, host = name, queued = io.reconcile_queued.get()] {
-        Status s = reconcile_host(host);
-        queued->store(false);
-        if (!s.is_ok()) spdlog::warn("reconcile: {}", s.to_string());
-        flush();
-      });
-    }
+    for (const std::string& host : host_order_) queue_reconcile(host);
   });
+  if (options_.host_probe_period.count() > 0) {
+    for (const std::string& host : host_order_) {
+      threads_.emplace_back([this, host] { probe_loop(host); });
+    }
+  }
   return Status::ok();
+}
+
+// Each host's pass on its own io, and none queued behind one still running (a hung host).
+void LeaseEngine::queue_reconcile(const std::string& host) {
+  const HostIo& io = host_io_.at(host);
+  if (io.reconcile_queued->exchange(true)) return;
+  boost::asio::post(*io.io, [this, host, queued = io.reconcile_queued.get()] {
+    Status s = reconcile_host(host);
+    queued->store(false);
+    if (!s.is_ok()) spdlog::warn("reconcile: {}", s.to_string());
+    flush();
+  });
 }
 
 void LeaseEngine::stop() {
@@ -266,10 +275,11 @@ void LeaseEngine::transition_locked(ActiveLease& al, LeaseState to, std::string 
     std::abort();
   }
   TimePoint now = clock_.now();
+  bool resumed = l.state == LeaseState::kHostUnreachable;  // keeps its TTL and ready_at
   l.history.push_back({l.state, to, now, reason});
   l.state = to;
   l.reason = std::move(reason);
-  if (to == LeaseState::kReady) {
+  if (to == LeaseState::kReady && !resumed) {
     l.ready_at = now;
     l.expires_at = now + l.ttl;  // the TTL counts VM time, not time spent waiting
   }
@@ -576,6 +586,7 @@ void LeaseEngine::expire_due_leases() {
 }
 
 void LeaseEngine::expire_due_locked() {
+  lose_past_grace_locked();
   TimePoint now = clock_.now();
   std::vector<std::string> due;
   for (const auto& [id, al] : leases_) {
@@ -598,8 +609,7 @@ Result<LeaseEngine::LeaseVm> LeaseEngine::lease_vm(const std::string& lease_id) 
                             std::string(to_string(it->second.lease.state)) + ", not ready",
                         lease_id);
       }
-      const CoreAllocator* cores =
-          fleet_.cores(it->second.lease.host.empty() ? host_order_.front() : it->second.lease.host);
+      const CoreAllocator* cores = fleet_.cores(host_name(it->second.lease.host));
       return LeaseVm{it->second.lease, pools_.at(it->second.lease.pool).config,
                      cores == nullptr ? std::vector<int>{} : cores->sets().housekeeping};
     }
@@ -690,6 +700,10 @@ std::vector<PoolStatus> LeaseEngine::pools() {
     st.config = pool.config;
     for (const auto& [vname, vm] : vms_) {
       if (vm.record.pool != name) continue;
+      // A VM of an unreachable host serves nobody now (its lease, if any, shows it).
+      if (vm.record.state != VmState::kLeased && host_unreachable_now_locked(vm.record.host)) {
+        continue;
+      }
       switch (vm.record.state) {
         case VmState::kStarting:
           st.starting++;
@@ -731,6 +745,7 @@ HostView LeaseEngine::host_view_locked(const std::string& name, const EngineHeal
   // Its own calls' failures, and the database's (which every host suffers); the newer error
   // is the one shown.
   view.state = store_health.state != HostState::kOk ? store_health.state : calls.state;
+  const HostHealthTracker& tracker = fleet_.host(name)->health;
   const EngineHealth::View& newer =
       !store_health.last_error.empty() &&
               (calls.last_error.empty() || store_health.last_error_at > calls.last_error_at)
@@ -757,9 +772,15 @@ HostView LeaseEngine::host_view_locked(const std::string& name, const EngineHeal
   }
   // Health benchmarks are per pool: shown on every host for now.
   view.health = host_health_;
-  view.admin = fleet_.host(name)->health.admin();
+  view.admin = tracker.admin();
   for (const HealthResult& r : host_health_) {
     if (r.verdict == "degraded") view.state = HostState::kDegraded;
+  }
+  if (tracker.unreachable_since()) {
+    view.state = HostState::kUnreachable;
+    view.unreachable_since = tracker.unreachable_since();
+    view.last_error = tracker.last_error();
+    view.last_error_at = tracker.last_error_at();
   }
   return view;
 }

@@ -11,12 +11,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/deadline_worker.h"
 #include "base/metrics.h"
 #include "base/thread_annotations.h"
 #include "daemon/core/boot_image.h"
@@ -51,6 +53,13 @@ struct EngineOptions {
   std::chrono::milliseconds retry_backoff{std::chrono::seconds(1)};
   std::chrono::milliseconds max_retry_backoff{std::chrono::minutes(1)};
   size_t event_buffer = 10000;
+  // Each host is probed (a domain listing) every host_probe_period; a probe that misses
+  // host_probe_timeout, or finds the connection gone, makes the host unreachable: its free VMs
+  // leave the pools and its ready leases turn host_unreachable. Past unreachable_grace those
+  // leases end as lost. A period of zero probes only when probe_hosts() is called.
+  std::chrono::milliseconds host_probe_period{std::chrono::seconds(5)};
+  std::chrono::milliseconds host_probe_timeout{std::chrono::seconds(10)};
+  std::chrono::milliseconds unreachable_grace{std::chrono::minutes(5)};
 };
 
 // One libvirt host the engine drives: its hypervisor (borrowed, outlives the engine), its
@@ -90,7 +99,10 @@ struct EngineHost {
 // lock), while different VMs proceed in parallel. A VM's strand is on its host's io_context,
 // run by `threads` workers of that host alone, and the timed reconcile pass of a host runs
 // there too (never two queued): a host whose calls hang holds only its own workers. Timers and
-// hypervisor events run on the engine's io_context (two workers).
+// hypervisor events run on the engine's io_context (two workers). Each host's probe runs on a
+// thread of its own and calls libvirt through the host's DeadlineWorker (HostIo::probe), so
+// it learns within host_probe_timeout that a host hangs; stop() waits for a probe in progress
+// for at most that long.
 // exec() and console() run on the caller's thread and MAY overlap the VM's strand: exec is a
 // guest-agent command (libvirt takes its agent job, separate from the domain job that lifecycle
 // calls take, and every agent call has a timeout) and console() reads the console log file, so
@@ -165,6 +177,9 @@ class LeaseEngine final : public LeaseService {
   // One scheduling pass now (also run every schedule_period): refreshes pool images, retries
   // queued writes, hands out and boots what the pools need.
   void schedule();
+  // Probes every host now (also each host every host_probe_period, on its own thread), waiting
+  // at most host_probe_timeout per host. Returns the hosts found unreachable.
+  std::vector<std::string> probe_hosts();
   // Blocks until no VM operation is queued or running (tests).
   bool wait_idle(std::chrono::milliseconds timeout);
 
@@ -225,6 +240,8 @@ class LeaseEngine final : public LeaseService {
     std::unique_ptr<std::mutex> reconcile_mu;  // one pass at a time (held across libvirt)
     // A timed pass is queued or running: the timer queues no second one behind a hung host.
     std::unique_ptr<std::atomic<bool>> reconcile_queued;
+    // Runs the host's probe with a deadline: a hung libvirtd holds this thread, not the caller.
+    std::unique_ptr<DeadlineWorker> probe;
   };
   // What the engine knows of a host's domains (under mu_).
   struct HostSync {
@@ -232,6 +249,7 @@ class LeaseEngine final : public LeaseService {
     // domains are unknown, so no VM is started there.
     bool listed = false;
     ReconcileMemory memory;
+    int failed_probes = 0;  // in a row
   };
   // Hypervisor events go through this gate: the destructor closes it (under its mutex) so a
   // handler copy that is already running cannot post to a destroyed io_context.
@@ -271,7 +289,37 @@ class LeaseEngine final : public LeaseService {
   void post_destroy_locked(Vm& vm) REQUIRES(mu_);
   void finish_lease_locked(ActiveLease& al) REQUIRES(mu_);
   void expire_due_locked() REQUIRES(mu_);
+  // Host reachability (lease_engine_hosts.cc). probe_host() runs one probe and applies it.
+  bool probe_host(const std::string& host);
+  void probe_loop(const std::string& host);
+  // The host stopped answering: its ready leases turn host_unreachable, leases still being
+  // provisioned there wait for a VM elsewhere, its free VMs leave the pools (not destroyed).
+  void host_unreachable_locked(const std::string& host, const std::string& why) REQUIRES(mu_);
+  // The host answers: its host_unreachable leases are ready again and a reconcile pass of it
+  // is queued (adopt or destroy by the usual rules).
+  void host_back_locked(const std::string& host) REQUIRES(mu_);
+  // Leases of hosts unreachable for longer than the grace period end as lost; their VMs and
+  // the host's free VMs are destroyed (once the host answers).
+  void lose_past_grace_locked() REQUIRES(mu_);
+  bool host_unreachable_now_locked(const std::string& host) const REQUIRES(mu_);
+  // The ids of the live leases on `host` (in `state`, if given).
+  std::vector<std::string> leases_on_locked(const std::string& host,
+                                            std::optional<LeaseState> state) const REQUIRES(mu_);
+  // Queues one reconcile pass of the host on its io (none if one is queued or running).
+  void queue_reconcile(const std::string& host);
   void persist_vm_locked(const Vm& vm) REQUIRES(mu_);
+  // Whether each host the pool selects may take one of its boots now, and if not the first
+  // reason (in this order). pool_snapshot_locked() counts boot slots from it and
+  // start_vm_locked() holds the same hosts, so the plan and the placement never disagree.
+  enum class BootStage { kUnlisted, kNotTaking, kNoImage, kBackingOff, kFull, kReady };
+  struct BootHost {
+    BootStage stage = BootStage::kReady;
+    std::string hold;  // why not, for Fleet::place's message
+    int boots_left = 0;
+    TimePoint retry_after{};  // kBackingOff
+  };
+  std::map<std::string, BootHost> boot_hosts_locked(const PoolRuntime& pool, TimePoint now) const
+      REQUIRES(mu_);
   // The pool's VMs booting, by host.
   std::map<std::string, int> starting_on_locked(const std::string& pool) const REQUIRES(mu_);
   // The pool's view of its hosts for plan_pool(): the hosts its labels select.
@@ -288,6 +336,10 @@ class LeaseEngine final : public LeaseService {
   // The host of a record or lease ("" is the first host: from before hosts were recorded);
   // nullptr for a host this engine does not drive.
   const HostIo* host_io(const std::string& host) const;
+  // The host a record or lease names ("" is the first host). host_order_ is immutable: no lock.
+  const std::string& host_name(const std::string& host) const {
+    return host.empty() ? host_order_.front() : host;
+  }
   Hypervisor* hypervisor_of(const std::string& host) const;
   Status validate_request_locked(const LeaseRequest& request, const PoolRuntime& pool, Seconds ttl)
       REQUIRES(mu_);
@@ -357,8 +409,8 @@ class LeaseEngine final : public LeaseService {
   std::map<std::string, VmRecord> unadopted_ GUARDED_BY(mu_);
   std::deque<Event> events_ GUARDED_BY(mu_);
   std::vector<HealthResult> host_health_ GUARDED_BY(mu_);
-  // Each host's admin axis (drain / maintenance) is its tracker in fleet_; only admin() is read
-  // for now: the link axis is its HostIo::health until host_unreachable is built.
+  // Each host's admin axis (drain / maintenance) and link axis (unreachable, from its probes)
+  // are its tracker in fleet_; HostIo::health counts its calls' failures (degraded).
   std::mutex admin_mu_;  // one set_host_admin at a time (held across the store write, never in mu_)
   uint64_t next_seq_ GUARDED_BY(mu_) = 1;
   int ops_in_flight_ GUARDED_BY(mu_) = 0;

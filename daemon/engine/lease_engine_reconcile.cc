@@ -10,27 +10,45 @@
 namespace armhive {
 namespace {
 
-HostSnapshot take_host_snapshot(const std::string& name, Hypervisor& hypervisor,
-                                EngineHealth& health) {
+// A host's listing and the failures of its two calls (reported by the caller: the listing may
+// run on a DeadlineWorker that outlives it).
+struct Listing {
   HostSnapshot host;
-  host.name = name;
+  Status domains;
+  Status files;
+  void report(EngineHealth& health) const {
+    health.failed("hypervisor.list_vms", domains);
+    health.failed("hypervisor.list_vm_files", files);
+  }
+};
+
+Listing list_host(const std::string& name, Hypervisor& hypervisor) {
+  Listing out;
+  out.host.name = name;
   auto domains = hypervisor.list_vms();
   if (domains.is_ok()) {
-    host.complete = true;
-    host.domains = std::move(*domains);
+    out.host.complete = true;
+    out.host.domains = std::move(*domains);
   } else {
-    health.failed("hypervisor.list_vms", domains.status());
-    host.error = domains.status().to_string();
+    out.domains = domains.status();
+    out.host.error = domains.status().to_string();
   }
   auto files = hypervisor.list_vm_files();
   if (files.is_ok()) {
-    host.files_complete = true;
-    host.files = std::move(*files);
+    out.host.files_complete = true;
+    out.host.files = std::move(*files);
   } else {
-    health.failed("hypervisor.list_vm_files", files.status());
-    host.files_error = files.status().to_string();
+    out.files = files.status();
+    out.host.files_error = files.status().to_string();
   }
-  return host;
+  return out;
+}
+
+HostSnapshot take_host_snapshot(const std::string& name, Hypervisor& hypervisor,
+                                EngineHealth& health) {
+  Listing listing = list_host(name, hypervisor);
+  listing.report(health);
+  return std::move(listing.host);
 }
 
 }  // namespace
@@ -255,10 +273,31 @@ Status LeaseEngine::recover() {
     health_.failed("store.active", active.status());
     return active.status().annotate("recovery: cannot read the active leases");
   }
+  // Each host's listing under the probe's deadline: a host that does not answer holds up start
+  // for that long at most, and starts unreachable (its leases show it; nothing is adopted or
+  // destroyed there until it answers).
   std::map<std::string, HostSnapshot> snapshots;
+  std::map<std::string, std::string> unreachable;
   for (const std::string& h : host_order_) {
     const HostIo& io = host_io_.at(h);
-    snapshots[h] = take_host_snapshot(h, *io.hypervisor, *io.health);
+    Hypervisor* hv = io.hypervisor;
+    auto listed = io.probe->call<Listing>(
+        options_.host_probe_timeout, [h, hv]() -> Result<Listing> { return list_host(h, *hv); });
+    if (listed.is_ok()) {
+      listed->report(*io.health);
+      snapshots[h] = std::move(listed->host);
+      continue;
+    }
+    io.health->failed("hypervisor.list_vms", listed.status());
+    HostSnapshot none;
+    none.name = h;
+    none.error = listed.status().to_string();
+    snapshots[h] = std::move(none);
+    unreachable[h] = listed.status().code() == ErrorCode::kTimeout
+                         ? "libvirt did not answer within " +
+                               std::to_string(options_.host_probe_timeout.count()) +
+                               " ms at start-up"
+                         : listed.status().message();
   }
   MutexLock lock(mu_);
   for (Lease& l : *active) {
@@ -281,6 +320,10 @@ Status LeaseEngine::recover() {
     host_sync_.at(h).memory = plan.memory;
     host_sync_.at(h).listed = host.complete;
   }
+  for (const auto& [h, why] : unreachable) {
+    fleet_.health(h)->unreachable(clock_.now(), why);
+    host_unreachable_locked(h, why);
+  }
   // Leases whose VM is neither managed nor waiting to be adopted.
   std::vector<std::string> ids;
   for (const auto& [id, al] : leases_) ids.push_back(id);
@@ -300,11 +343,12 @@ Status LeaseEngine::recover() {
       pools_.at(l.pool).queue.push_back(id);
       continue;
     }
-    auto listed = snapshots.find(l.host.empty() ? host_order_.front() : l.host);
+    auto listed = snapshots.find(host_name(l.host));
     bool host_complete = listed != snapshots.end() && listed->second.complete;
     if (managed || recorded || !host_complete) continue;  // its VM is (or may be) there
     switch (l.state) {
       case LeaseState::kReady:
+      case LeaseState::kHostUnreachable:
         transition_locked(al, LeaseState::kFailed,
                           "VM " + l.vm_name + " vanished while armhived was down");
         finish_lease_locked(al);
@@ -324,6 +368,16 @@ Status LeaseEngine::recover() {
       default:
         break;
     }
+  }
+  // Leases left host_unreachable by the last run whose host answered now and whose VM was
+  // adopted: ready again (a lease whose VM is gone was failed above).
+  for (auto& [id, al] : leases_) {
+    if (al.lease.state != LeaseState::kHostUnreachable) continue;
+    const std::string& host = host_name(al.lease.host);
+    auto listed = snapshots.find(host);
+    if (listed == snapshots.end() || !listed->second.complete || unreachable.count(host)) continue;
+    if (al.lease.vm_name.empty() || !vms_.count(al.lease.vm_name)) continue;
+    transition_locked(al, LeaseState::kReady, "host " + host + " answered at start-up");
   }
   return Status::ok();
 }

@@ -142,6 +142,9 @@ PoolSnapshot LeaseEngine::pool_snapshot_locked(const PoolRuntime& pool) const {
   snap.limits = {.min_warm = cfg.min_warm, .max = cfg.max, .max_starting = cfg.max_starting};
   for (const auto& [name, vm] : vms_) {
     if (vm.record.pool != cfg.name) continue;
+    // A VM of an unreachable host has left the pool: not handed out, not retired (it may run
+    // a job), not counted, so the pool refills on its other hosts.
+    if (host_unreachable_now_locked(vm.record.host)) continue;
     snap.vms.push_back({.name = name,
                         .state = vm.record.state,
                         .bound = !vm.record.lease_id.empty(),
@@ -153,31 +156,26 @@ PoolSnapshot LeaseEngine::pool_snapshot_locked(const PoolRuntime& pool) const {
   // ready if a listed host taking VMs has it. Boots go only to such hosts that are not backing
   // off: their boot slots (max_starting each) and the core slots among those are summed; when
   // every one of them backs off, the pool backs off until the first is done.
-  std::map<std::string, int> starting = starting_on_locked(cfg.name);
   snap.host_listed = false;
   snap.host_draining = true;
   snap.image_ready = false;
   snap.boot_slots = 0;
   bool can_boot = false;
   TimePoint first_retry{};
-  for (const std::string& host : pool_hosts_locked(cfg)) {
-    if (!host_sync_.at(host).listed) continue;
+  for (const auto& [host, b] : boot_hosts_locked(pool, snap.now)) {
+    if (b.stage == BootStage::kUnlisted) continue;
     snap.host_listed = true;
-    if (!host_takes_vms_locked(host)) continue;
+    if (b.stage == BootStage::kNotTaking) continue;
     snap.host_draining = false;
-    auto image = pool.images.find(host);
-    if (image == pool.images.end() || !image->second.is_ok()) continue;
+    if (b.stage == BootStage::kNoImage) continue;
     snap.image_ready = true;
-    auto backoff = pool.backoff.find(host);
-    if (backoff != pool.backoff.end() && snap.now < backoff->second.retry_after) {
-      if (first_retry == TimePoint{} || backoff->second.retry_after < first_retry) {
-        first_retry = backoff->second.retry_after;
-      }
+    if (b.stage == BootStage::kBackingOff) {
+      if (first_retry == TimePoint{} || b.retry_after < first_retry) first_retry = b.retry_after;
       continue;
     }
     can_boot = true;
     const CoreAllocator& cores = *fleet_.cores(host);
-    int boots = std::max(0, cfg.max_starting - starting[host]);
+    int boots = b.boots_left;
     int fits = vm_slots(cfg.vcpus, cfg.cpu_policy == CpuPolicy::kDedicated, cores.free_dedicated(),
                         static_cast<int>(cores.sets().shared.size()), cores.shared_vcpus_in_use(),
                         cfg.overcommit);
@@ -187,6 +185,38 @@ PoolSnapshot LeaseEngine::pool_snapshot_locked(const PoolRuntime& pool) const {
   if (!snap.host_listed) snap.host_draining = false;
   if (!can_boot) snap.retry_after = first_retry;
   return snap;
+}
+
+std::map<std::string, LeaseEngine::BootHost> LeaseEngine::boot_hosts_locked(const PoolRuntime& pool,
+                                                                            TimePoint now) const {
+  const PoolConfig& cfg = pool.config;
+  std::map<std::string, int> starting = starting_on_locked(cfg.name);
+  std::map<std::string, BootHost> out;
+  for (const std::string& host : pool_hosts_locked(cfg)) {
+    BootHost& b = out[host];
+    b.boots_left = std::max(0, cfg.max_starting - starting[host]);
+    auto image = pool.images.find(host);
+    auto backoff = pool.backoff.find(host);
+    if (!host_sync_.at(host).listed) {
+      b.stage = BootStage::kUnlisted;
+      b.hold = "its domains are not listed yet";
+    } else if (!host_takes_vms_locked(host)) {
+      b.stage = BootStage::kNotTaking;
+      b.hold = "host is " + std::string(to_string(fleet_.host(host)->health.health()));
+    } else if (image == pool.images.end() || !image->second.is_ok()) {
+      b.stage = BootStage::kNoImage;
+      b.hold = "image " + cfg.image + " not on the host yet";
+    } else if (backoff != pool.backoff.end() && now < backoff->second.retry_after) {
+      b.stage = BootStage::kBackingOff;
+      b.retry_after = backoff->second.retry_after;
+      b.hold =
+          "boots backing off after " + std::to_string(backoff->second.failures) + " failure(s)";
+    } else if (b.boots_left == 0) {
+      b.stage = BootStage::kFull;
+      b.hold = "max_starting (" + std::to_string(cfg.max_starting) + ") VMs booting";
+    }
+  }
+  return out;
 }
 
 std::map<std::string, int> LeaseEngine::starting_on_locked(const std::string& pool) const {
@@ -209,8 +239,17 @@ std::string LeaseEngine::wait_text_locked(const PoolRuntime& pool, QueueReason r
     case QueueReason::kHostDraining: {
       std::vector<std::string> hosts = pool_hosts_locked(cfg);
       if (hosts.size() != 1) {
-        return "every host of pool '" + cfg.name +
-               "' is draining or in maintenance: no new VMs until one is undrained";
+        std::string states;
+        for (const std::string& h : hosts) {
+          states += (states.empty() ? "" : ", ") + h + " " +
+                    std::string(to_string(fleet_.host(h)->health.health()));
+        }
+        return "no host of pool '" + cfg.name + "' takes new VMs (" + states +
+               "): waiting until one does";
+      }
+      if (host_unreachable_now_locked(hosts.front())) {
+        return "host '" + hosts.front() +
+               "' is unreachable: " + fleet_.host(hosts.front())->health.last_error();
       }
       return "host '" + hosts.front() + "' is " +
              (fleet_.host(hosts.front())->health.admin() == HostHealthTracker::Admin::kMaintenance
@@ -358,19 +397,9 @@ Result<std::string> LeaseEngine::start_vm_locked(PoolRuntime& pool, const std::s
   std::string vm_id = new_id_locked("vm-", 8);
   std::string name = "armhive-" + vm_id;
   FleetRequest request = fleet_request_for(cfg, name, options_.strategy);
-  std::map<std::string, int> starting = starting_on_locked(cfg.name);
-  TimePoint now = clock_.now();
-  for (const auto& [host, sync] : host_sync_) {
-    auto backoff = pool.backoff.find(host);
-    if (!sync.listed) {
-      request.held_hosts[host] = "its domains are not listed yet";
-    } else if (backoff != pool.backoff.end() && now < backoff->second.retry_after) {
-      request.held_hosts[host] =
-          "boots backing off after " + std::to_string(backoff->second.failures) + " failure(s)";
-    } else if (starting[host] >= cfg.max_starting) {
-      request.held_hosts[host] =
-          "max_starting (" + std::to_string(cfg.max_starting) + ") VMs booting";
-    }
+  // The hosts the snapshot counted no boot slot on (the same function decides both).
+  for (const auto& [host, b] : boot_hosts_locked(pool, clock_.now())) {
+    if (b.stage != BootStage::kReady) request.held_hosts[host] = b.hold;
   }
   auto placed = fleet_.place(request);
   if (!placed.is_ok()) return placed.status();
@@ -679,6 +708,11 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
     if (lit == leases_.end() || lit->second.lease.state == LeaseState::kReleasing) {
       destroy_vm = true;
       vm.record.state = VmState::kDestroying;
+    } else if (vm.cancelled || lit->second.lease.vm_name != vm_name) {
+      // The lease left this VM meanwhile (its host went unreachable): the lease is not ours.
+      destroy_vm = true;
+      vm.record.state = VmState::kDestroying;
+      vm.record.lease_id.clear();
     } else if (!s.is_ok()) {
       ActiveLease& al = lit->second;
       destroy_vm = true;
@@ -798,6 +832,20 @@ void LeaseEngine::finish_lease_locked(ActiveLease& al) {
 void LeaseEngine::begin_release_locked(ActiveLease& al, LeaseState end_state, std::string reason) {
   Lease& l = al.lease;
   al.end_state = end_state;
+  if (l.state == LeaseState::kHostUnreachable) {
+    // Its host does not answer: the lease ends now rather than wait on it, and its VM is
+    // destroyed once the host answers (a destroy that fails is retried by reconcile passes).
+    std::string vm_name = l.vm_name;
+    transition_locked(al, LeaseState::kReleasing, reason);
+    transition_locked(al, end_state, reason);
+    finish_lease_locked(al);
+    auto vit = vms_.find(vm_name);
+    if (vit != vms_.end()) {
+      vit->second.record.lease_id.clear();
+      destroy_vm_locked(vit->second, reason);
+    }
+    return;
+  }
   if (l.vm_name.empty() || !vms_.count(l.vm_name)) {
     // No VM yet (pending, or waiting for a retry): end it at once.
     transition_locked(al, LeaseState::kReleasing, reason);

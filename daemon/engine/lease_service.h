@@ -45,8 +45,10 @@ struct CoreUse {
 };
 
 // Whether the engine's calls to the host (libvirt) and the database are succeeding.
-enum class HostState { kOk, kDegraded };
-inline std::string_view to_string(HostState s) { return s == HostState::kOk ? "ok" : "degraded"; }
+enum class HostState { kOk, kDegraded, kUnreachable };
+inline std::string_view to_string(HostState s) {
+  return s == HostState::kOk ? "ok" : s == HostState::kDegraded ? "degraded" : "unreachable";
+}
 
 struct HostView {
   HostTopology topology;
@@ -54,9 +56,12 @@ struct HostView {
   double fragmentation = 0;  // 0 = free cores form whole clusters/nodes; 1 = fully scattered
   // degraded: recent hypervisor or database calls failed (counted in /metrics); last_error
   // says which and why, and stays after the host is ok again.
+  // unreachable: its probe missed its deadline or its connection is gone (last_error says
+  // which, since when in unreachable_since); its leases show host_unreachable.
   HostState state = HostState::kOk;
   std::string last_error;
   TimePoint last_error_at;
+  std::optional<TimePoint> unreachable_since;
   // The newest health benchmark result of each pool with a schedule (daemon/bench
   // health_scheduler.h); any of them "degraded" makes `state` degraded too.
   std::vector<HealthResult> health;

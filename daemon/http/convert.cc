@@ -135,6 +135,12 @@ HostDto to_dto(const HostView& h) {
   // `connected` and last_error.
   if (h.admin == HostHealthTracker::Admin::kMaintenance) d.state = "maintenance";
   if (h.admin == HostHealthTracker::Admin::kDrain) d.state = "draining";
+  // As HostHealthTracker::health(): unreachable wins over draining (its leases show it),
+  // maintenance over both.
+  if (h.state == HostState::kUnreachable && h.admin != HostHealthTracker::Admin::kMaintenance) {
+    d.state = "unreachable";
+  }
+  if (h.unreachable_since) d.unreachable_since = to_rfc3339(*h.unreachable_since);
   d.last_error = h.last_error;
   d.arch = t.arch;
   d.cpu_model = t.cpu_model;

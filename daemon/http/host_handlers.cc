@@ -209,7 +209,12 @@ Status hosts_page(ServerContext& ctx, Call& c) {
             xml_escape(d.cpu_model) + ", " + xml_escape(d.accel) + ", " +
             std::to_string(h.topology.cpus.size()) + " CPUs, fragmentation " +
             two_decimals(d.fragmentation) +
-            (d.state == "ok" ? "" : ", <b>" + xml_escape(d.state) + "</b>") + "</p>\n" +
+            (d.state == "ok" ? "" : ", <b>" + xml_escape(d.state) + "</b>") +
+            (d.unreachable_since.empty()
+                 ? ""
+                 : " since " + xml_escape(d.unreachable_since) +
+                       " (its leases show host_unreachable, then end as lost)") +
+            "</p>\n" +
             (d.last_error.empty() ? "" : "<p>Last error: " + xml_escape(d.last_error) + "</p>\n") +
             health_lines(h) + render_svg(h) + "\n</section>\n";
   }

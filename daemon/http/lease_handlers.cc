@@ -282,8 +282,8 @@ Status list_leases(ServerContext& ctx, Call& c) {
     auto st = lease_state_from_string(req.param("state"));
     if (!st) {
       return invalid_argument("state",
-                              "must be one of pending, provisioning, ready, "
-                              "releasing, released, expired, failed");
+                              "must be one of pending, provisioning, ready, releasing, "
+                              "released, expired, failed, host_unreachable, lost");
     }
     f.state = st;
   }

@@ -2,6 +2,7 @@
 #include <set>
 
 #include "api/json.h"
+#include "daemon/http/convert.h"
 #include "daemon/http/event_hub.h"
 #include "daemon/http/handlers.h"
 #include "daemon/http/params.h"
@@ -24,7 +25,7 @@ Status metrics_text(ServerContext& ctx, Call& c) {
   if (counts.is_ok()) {
     metrics.clear("armhive_leases");
     for (auto s : {LeaseState::kPending, LeaseState::kProvisioning, LeaseState::kReady,
-                   LeaseState::kReleasing}) {
+                   LeaseState::kReleasing, LeaseState::kHostUnreachable}) {
       auto it = counts->find(s);
       metrics.set("armhive_leases", {{"state", std::string(to_string(s))}},
                   it == counts->end() ? 0.0 : static_cast<double>(it->second));
@@ -33,7 +34,7 @@ Status metrics_text(ServerContext& ctx, Call& c) {
   for (const char* g :
        {"armhive_pool_warm_vms", "armhive_pool_starting_vms", "armhive_pool_leased_vms",
         "armhive_pool_pending_leases", "armhive_host_cores", "armhive_host_cores_allocated",
-        "armhive_host_fragmentation"}) {
+        "armhive_host_fragmentation", "armhive_host_state"}) {
     metrics.clear(g);
   }
   for (const auto& p : ctx.leases.pools()) {
@@ -57,6 +58,12 @@ Status metrics_text(ServerContext& ctx, Call& c) {
     metrics.set("armhive_host_cores_allocated", {{"host", host}},
                 static_cast<double>(allocated.size()));
     metrics.set("armhive_host_fragmentation", {{"host", host}}, h.fragmentation);
+    // A state set: 1 for the host's state as GET /v1/hosts shows it, 0 for the others, so an
+    // alert on unreachable hosts is `armhive_host_state{state="unreachable"} == 1`.
+    std::string state = to_dto(h).state;
+    for (const char* s : {"ok", "degraded", "unreachable", "draining", "maintenance"}) {
+      metrics.set("armhive_host_state", {{"host", host}, {"state", s}}, state == s ? 1 : 0);
+    }
   }
   metrics.set("armhive_build_info", {{"version", ctx.options.version}}, 1);
   metrics.set("armhive_api_waiting_requests", {}, static_cast<double>(ctx.hub.waiting()));
@@ -81,6 +88,9 @@ void describe_api_metrics(Metrics& metrics) {
   metrics.describe_gauge("armhive_host_cores_allocated", "Host CPUs pinned to a VM, by host");
   metrics.describe_gauge("armhive_host_fragmentation",
                          "0 = free cores form whole clusters; 1 = fully scattered");
+  metrics.describe_gauge("armhive_host_state",
+                         "1 for each host's state (ok, degraded, unreachable, draining, "
+                         "maintenance), 0 for the others");
   metrics.describe_gauge("armhive_build_info", "armhived version");
   metrics.describe_gauge("armhive_api_waiting_requests",
                          "Long-polls and event streams waiting for events (they hold no thread)");

@@ -299,7 +299,7 @@ std::string filter_where(const LeaseFilter& filter, bool with_cursor,
   if (!filter.include_ended) {
     // The live states by name, so that the leases_state index finds them: NOT IN scanned every
     // ended lease of the history (48 ms per listing at 10^5 rows, see BENCHMARKS.md).
-    where += " AND state IN ('pending', 'provisioning', 'ready', 'releasing')";
+    where += " AND state IN ('pending', 'provisioning', 'ready', 'releasing', 'host_unreachable')";
   }
   if (with_cursor && !filter.after_id.empty()) {
     where += " AND n > (SELECT n FROM leases WHERE id = ?)";
@@ -337,7 +337,7 @@ Result<std::map<LeaseState, size_t>> SqliteLeaseStore::count(const LeaseFilter& 
 }
 
 Result<std::vector<Lease>> SqliteLeaseStore::active() {
-  return load("state IN ('pending', 'provisioning', 'ready', 'releasing')", {});
+  return load("state IN ('pending', 'provisioning', 'ready', 'releasing', 'host_unreachable')", {});
 }
 
 Status SqliteLeaseStore::put_vm(const VmRecord& vm) {

@@ -1,8 +1,10 @@
 #include "tests/support/lab.h"
 
 #include <libvirt/virterror.h>
+#include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 
 #include "daemon/virt/image_shipper.h"
 #include "daemon/virt/storage.h"
@@ -17,6 +19,27 @@ std::filesystem::path lab_host_disk(int k, const std::string& host_path) {
   REQUIRE(host_path.rfind(prefix, 0) == 0);
   return std::filesystem::path("/run/armhive-lab") / env_or("ARMHIVE_LAB", "") /
          ("h" + std::to_string(k)) / "lib" / host_path.substr(prefix.size());
+}
+
+int lab_libvirtd_pid(int k) {
+  std::filesystem::path file = std::filesystem::path("/run/armhive-lab") /
+                               env_or("ARMHIVE_LAB", "") / ("h" + std::to_string(k)) /
+                               "libvirtd.pid";
+  std::ifstream in(file);
+  int pid = 0;
+  in >> pid;
+  INFO(file);
+  REQUIRE(pid > 1);
+  return pid;
+}
+
+LabHostStop::LabHostStop(int k) : pid_(lab_libvirtd_pid(k)) { REQUIRE(::kill(pid_, SIGSTOP) == 0); }
+
+LabHostStop::~LabHostStop() { resume(); }
+
+void LabHostStop::resume() {
+  if (stopped_) (void)::kill(pid_, SIGCONT);
+  stopped_ = false;
 }
 
 void drop_lab_pool(const Connection& conn, const std::string& pool, const std::string& dir) {

@@ -16,6 +16,25 @@ std::string lab_host_uri(int k);
 // machine's disk: the lab binds /run/armhive-lab/$ARMHIVE_LAB/hK/lib there. REQUIREs the prefix.
 std::filesystem::path lab_host_disk(int k, const std::string& host_path);
 
+// Host k's libvirtd pid (the lab started it; tests stop and continue it to play a hung host).
+// REQUIREs a pid.
+int lab_libvirtd_pid(int k);
+
+// Stops host k's libvirtd with SIGSTOP (a hung host: its guests keep running) until resume()
+// or destruction, which send SIGCONT.
+class LabHostStop {
+ public:
+  explicit LabHostStop(int k);
+  ~LabHostStop();
+  LabHostStop(const LabHostStop&) = delete;
+  LabHostStop& operator=(const LabHostStop&) = delete;
+  void resume();
+
+ private:
+  int pid_;
+  bool stopped_ = true;
+};
+
 // Cleanup after a test: deletes the armhive volumes of the host's directory pool `pool` (at
 // `dir` on the host) and stops the transient pool. Errors are ignored (nothing may be left to
 // remove).

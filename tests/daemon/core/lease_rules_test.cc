@@ -83,5 +83,29 @@ TEST_CASE("lease rules: a lease that lost its VM before ready is requeued, faile
   CHECK(after_handout_failure(LeaseState::kReleasing, 1) == O::kEndedByRelease);
 }
 
+TEST_CASE("lease states: a host that stops answering holds a ready lease, then loses it",
+          "[lease_rules]") {
+  using S = LeaseState;
+  CHECK(is_valid_transition(S::kReady, S::kHostUnreachable));
+  CHECK(is_valid_transition(S::kHostUnreachable, S::kReady));  // the host answers again
+  CHECK(is_valid_transition(S::kHostUnreachable, S::kLost));   // past the grace period
+  CHECK(is_valid_transition(S::kHostUnreachable, S::kReleasing));
+  // Only a handed-out lease can be held or lost: one still waiting takes a VM elsewhere.
+  CHECK_FALSE(is_valid_transition(S::kPending, S::kHostUnreachable));
+  CHECK_FALSE(is_valid_transition(S::kProvisioning, S::kHostUnreachable));
+  CHECK_FALSE(is_valid_transition(S::kReady, S::kLost));
+  CHECK_FALSE(is_valid_transition(S::kLost, S::kReady));
+  CHECK(is_terminal(S::kLost));
+  CHECK_FALSE(is_terminal(S::kHostUnreachable));
+  CHECK(lease_state_from_string("host_unreachable") == S::kHostUnreachable);
+  CHECK(to_string(S::kLost) == "lost");
+  // Its owner may still renew it and its TTL still runs.
+  CHECK(check_renewable("l-1", S::kHostUnreachable).is_ok());
+  Lease l;
+  l.state = S::kHostUnreachable;
+  l.expires_at = TimePoint{} + std::chrono::seconds(10);
+  CHECK(expiry_due(l, TimePoint{} + std::chrono::seconds(11)));
+}
+
 }  // namespace
 }  // namespace armhive

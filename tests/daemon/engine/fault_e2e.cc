@@ -82,7 +82,8 @@ TEST_CASE("an unreadable database at start: armhived refuses to start and no VM 
 
 TEST_CASE(
     "libvirtd stopped under a running armhived and at its restart: nothing is destroyed, "
-    "the host shows degraded, the VM is adopted once libvirtd continues",
+    "the host shows unreachable and the lease host_unreachable, the VM is adopted once "
+    "libvirtd continues",
     "[libvirtd-stop]") {
   std::string state = e2e_state() + "/lease-stopped";
   DaemonProcess daemon(state, e2e_state() + "/images", 18474, one_core_pool_toml(1));
@@ -97,13 +98,16 @@ TEST_CASE(
   {
     StoppedLibvirtd stopped;
     REQUIRE(stopped.stopped());
-    // The periodic pass cannot list the host: the host says so, the lease stays ready, the API
-    // keeps answering, and nothing is destroyed on that partial knowledge.
+    // The host's probe misses its deadline: the host says so, the lease shows host_unreachable
+    // (its VM may still run: it does), the API keeps answering, and nothing is destroyed on
+    // that partial knowledge.
     std::string last_error;
     CHECK(eventually(
         [&] {
           auto hosts = api->hosts();
-          if (!hosts.is_ok() || hosts->empty() || (*hosts)[0].state != "degraded") return false;
+          if (!hosts.is_ok() || hosts->empty() || (*hosts)[0].state != "unreachable") {
+            return false;
+          }
           last_error = (*hosts)[0].last_error;
           return true;
         },
@@ -112,7 +116,8 @@ TEST_CASE(
     CHECK_FALSE(last_error.empty());
     auto during = api->get_lease(lease.id);
     REQUIRE(during.is_ok());
-    CHECK(during->state == "ready");
+    CHECK(during->state == "host_unreachable");
+    CHECK(during->reason.find("unreachable") != std::string::npos);
     CHECK(qemu_pid(vm) == qemu);
 
     // A restart while libvirtd is still stopped gives up with a clear error and touches nothing.
@@ -125,7 +130,8 @@ TEST_CASE(
     CHECK(qemu_pid(vm) == qemu);
     CHECK(vm_files(state).count(vm));
   }
-  // libvirtd continues: the next start adopts the VM, the lease is as it was, the host is ok.
+  // libvirtd continues: the next start adopts the VM, the lease is ready again (its TTL as it
+  // was), the host is ok.
   REQUIRE(daemon.start().is_ok());
   api = daemon.client();
   auto again = api->get_lease(lease.id);

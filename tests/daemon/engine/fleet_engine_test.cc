@@ -49,6 +49,8 @@ struct Lab {
     options.agent_poll = 1ms;
     options.reaper_period = 3600s;
     options.reconcile_period = 3600s;
+    options.host_probe_period = 0ms;     // the tests probe with probe_hosts()
+    options.host_probe_timeout = 200ms;  // a deadline, not a timing assertion
     options.schedule_period = 20ms;
     options.retry_backoff = 5ms;
     options.boot_timeout = 30s;
@@ -135,7 +137,7 @@ PoolConfig honeycomb_pool(int min_warm, int max) {
 }
 
 TEST_CASE("fleet engine: a pool spread over two hosts hands out VMs from both", "[engine][fleet]") {
-  Lab lab({honeycomb_pool(4, 8)});
+  Lab lab({honeycomb_pool(4, 12)});
   lab.make_engine();
   REQUIRE(lab.engine->start().is_ok());
   REQUIRE(lab.settle(4));
@@ -144,7 +146,9 @@ TEST_CASE("fleet engine: a pool spread over two hosts hands out VMs from both", 
 
   std::set<std::string> hosts_used;
   std::map<std::string, uint64_t> served;
-  for (int i = 0; i < 4; ++i) {
+  // Warm VMs are handed out in name order and the pool refills between leases (on either
+  // board when both hold as many): lease until both boards have served, at most 8.
+  for (int i = 0; i < 8 && hosts_used.size() < 2; ++i) {
     Lease l = lab.lease();
     REQUIRE(l.state == LeaseState::kReady);
     hosts_used.insert(l.host);
@@ -228,7 +232,8 @@ TEST_CASE("fleet engine: a drained host's free VMs go, the pool refills on the o
     lab.engine->schedule();
     lab.engine->wait_idle(5s);
     CHECK_THAT(lab.engine->get_lease(waiting.id)->reason,
-               Catch::Contains("every host of pool 'ci' is draining or in maintenance"));
+               Catch::Contains("no host of pool 'ci' takes new VMs (hc1 draining, hc2 "
+                               "maintenance)"));
     CHECK(lab.host("tx1").fake->creates() == 0);  // its labels never select tx1
     REQUIRE(lab.engine->set_host_admin("hc2", Admin::kNone).is_ok());
     CHECK(lab.engine->wait_lease(waiting.id, 10s)->state == LeaseState::kReady);
@@ -322,6 +327,223 @@ TEST_CASE("fleet engine: a host whose calls hang does not hold up the others' ha
     REQUIRE(done.is_ok());
     CHECK(done->state == LeaseState::kReady);
   }
+}
+
+// The owner's view of a lease's story: the event types for it, in order.
+std::vector<std::string> lease_events(LeaseEngine& engine, const std::string& lease_id,
+                                      const std::string& owner) {
+  std::vector<std::string> out;
+  for (const Event& e : engine.events_since(0, 0ms)) {
+    if (e.lease_id != lease_id) continue;
+    CHECK(e.owner == owner);  // what the owner's event stream is filtered by
+    out.push_back(e.type);
+  }
+  return out;
+}
+
+// Probes until every host answers (at most ~5 s): a host's probe worker is free again only
+// once the call stuck in it has returned, a moment after the fault plan let it go.
+bool probed_reachable(LeaseEngine& engine) {
+  for (int i = 0; i < 500; ++i) {
+    if (engine.probe_hosts().empty()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+TEST_CASE("fleet engine: a host that stops answering holds its leases, then loses them",
+          "[engine][fleet][unreachable]") {
+  Lab lab({honeycomb_pool(2, 8)});
+  lab.options.unreachable_grace = 5min;
+  lab.make_engine();
+  REQUIRE(lab.engine->start().is_ok());
+  REQUIRE(lab.settle(2));
+  REQUIRE(lab.spread() == std::map<std::string, int>{{"hc1", 1}, {"hc2", 1}});
+  Lease on_hc2;
+  for (int i = 0; i < 6 && on_hc2.id.empty(); ++i) {  // warm VMs are taken in name order
+    Lease l = lab.lease();
+    if (l.host == "hc2") on_hc2 = l;
+    REQUIRE(lab.settle(2));
+  }
+  REQUIRE(!on_hc2.id.empty());
+  REQUIRE(lab.settle(2));
+  CHECK(lab.engine->probe_hosts().empty());
+
+  // hc2's libvirtd stops answering (a SIGSTOP, a cut cable): its probe misses its deadline.
+  Lab::Host& hc2 = lab.host("hc2");
+  hc2.faults.set_hang(std::chrono::minutes(10));  // until release_hangs()
+  hc2.faults.fail_method("list_vms", FaultKind::kHang);
+  CHECK(lab.engine->probe_hosts() == std::vector<std::string>{"hc2"});
+  Lease held = lab.engine->get_lease(on_hc2.id).value();
+  CHECK(held.state == LeaseState::kHostUnreachable);
+  CHECK_THAT(held.reason, Catch::Contains("host hc2 unreachable"));
+  CHECK_THAT(held.reason, Catch::Contains("the VM may still run"));
+  // Lost 5 minutes after it went, unless it answers (the test's clock did not move).
+  CHECK_THAT(held.reason, Catch::Contains("ends as lost at " +
+                                          to_rfc3339(lab.clock.now() + std::chrono::minutes(5))));
+  HostView view = lab.view("hc2");
+  CHECK(view.state == HostState::kUnreachable);
+  CHECK(view.unreachable_since.has_value());
+  CHECK_THAT(view.last_error, Catch::Contains("did not answer"));
+  CHECK(lab.view("hc1").state == HostState::kOk);
+  // A second probe while the first is still stuck keeps it unreachable without another wait.
+  CHECK(lab.engine->probe_hosts() == std::vector<std::string>{"hc2"});
+  CHECK(hc2.faults.hanging() == 1);
+
+  // Its warm VM left the pool (not destroyed: nothing is known of it); the pool refilled on
+  // hc1, and a new lease is served there at once.
+  std::set<std::string> hc2_before;
+  for (const auto& [name, d] : hc2.fake->domains()) hc2_before.insert(name);
+  REQUIRE(lab.settle(2));  // warm VMs of reachable hosts only
+  Lease next = lab.lease();
+  CHECK(next.state == LeaseState::kReady);
+  CHECK(next.host == "hc1");
+  auto hc2_kept = [&] {
+    for (const std::string& name : hc2_before) {
+      if (!hc2.fake->domains().count(name)) return false;
+    }
+    return true;
+  };
+  CHECK(hc2_kept());
+  GuestExecRequest run;
+  run.argv = {"true"};
+  CHECK(lab.engine->exec(on_hc2.id, run).status().code() == ErrorCode::kConflict);
+
+  auto answer_again = [&] {
+    hc2.faults.clear_method("list_vms");
+    hc2.faults.release_hangs();
+    while (hc2.faults.hanging() > 0) std::this_thread::sleep_for(1ms);
+  };
+
+  SECTION("back within the grace period: the lease resumes and nothing is destroyed") {
+    lab.clock.advance(std::chrono::minutes(4));
+    lab.engine->expire_due_leases();
+    CHECK(lab.engine->get_lease(on_hc2.id)->state == LeaseState::kHostUnreachable);
+    answer_again();
+    CHECK(probed_reachable(*lab.engine));
+    Lease back = lab.engine->get_lease(on_hc2.id).value();
+    CHECK(back.state == LeaseState::kReady);
+    CHECK(back.expires_at == on_hc2.expires_at);  // its TTL ran on meanwhile, unchanged
+    lab.engine->wait_idle(5s);
+    REQUIRE(lab.engine->reconcile().is_ok());
+    lab.engine->wait_idle(5s);
+    CHECK(lab.view("hc2").state == HostState::kOk);
+    CHECK(hc2_kept());  // nothing destroyed there: its warm VM serves again
+    REQUIRE(lab.engine->exec(on_hc2.id, run).is_ok());
+    CHECK(hc2.fake->saw(on_hc2.vm_name + ": true"));
+    std::vector<std::string> story = lease_events(*lab.engine, on_hc2.id, "ci-token");
+    CHECK(has(story, "lease.host_unreachable"));
+    CHECK(story.back() == "lease.ready");
+  }
+  SECTION("past the grace period: the lease is lost, its VM destroyed once the host answers") {
+    lab.clock.advance(std::chrono::minutes(6));
+    lab.engine->expire_due_leases();
+    Lease lost = lab.engine->get_lease(on_hc2.id).value();
+    CHECK(lost.state == LeaseState::kLost);
+    CHECK_THAT(lost.reason, Catch::Contains("longer than the grace of 300s"));
+    std::vector<std::string> story = lease_events(*lab.engine, on_hc2.id, "ci-token");
+    CHECK(story.back() == "lease.lost");
+    LeaseFilter live;
+    live.include_ended = false;
+    std::vector<Lease> still_live = lab.engine->list_leases(live).value();
+    for (const Lease& l : still_live) CHECK(l.id != on_hc2.id);
+
+    answer_again();
+    CHECK(probed_reachable(*lab.engine));
+    lab.engine->wait_idle(5s);
+    lab.clock.advance(std::chrono::minutes(1));  // past any destroy retry backoff
+    REQUIRE(lab.engine->reconcile().is_ok());
+    lab.engine->wait_idle(5s);
+    REQUIRE(lab.settle(2));
+    // The lost lease's VM and the warm VM hc2 held are gone; whatever hc2 holds now is new.
+    for (const std::string& name : hc2_before) {
+      INFO(name);
+      CHECK(hc2.fake->domains().count(name) == 0);
+    }
+  }
+  SECTION("a restart while the host is away: start is not held up, the lease resumes later") {
+    lab.make_engine();
+    REQUIRE(lab.engine->start().is_ok());  // hc2's listing waited for the probe's deadline only
+    CHECK(lab.view("hc2").state == HostState::kUnreachable);
+    CHECK(lab.engine->get_lease(on_hc2.id)->state == LeaseState::kHostUnreachable);
+    CHECK(lab.engine->get_lease(next.id)->state == LeaseState::kReady);
+    Lease more = lab.lease();
+    CHECK(more.state == LeaseState::kReady);
+    CHECK(more.host == "hc1");
+    answer_again();
+    CHECK(probed_reachable(*lab.engine));
+    lab.engine->wait_idle(5s);
+    REQUIRE(lab.engine->reconcile().is_ok());  // adopts hc2's VMs now that it lists
+    lab.engine->wait_idle(5s);
+    CHECK(lab.engine->get_lease(on_hc2.id)->state == LeaseState::kReady);
+    CHECK(hc2_kept());
+    REQUIRE(lab.engine->exec(on_hc2.id, run).is_ok());
+  }
+  SECTION("released while its host is away: the lease ends now, the VM goes once it answers") {
+    Lease released = lab.engine->release_lease(on_hc2.id).value();
+    CHECK(released.state == LeaseState::kReleased);
+    answer_again();
+    CHECK(probed_reachable(*lab.engine));
+    lab.engine->wait_idle(5s);
+    lab.clock.advance(std::chrono::minutes(1));
+    REQUIRE(lab.engine->reconcile().is_ok());
+    lab.engine->wait_idle(5s);
+    CHECK(hc2.fake->domains().count(on_hc2.vm_name) == 0);
+  }
+}
+
+TEST_CASE("fleet engine: a hand-out caught by a host that hangs is served by another host",
+          "[engine][fleet][unreachable]") {
+  Lab lab({honeycomb_pool(4, 8)});
+  lab.options.handout_wait = 20ms;  // create_lease returns while the hand-out is stuck
+  lab.make_engine();
+  REQUIRE(lab.engine->start().is_ok());
+  REQUIRE(lab.settle(4));
+  REQUIRE(lab.spread() == std::map<std::string, int>{{"hc1", 2}, {"hc2", 2}});
+
+  // hc2 hangs: its hand-out calls first (what a lease meets), then its listing.
+  Lab::Host& hc2 = lab.host("hc2");
+  hc2.faults.set_hang(std::chrono::minutes(10));  // until release_hangs()
+  hc2.faults.fail_method("set_authorized_keys", FaultKind::kHang);
+  Lease caught;
+  std::vector<std::string> taken;
+  for (int i = 0; i < 4 && caught.id.empty(); ++i) {  // warm VMs are taken in name order
+    Lease l = lab.lease();
+    taken.push_back(l.id);
+    if (l.state == LeaseState::kProvisioning && l.host == "hc2") caught = l;
+  }
+  REQUIRE(!caught.id.empty());
+  while (hc2.faults.hanging() == 0) std::this_thread::sleep_for(1ms);
+  hc2.faults.fail_method("list_vms", FaultKind::kHang);
+  CHECK(lab.engine->probe_hosts() == std::vector<std::string>{"hc2"});
+
+  // The caught lease was not handed out yet: it takes a VM on hc1 rather than wait for hc2.
+  Result<Lease> served = lab.engine->wait_lease(caught.id, 20s);
+  REQUIRE(served.is_ok());
+  CHECK(served->state == LeaseState::kReady);
+  CHECK(served->host == "hc1");
+  CHECK(served->vm_name != caught.vm_name);
+
+  // hc2 answers: the stuck hand-out returns and finds its lease gone to another VM; its VM is
+  // destroyed and the lease stays where it is.
+  hc2.faults.clear_method("set_authorized_keys");
+  hc2.faults.clear_method("list_vms");
+  hc2.faults.release_hangs();
+  while (hc2.faults.hanging() > 0) std::this_thread::sleep_for(1ms);
+  CHECK(probed_reachable(*lab.engine));
+  lab.engine->wait_idle(5s);
+  Lease after = lab.engine->get_lease(caught.id).value();
+  CHECK(after.state == LeaseState::kReady);
+  CHECK(after.vm_name == served->vm_name);
+  CHECK(hc2.fake->domains().count(caught.vm_name) == 0);
+  GuestExecRequest run;
+  run.argv = {"true"};
+  REQUIRE(lab.engine->exec(caught.id, run).is_ok());
+  CHECK(lab.host("hc1").fake->saw(served->vm_name + ": true"));
 }
 
 TEST_CASE("fleet engine: a restart adopts each host's VMs from that host",

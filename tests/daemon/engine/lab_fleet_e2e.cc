@@ -2,8 +2,9 @@
 // both over libvirt's remote protocol, as armhived will once it builds its hosts from
 // [[hosts]]. The pool's image reaches each host through ShippingImageSource, the pool's warm
 // VMs are spread over the two hosts, and leases are handed out from both with real aarch64
-// guests: keys installed and commands run through each host's guest agent. Nothing is left on
-// either host afterwards.
+// guests: keys installed and commands run through each host's guest agent. A host whose
+// libvirtd is stopped (SIGSTOP) turns its lease host_unreachable while the other host serves the
+// next lease warm; continued, its lease is ready again. Nothing is left on either host afterwards.
 #include <libvirt/virterror.h>
 
 #include <algorithm>
@@ -122,6 +123,8 @@ TEST_CASE("one engine hands out real guests from two lab hosts", "[lab][e2e][fle
   options.boot_timeout = 300s;
   options.schedule_period = 200ms;
   options.reconcile_period = 3600s;
+  options.host_probe_period = 0ms;  // the test probes (probe_hosts) when it wants to know
+  options.host_probe_timeout = 5s;
 
   // Each host's topology as armhived discovers a remote host: from its libvirt capabilities
   // (no sysfs of ours, no /dev/kvm probe). Pins must name CPUs the host has.
@@ -159,37 +162,66 @@ TEST_CASE("one engine hands out real guests from two lab hosts", "[lab][e2e][fle
   for (const HostView& v : engine.hosts()) INFO(v.topology.hostname << ": " << v.last_error);
   REQUIRE(warm_on_both());
 
-  // Two leases at once take the two warm VMs, one on each host.
-  std::vector<std::string> ids;
-  for (int i = 0; i < 2; ++i) {
+  // A lease takes one warm VM; the other stays warm on the other host (each lab host has room
+  // for one VM: one dedicated CPU).
+  auto lease = [&] {
     LeaseRequest req;
     req.pool = "lab";
     req.owner = "ci";
     req.ssh_keys = {kKey};
-    auto lease = engine.create_lease(req);
-    REQUIRE(lease.is_ok());
-    ids.push_back(lease->id);
-  }
-  std::set<std::string> served_by;
-  std::vector<std::pair<LabHost*, std::string>> vms;  // each lease's host and domain
-  for (const std::string& id : ids) {
-    auto ready = engine.wait_lease(id, 120s);
+    auto created = engine.create_lease(req);
+    REQUIRE(created.is_ok());
+    auto ready = engine.wait_lease(created->id, 120s);
     REQUIRE(ready.is_ok());
     INFO(ready->reason);
     REQUIRE(ready->state == LeaseState::kReady);
     CHECK(ready->warm_handout);
-    served_by.insert(ready->host);
+    return *ready;
+  };
+  const Lease first = lease();
+  const std::string other_host = first.host == "h1" ? "h2" : "h1";
+
+  // The first lease's host hangs: its libvirtd is stopped (SIGSTOP), its guest runs on. Its
+  // probe misses the deadline, the lease shows host_unreachable, and the next lease is served
+  // at once, warm, by the other host.
+  LabHostStop stop(first.host == "h1" ? 1 : 2);
+  CHECK(engine.probe_hosts() == std::vector<std::string>{first.host});
+  auto held = engine.get_lease(first.id);
+  REQUIRE(held.is_ok());
+  CHECK(held->state == LeaseState::kHostUnreachable);
+  CHECK(held->reason.find("host " + first.host + " unreachable") != std::string::npos);
+  const Lease second = lease();
+  CHECK(second.host == other_host);
+
+  // The host answers again, well within the grace period: its lease is ready again, the guest
+  // having run on meanwhile.
+  stop.resume();
+  std::vector<std::string> still = engine.probe_hosts();
+  for (int i = 0; i < 60 && !still.empty(); ++i) {  // the stopped call returns first
+    std::this_thread::sleep_for(1s);
+    still = engine.probe_hosts();
+  }
+  CHECK(still.empty());
+  auto resumed = engine.get_lease(first.id);
+  REQUIRE(resumed.is_ok());
+  CHECK(resumed->state == LeaseState::kReady);
+
+  std::vector<std::string> ids{first.id, second.id};
+  std::set<std::string> served_by;
+  std::vector<std::pair<LabHost*, std::string>> vms;  // each lease's host and domain
+  for (const Lease& l : {first, second}) {
+    served_by.insert(l.host);
     // The guest is the one on that host: its agent answers there, and it runs aarch64.
-    auto uname = engine.exec(id, GuestExecRequest{{"/bin/uname", "-m"}, "", 60s});
+    auto uname = engine.exec(l.id, GuestExecRequest{{"/bin/uname", "-m"}, "", 60s});
     REQUIRE(uname.is_ok());
     CHECK(uname->out == "aarch64\n");
     auto keys =
-        engine.exec(id, GuestExecRequest{{"/bin/cat", "/root/.ssh/authorized_keys"}, "", 60s});
+        engine.exec(l.id, GuestExecRequest{{"/bin/cat", "/root/.ssh/authorized_keys"}, "", 60s});
     REQUIRE(keys.is_ok());
     CHECK(keys->out.find(kKey) != std::string::npos);
-    LabHost& host = ready->host == "h1" ? h1 : h2;
-    CHECK(host.hv->connection().lookup_domain(ready->vm_name).is_ok());
-    vms.emplace_back(&host, ready->vm_name);
+    LabHost& host = l.host == "h1" ? h1 : h2;
+    CHECK(host.hv->connection().lookup_domain(l.vm_name).is_ok());
+    vms.emplace_back(&host, l.vm_name);
   }
   CHECK(served_by == std::set<std::string>{"h1", "h2"});
 

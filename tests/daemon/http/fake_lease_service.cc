@@ -314,6 +314,8 @@ std::vector<HostView> FakeLeaseService::hosts() {
     if (r.verdict == "degraded") h.state = HostState::kDegraded;
   }
   h.last_error = host_last_error_;
+  // An unreachable host says since when (the engine's tracker does; a fixed instant here).
+  if (host_state_ == HostState::kUnreachable) h.unreachable_since = from_unix_ms(1800000000000);
   return {h};
 }
 

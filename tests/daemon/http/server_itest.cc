@@ -516,6 +516,19 @@ TEST_CASE("http: pools and hosts describe capacity and the core map", "[http]") 
   CHECK(degraded.body.find("<b>degraded</b>") != std::string::npos);
   CHECK(degraded.body.find("Last error: virConnectListAllDomains: &lt;timed out&gt;") !=
         std::string::npos);
+
+  // A host that stopped answering: the page, the JSON and the state filter say so.
+  f.leases.set_host_state(HostState::kUnreachable, "libvirt did not answer within 10s");
+  auto away = f.request("GET", "/ui/hosts", f.ci_b);
+  CHECK(away.body.find("<b>unreachable</b> since 2027-01-15T08:00:00.000Z") != std::string::npos);
+  auto listed = f.request("GET", "/v1/hosts", f.admin);
+  REQUIRE(listed.status == 200);
+  json host = json::parse(listed.body)["items"][0];
+  CHECK(host["state"] == "unreachable");
+  CHECK(host["unreachable_since"] == "2027-01-15T08:00:00.000Z");
+  CHECK(host["last_error"] == "libvirt did not answer within 10s");
+  CHECK(f.request("GET", "/v1/leases?state=host_unreachable", f.admin).status == 200);
+  problem(f.request("GET", "/v1/leases?state=gone", f.admin), 400, "state");
 }
 
 TEST_CASE("http: events stream as NDJSON, filtered to the token's own leases", "[http]") {
@@ -658,6 +671,8 @@ TEST_CASE("http: /metrics is valid Prometheus text with lease, pool and API figu
   CHECK(values["armhive_pool_warm_vms{pool=\"tiny\"}"] == 2);
   CHECK(values["armhive_pool_pending_leases{pool=\"slow\"}"] == 1);
   CHECK(values["armhive_host_cores_allocated{host=\"honeycomb\"}"] == 2);
+  CHECK(values["armhive_host_state{host=\"honeycomb\",state=\"ok\"}"] == 1);
+  CHECK(values["armhive_host_state{host=\"honeycomb\",state=\"unreachable\"}"] == 0);
   CHECK(values["armhive_api_requests_total{code=\"201\",method=\"POST\",route=\"/v1/leases\"}"] ==
         2);
   CHECK(values["armhive_api_request_duration_seconds_count{method=\"GET\",route=\"/v1/pools\"}"] ==
