@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "api/client.h"
+#include "bench/latency_summary.h"
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/lease_engine.h"
 #include "daemon/http/server.h"
@@ -39,27 +40,6 @@ using Clock = std::chrono::steady_clock;
 const std::string kKey =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHk2b2hDb3JlS2V5Rm9yVGVzdHNPbmx5MTIzNDU2Nzg5 "
     "bench@armhive";
-
-nlohmann::json summarise(std::vector<double> ms) {
-  std::sort(ms.begin(), ms.end());
-  auto pct = [&](double p) {
-    if (ms.empty()) return 0.0;
-    size_t i = static_cast<size_t>(p * static_cast<double>(ms.size() - 1) + 0.5);
-    return ms[std::min(i, ms.size() - 1)];
-  };
-  double sum = 0;
-  for (double v : ms) sum += v;
-  return {{"n", ms.size()},
-          {"p50_ms", pct(0.50)},
-          {"p90_ms", pct(0.90)},
-          {"p99_ms", pct(0.99)},
-          {"max_ms", ms.empty() ? 0 : ms.back()},
-          {"mean_ms", ms.empty() ? 0 : sum / static_cast<double>(ms.size())}};
-}
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 bool wait_warm(const std::function<int()>& warm, std::chrono::seconds timeout) {
   auto deadline = Clock::now() + timeout;
@@ -163,8 +143,8 @@ int run_in_process(int leases, nlohmann::json& out) {
   }
   server.stop();
   env.engine->stop();
-  out["modes"]["engine_direct"] = summarise(direct);
-  out["modes"]["http_full_stack"] = summarise(http_ms);
+  out["modes"]["engine_direct"] = summarise_ms(direct);
+  out["modes"]["http_full_stack"] = summarise_ms(http_ms);
   out["modes"]["engine_direct"]["what"] =
       "LeaseEngine::create_lease on a warm pool, SQLite file, in-memory hypervisor";
   out["modes"]["http_full_stack"]["what"] =
@@ -208,7 +188,7 @@ int run_against_daemon(const std::string& server, const std::string& token, cons
     std::cerr << "lease " << i + 1 << "/" << leases << ": " << took << " ms\n";
     (void)(*client)->release_lease(dto->id);
   }
-  out["modes"]["daemon_real_guests"] = summarise(ms);
+  out["modes"]["daemon_real_guests"] = summarise_ms(ms);
   // The cold path (every refill behind these hand-outs is one), split by the daemon's
   // armhive_boot_phase_seconds histograms: mean seconds per phase.
   httplib::Client http(server);
