@@ -14,6 +14,11 @@ namespace armhive {
 
 std::string lab_host_uri(int k) { return "qemu+tcp://10.79." + std::to_string(k) + ".2/system"; }
 
+std::string lab_host_tls_uri(int k) {
+  return "qemu+tls://10.79." + std::to_string(k) + ".2/system?pkipath=" +
+         (std::filesystem::path("/run/armhive-lab") / env_or("ARMHIVE_LAB", "") / "pki").string();
+}
+
 std::filesystem::path lab_host_disk(int k, const std::string& host_path) {
   const std::string prefix = "/var/lib/libvirt/";
   REQUIRE(host_path.rfind(prefix, 0) == 0);

@@ -12,6 +12,11 @@ namespace armhive {
 // Host k's libvirt URI: its libvirtd listens on 10.79.k.2 in the host's network namespace.
 std::string lab_host_uri(int k);
 
+// Host k's libvirt URI over TLS (port 16514, mutual: the host admits only the lab's client
+// certificate): pkipath is /run/armhive-lab/$ARMHIVE_LAB/pki, where the lab puts cacert.pem,
+// clientcert.pem and clientkey.pem.
+std::string lab_host_tls_uri(int k);
+
 // Where host k's `host_path` (under /var/lib/libvirt/, as the host sees it) lies on this
 // machine's disk: the lab binds /run/armhive-lab/$ARMHIVE_LAB/hK/lib there. REQUIREs the prefix.
 std::filesystem::path lab_host_disk(int k, const std::string& host_path);
