@@ -10,13 +10,6 @@
 
 namespace armhive {
 
-bool is_remote_uri(std::string_view uri) {
-  const size_t scheme_end = uri.find("://");
-  if (scheme_end == std::string_view::npos) return false;  // a bare driver name is local
-  const size_t host = scheme_end + 3;
-  return host < uri.size() && uri[host] != '/';
-}
-
 namespace {
 
 // The close callback's opaque pointer, owned by the connection's deleter (see open_raw). It

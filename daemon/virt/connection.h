@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/libvirt_uri.h"
 #include "base/result.h"
 #include "daemon/virt/handles.h"
 
@@ -18,9 +19,7 @@ namespace armhive {
 // invalidating pointers already handed out.
 using ConnectPtr = std::shared_ptr<virConnect>;
 
-// Whether a libvirt URI names another host ("qemu+tcp://tx1/system", "qemu+ssh://u@hc1/system")
-// rather than this one ("qemu:///system", "test:///default"): its files are not on this disk.
-bool is_remote_uri(std::string_view uri);
+// is_remote_uri(uri): base/libvirt_uri.h.
 
 // One libvirt connection (normally shared by the whole daemon for one host).
 //

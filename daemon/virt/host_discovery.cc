@@ -153,7 +153,21 @@ Result<HostTopology> parse_capabilities(std::string_view capabilities_xml,
     }
   }
 
-  bool kvm = options.kvm_usable ? *options.kvm_usable : kvm_device_usable(options.kvm_device);
+  bool kvm = false;
+  if (options.kvm_usable) {
+    kvm = *options.kvm_usable;
+  } else if (options.kvm_from_capabilities) {
+    // libvirt offers a kvm domain for an arch only where /dev/kvm works on that host.
+    for (xmlNodePtr guest : doc.nodes("/capabilities/guest")) {
+      xmlNodePtr arch = doc.node("arch", guest);
+      if (arch == nullptr || detail::attr_of(arch, "name") != t.arch) continue;
+      for (xmlNodePtr domain : doc.nodes("domain", arch)) {
+        kvm = kvm || detail::attr_of(domain, "type") == "kvm";
+      }
+    }
+  } else {
+    kvm = kvm_device_usable(options.kvm_device);
+  }
   t.accel = (t.arch == "aarch64" && kvm) ? Accel::kKvm : Accel::kTcg;
   return t;
 }

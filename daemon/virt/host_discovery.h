@@ -22,6 +22,9 @@ struct DiscoveryOptions {
   // aarch64 host with usable KVM gets Accel::kKvm.
   std::optional<bool> kvm_usable;
   std::string kvm_device = "/dev/kvm";
+  // Without kvm_usable: a remote host's KVM is what its capabilities say (a <domain type='kvm'>
+  // for the host's arch, which libvirt lists only where /dev/kvm works), not this machine's.
+  bool kvm_from_capabilities = false;
   // Free hugepages per cell are not in capabilities (their <pages> count totals): discover_host
   // asks virNodeGetFreePages; parse_capabilities reports free = total unless given here,
   // indexed [cell][page size KiB].

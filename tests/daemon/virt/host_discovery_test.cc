@@ -56,6 +56,29 @@ TEST_CASE("LX2160A: 16 Cortex-A72 CPUs in one NUMA cell, 8 two-core L2 clusters 
   CHECK(t->cells[0].hugepages[0].free == 512);
 }
 
+TEST_CASE("a remote host's KVM is what its own capabilities offer, not this machine's /dev/kvm",
+          "[virt][topology]") {
+  DiscoveryOptions o;
+  o.sysfs_root.clear();
+  o.kvm_from_capabilities = true;
+  o.kvm_device = "/nonexistent/kvm";  // this machine's answer must not matter
+  auto kvm = parse_capabilities(fixture("lx2160a.xml"), o);
+  REQUIRE(kvm.is_ok());
+  CHECK(kvm->accel == Accel::kKvm);
+  // The same board whose libvirtd offers no kvm domain (no usable /dev/kvm there).
+  std::string caps = fixture("lx2160a.xml");
+  const std::string line = "<domain type='kvm'/>";
+  REQUIRE(caps.find(line) != std::string::npos);
+  caps.erase(caps.find(line), line.size());
+  auto tcg = parse_capabilities(caps, o);
+  REQUIRE(tcg.is_ok());
+  CHECK(tcg->accel == Accel::kTcg);
+  // An x86 host offers kvm for x86_64 guests only: aarch64 guests are emulated there.
+  auto x86 = parse_capabilities(fixture("x86-64-tcg-host.xml"), o);
+  REQUIRE(x86.is_ok());
+  CHECK(x86->accel == Accel::kTcg);
+}
+
 TEST_CASE("LX2160A without /dev/kvm falls back to TCG; clusters can be given for a remote host",
           "[virt][topology]") {
   DiscoveryOptions o;
