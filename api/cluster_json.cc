@@ -92,6 +92,7 @@ Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
   AH_TRY(r.require_object());
   AH_TRY(r.str("hostname", h.hostname));
   AH_TRY(r.str("uri", h.uri));
+  AH_TRY(r.str_map("labels", h.labels));
   AH_TRY(r.boolean("connected", h.connected));
   AH_TRY(r.str("state", h.state));
   AH_TRY(r.str("unreachable_since", h.unreachable_since));
@@ -223,6 +224,7 @@ json to_json(const HostDto& h) {
               {"clusters", h.clusters},           {"cores", std::move(cores)},
               {"fragmentation", h.fragmentation}, {"health", std::move(health)}};
   if (!h.unreachable_since.empty()) out["unreachable_since"] = h.unreachable_since;
+  if (!h.labels.empty()) out["labels"] = h.labels;
   return out;
 }
 

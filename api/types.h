@@ -232,8 +232,9 @@ struct HealthResultDto {
 
 struct HostDto {
   std::string hostname;
-  std::string uri;
-  bool connected = true;  // false while degraded
+  std::string uri;                            // its libvirt URI
+  std::map<std::string, std::string> labels;  // what pools select it by ([[hosts]] labels)
+  bool connected = true;                      // false while degraded
   // ok | degraded (recent libvirt or database calls failed) | unreachable (its probe missed its
   // deadline: its leases show host_unreachable) | draining | maintenance (the admin's: no new
   // VMs; either wins over degraded, which `connected` and last_error still show)

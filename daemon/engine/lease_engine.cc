@@ -45,6 +45,7 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
       store_(store),
       clock_(clock),
       metrics_(metrics),
+      agent_router_([this](std::string_view vm) { return vm_agent(vm); }),
       health_(clock, metrics),
       persist_(store, clock, health_),
       gate_(std::make_shared<EventGate>()),
@@ -65,6 +66,7 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
     host_order_.push_back(h.name);
     host_io_[h.name] = HostIo{h.hypervisor,
                               std::move(h.images),
+                              h.uri,
                               std::make_unique<EngineHealth>(clock, metrics, h.name),
                               std::make_unique<boost::asio::io_context>(),
                               std::make_unique<std::mutex>(),
@@ -109,6 +111,21 @@ const LeaseEngine::HostIo* LeaseEngine::host_io(const std::string& host) const {
 std::shared_ptr<LeaseEngine::Strand> LeaseEngine::strand_for(const std::string& host) {
   const HostIo* io = host_io(host);
   return std::make_shared<Strand>(io == nullptr ? io_.get_executor() : io->io->get_executor());
+}
+
+Result<GuestAgent*> LeaseEngine::vm_agent(std::string_view vm_name) {
+  std::string host;
+  {
+    MutexLock lock(mu_);
+    auto it = vms_.find(std::string(vm_name));
+    if (it == vms_.end()) {
+      return not_found("VM " + std::string(vm_name) + " is not one of this armhived's", "vm");
+    }
+    host = it->second.record.host;
+  }
+  Hypervisor* hv = hypervisor_of(host);
+  if (hv == nullptr) return not_found("VM " + std::string(vm_name) + " is on no host driven here");
+  return static_cast<GuestAgent*>(hv);
 }
 
 Hypervisor* LeaseEngine::hypervisor_of(const std::string& host) const {
@@ -755,6 +772,8 @@ HostView LeaseEngine::host_view_locked(const std::string& name, const EngineHeal
   view.last_error_at = newer.last_error_at;
   view.topology = cores.topology();
   view.topology.hostname = name;
+  view.uri = host_io_.at(name).uri;
+  view.labels = fleet_.host(name)->labels;
   view.fragmentation = cores.fragmentation();
   for (const CpuUsage& u : cores.usage()) {
     CoreUse use;

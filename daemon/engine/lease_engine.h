@@ -34,6 +34,7 @@
 #include "daemon/engine/engine_health.h"
 #include "daemon/engine/lease_service.h"
 #include "daemon/engine/persist_queue.h"
+#include "daemon/engine/vm_agent_router.h"
 
 namespace armhive {
 
@@ -71,6 +72,7 @@ struct EngineHost {
   CoreAllocator cores;
   ImageResolver images;
   std::map<std::string, std::string> labels;
+  std::string uri;  // the libvirt URI, shown in hosts() (empty: not shown)
 };
 
 // The lease engine: keeps pools warm, hands VMs to leases, enforces TTLs, recycles VMs, and
@@ -169,6 +171,10 @@ class LeaseEngine final : public LeaseService {
   // free VMs (pool_scheduler.h) and holds waiting leases; undrained, the pools refill.
   Status set_host_admin(const std::string& host, HostHealthTracker::Admin admin) override;
 
+  // The guest agent of whichever host a VM runs on, for callers that know the VM by name only
+  // (benchmarks, startup commands): a VM this engine does not manage is kNotFound.
+  GuestAgent& guest_agent() { return agent_router_; }
+
   // Runs one TTL sweep now (tests move a ManualClock instead of sleeping).
   void expire_due_leases();
   // One reconcile pass against libvirt now (also run every reconcile_period). Returns an error
@@ -235,6 +241,7 @@ class LeaseEngine final : public LeaseService {
   struct HostIo {
     Hypervisor* hypervisor = nullptr;
     ImageResolver images;
+    std::string uri;
     std::unique_ptr<EngineHealth> health;  // its calls' failures (thread-safe)
     std::unique_ptr<boost::asio::io_context> io;
     std::unique_ptr<std::mutex> reconcile_mu;  // one pass at a time (held across libvirt)
@@ -341,6 +348,8 @@ class LeaseEngine final : public LeaseService {
     return host.empty() ? host_order_.front() : host;
   }
   Hypervisor* hypervisor_of(const std::string& host) const;
+  // The agent of the host VM `vm_name` is on (guest_agent()'s route).
+  Result<GuestAgent*> vm_agent(std::string_view vm_name) EXCLUDES(mu_);
   Status validate_request_locked(const LeaseRequest& request, const PoolRuntime& pool, Seconds ttl)
       REQUIRES(mu_);
   std::string new_id_locked(const char* prefix, int hex_digits) REQUIRES(mu_);
@@ -382,6 +391,7 @@ class LeaseEngine final : public LeaseService {
   LeaseStore& store_;
   const Clock& clock_;
   Metrics* metrics_;
+  VmAgentRouter agent_router_;  // guest_agent(): routes by the VM's host (vm_agent() under mu_)
   std::map<std::string, HostIo> host_io_;  // immutable after construction
   std::vector<std::string> host_order_;    // as given; the first is the default host
   Status setup_error_;                     // a bad host list, reported by start()

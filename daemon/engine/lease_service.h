@@ -52,6 +52,8 @@ inline std::string_view to_string(HostState s) {
 
 struct HostView {
   HostTopology topology;
+  std::string uri;                            // its libvirt URI (empty: not known)
+  std::map<std::string, std::string> labels;  // what pools select it by
   std::vector<CoreUse> cores;
   double fragmentation = 0;  // 0 = free cores form whole clusters/nodes; 1 = fully scattered
   // degraded: recent hypervisor or database calls failed (counted in /metrics); last_error

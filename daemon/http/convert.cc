@@ -129,6 +129,8 @@ HostDto to_dto(const HostView& h) {
   for (const HealthResult& r : h.health) d.health.push_back(to_dto(r));
   const HostTopology& t = h.topology;
   d.hostname = t.hostname;
+  d.uri = h.uri;
+  d.labels = h.labels;
   d.connected = h.state == HostState::kOk;
   d.state = std::string(to_string(h.state));
   // The admin's state wins, as in HostHealthTracker::health(); degraded still shows through

@@ -163,7 +163,16 @@ TEST_CASE("fleet engine: a pool spread over two hosts hands out VMs from both", 
     run.argv = {"uname", "-m"};
     REQUIRE(lab.engine->exec(l.id, run).is_ok());
     CHECK(lab.host(l.host).fake->saw(l.vm_name + ": uname -m"));
+    // So do those of callers that know the VM by name only (benchmarks, startup commands).
+    run.argv = {"nproc"};
+    REQUIRE(lab.engine->guest_agent().exec(l.vm_name, run).is_ok());
+    CHECK(lab.host(l.host).fake->saw(l.vm_name + ": nproc"));
+    CHECK_FALSE(lab.host(l.host == "hc1" ? "hc2" : "hc1").fake->saw(l.vm_name + ": nproc"));
   }
+  CHECK(lab.engine->guest_agent()
+            .exec("armhive-vm-nobody", GuestExecRequest{{"true"}, "", 1s})
+            .status()
+            .code() == ErrorCode::kNotFound);
   CHECK(hosts_used == std::set<std::string>{"hc1", "hc2"});
   CHECK(lab.host("tx1").fake->creates() == 0);
   // Hand-out latency is labelled by the host that served it.
@@ -177,6 +186,7 @@ TEST_CASE("fleet engine: a pool spread over two hosts hands out VMs from both", 
     std::vector<HostView> views = lab.engine->hosts();
     REQUIRE(views.size() == 3);
     CHECK(views[0].topology.hostname == "hc1");
+    CHECK(views[0].labels.at("board") == "honeycomb");
     CHECK(views[2].topology.hostname == "tx1");
     CHECK(views[2].topology.cpus.size() == thunderx_2s_topology().cpus.size());
     for (const HostView& v : views) {
