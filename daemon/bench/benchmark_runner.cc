@@ -141,6 +141,18 @@ Result<BenchmarkRun> BenchmarkRunner::start(const BenchmarkRequest& request) {
   auto target = resolve_(request.lease_id);
   if (!target.is_ok()) return target.status();
   if (target->vm_name.empty()) return conflict("the lease has no VM yet", request.lease_id);
+  // iperf3's peer, the MTU changes and the host side of the network suite run on this
+  // machine, toward the guest's address on its host's network: not for another host's VM.
+  const bool network =
+      request.suites.empty() ? !target->remote_host : has_suite(request, kSuiteNetwork);
+  if (network && target->remote_host) {
+    return conflict(
+               "the network suite measures the path from armhived's machine to the VM, "
+               "and the lease's VM runs on host " +
+               target->host +
+               ": ask for compression, memory, crypto or storage, which run in the guest")
+        .with_field("suites");
+  }
   if (has_suite(request, kSuiteNetwork) && target->address.empty()) {
     return conflict("the lease's VM has no address yet", request.lease_id);
   }
@@ -180,6 +192,7 @@ Result<BenchmarkRun> BenchmarkRunner::start(const BenchmarkRequest& request) {
   run.request = request;
   if (run.request.suites.empty()) {
     run.request.suites = {std::string(kSuiteNetwork), std::string(kSuiteCompression)};
+    if (target->remote_host) run.request.suites = {std::string(kSuiteCompression)};
   }
   run.report = {{"schema", kReportSchema}, {"emulated", target->emulated}};
   {

@@ -9,6 +9,10 @@ namespace armhive {
 using nlohmann::json;
 
 HostBaselineDecision decide_host_baseline(const LeaseTarget& t, std::string_view suite) {
+  if (t.remote_host) {
+    return {false, "the VM runs on host " + t.host +
+                       ", not on armhived's machine: host baselines run only where armhived runs"};
+  }
   if (t.emulated) {
     return {false, "the guest (" + t.guest_arch + ") is emulated by QEMU TCG on this " +
                        t.host_arch +

@@ -16,7 +16,11 @@ struct LeaseTarget {
   std::string vm_name;  // libvirt domain name, for Hypervisor::exec
   std::string address;  // guest IPv4, reachable from the host running armhived
   std::string pool;
-  std::string host;       // host name as shown in reports
+  std::string host;  // host name as shown in reports
+  // The VM runs on another machine than armhived's (a remote host of the fleet): nothing of
+  // the host side runs (host baselines, the network suite's iperf3 peer, MTU changes of the
+  // bridge all run on this machine); the suites run in the guest only.
+  bool remote_host = false;
   std::string host_arch;  // "x86_64", "aarch64"
   std::string guest_arch = "aarch64";
   std::vector<int> cpus;               // host CPUs pinned to the VM (empty: not pinned)

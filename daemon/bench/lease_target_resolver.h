@@ -28,8 +28,22 @@ using OverlayPathFn = std::function<std::string(const std::string& vm_name)>;
 //   is the host's own program exactly on an aarch64 host);
 // - disk_path and host_scratch_dir: the VM's overlay and its directory (so the storage
 //   suite's host file lies on the filesystem under the VM's disk), when `overlay_path` is set.
-// The host topology is borrowed and must outlive the resolver.
 // `network_bridges` maps a network name to its host bridge (LeaseTarget::bridge).
+
+// The host a lease's VM runs on (Lease::host; "" for records from before hosts were
+// recorded): its topology (borrowed: must outlive the resolver; nullptr for a host not driven
+// here, kNotFound) and whether it is this machine. A remote host's VM gets remote_host, and
+// no host-side paths or bridge.
+struct LeaseHost {
+  const HostTopology* topology = nullptr;
+  bool local = true;
+};
+using LeaseHostLookup = std::function<LeaseHost(const std::string& host)>;
+
+LeaseTargetResolver make_lease_target_resolver(
+    LeasedVmLookup lookup, LeaseHostLookup hosts, ImageResolver images,
+    std::map<std::string, std::string> network_bridges = {}, OverlayPathFn overlay_path = {});
+// One local host, whatever the lease says (tests; an armhived of one host).
 LeaseTargetResolver make_lease_target_resolver(
     LeasedVmLookup lookup, const HostTopology& host, ImageResolver images,
     std::map<std::string, std::string> network_bridges = {}, OverlayPathFn overlay_path = {});

@@ -202,6 +202,35 @@ TEST_CASE("runner: requests are validated and leases resolved before queueing", 
   CHECK(runner->list({}).empty());
 }
 
+TEST_CASE("runner: a VM on a remote host of the fleet runs its suites in the guest only",
+          "[bench][fleet]") {
+  Harness h;
+  h.target.host = "tx1";
+  h.target.remote_host = true;
+  auto runner = h.runner();
+  // iperf3's peer would run on this machine, toward an address on tx1's own network.
+  for (auto suites :
+       {std::vector<std::string>{"network"}, std::vector<std::string>{"compression", "network"}}) {
+    auto refused = runner->start(request(suites));
+    CHECK(refused.status().code() == ErrorCode::kConflict);
+    CHECK(refused.status().field() == "suites");
+    CHECK_THAT(refused.status().message(), Catch::Contains("runs on host tx1"));
+  }
+  CHECK(runner->list({}).empty());
+  // No suites asked: compression alone, in the guest; nothing ran here.
+  auto started = runner->start(request());
+  REQUIRE(started.is_ok());
+  auto run = runner->wait(started->id, 60s);
+  REQUIRE(run.is_ok());
+  INFO(run->error);
+  REQUIRE(run->state == BenchmarkState::kSucceeded);
+  CHECK(run->request.suites == std::vector<std::string>{"compression"});
+  CHECK_FALSE(run->report.contains("network"));
+  CHECK(run->report["compression"]["guest"].size() == 2);
+  CHECK(h.hv.saw("zstd -q -b3 -T1 -i1 /usr/share/armhive/corpus.bin"));
+  for (const std::string& r : h.procs.runs) CHECK(r.rfind("iperf3", 0) != 0);
+}
+
 TEST_CASE("runner: iperf3 missing in the guest fails the run clearly", "[bench]") {
   Harness h;
   h.override_handler =

@@ -128,3 +128,53 @@ TEST_CASE("lease target from an image built before the host copies: the reason n
 
 }  // namespace
 }  // namespace armhive
+
+namespace armhive {
+namespace {
+
+TEST_CASE("lease target on a remote host of the fleet: its topology, nothing of this machine",
+          "[bench][baseline][fleet]") {
+  HostTopology here;
+  here.hostname = "controller";
+  here.arch = "x86_64";
+  HostTopology tx1;
+  tx1.hostname = "tx1";
+  tx1.arch = "aarch64";
+  tx1.accel = Accel::kKvm;
+  auto resolve = make_lease_target_resolver(
+      [](const std::string& id) -> Result<LeasedVm> {
+        LeasedVm vm = leased_vm();
+        vm.lease.host = id == "l-1" ? "tx1" : "gone";
+        return vm;
+      },
+      [&](const std::string& host) {
+        return host == "tx1"          ? LeaseHost{&tx1, false}
+               : host == "controller" ? LeaseHost{&here, true}
+                                      : LeaseHost{};
+      },
+      [](const std::string&) -> Result<BootImage> { return tiny_image(true); },
+      {{"armhive", "ahbr0"}},
+      [](const std::string& vm) { return "/var/lib/armhive/vms/overlays/" + vm + ".qcow2"; });
+  auto t = resolve("l-1");
+  REQUIRE(t.is_ok());
+  CHECK(t->host == "tx1");
+  CHECK(t->remote_host);
+  CHECK_FALSE(t->emulated);  // tx1's own KVM, not this x86 machine's
+  CHECK(t->host_arch == "aarch64");
+  CHECK(t->corpus_seed == 20260130);  // the guest's corpus is the image's
+  // This machine's bridge, overlay directory and image files are not tx1's.
+  CHECK(t->bridge.empty());
+  CHECK(t->disk_path.empty());
+  CHECK(t->host_scratch_dir.empty());
+  CHECK(t->host_corpus_path.empty());
+  CHECK(t->host_stream_path.empty());
+  for (std::string_view suite : kSuites) {
+    HostBaselineDecision d = decide_host_baseline(*t, suite);
+    CHECK_FALSE(d.run);
+    CHECK_THAT(d.reason, Catch::Contains("runs on host tx1"));
+  }
+  CHECK(resolve("l-2").status().code() == ErrorCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace armhive
