@@ -67,6 +67,7 @@ TEST_CASE("a real benchmark of a tiny guest yields a consistent report that Chro
   req.network.interval_s = 1;
   req.compression.repeats = 2;
   auto started = runner.start(req);
+  INFO(started.status().to_string());
   REQUIRE(started.is_ok());
   auto run = runner.wait(started->id, std::chrono::minutes(12));
   REQUIRE(run.is_ok());

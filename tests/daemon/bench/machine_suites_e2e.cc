@@ -229,7 +229,7 @@ TEST_CASE("an unknown suite and too small memory arrays are refused before anyth
   REQUIRE_FALSE(bad.is_ok());
   CHECK(bad.status().field() == "suites");
   req.suites = {"memory"};
-  req.memory.array_mib = 8;  // below 4x this host's last-level cache
+  req.memory.array_mib = 0;  // out of range: refused naming the field, before any run
   auto small = g.runner->start(req);
   REQUIRE_FALSE(small.is_ok());
   CHECK(small.status().field() == "memory.array_mib");
