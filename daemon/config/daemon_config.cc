@@ -6,8 +6,10 @@
 #include <fstream>
 #include <set>
 
+#include "base/libvirt_uri.h"
 #include "base/toml_reader.h"
 #include "base/validation.h"
+#include "daemon/core/cpu_sets.h"
 #include "daemon/core/file_policy.h"
 #include "daemon/core/fleet.h"
 
@@ -178,28 +180,6 @@ Status parse_cpus(const toml::table& t, const std::string& prefix, HostConfig& h
   return st;
 }
 
-// A libvirt URI as virConnectOpen takes it: "driver[+transport]://[user@][host][:port]/path[?...]".
-// libvirt itself says whether it can connect; this only refuses what can never be one.
-Status check_libvirt_uri(const std::string& field, const std::string& uri) {
-  if (uri.empty()) return invalid_argument(field, "required");
-  size_t scheme_end = uri.find("://");
-  if (scheme_end == std::string::npos || scheme_end == 0) {
-    return invalid_argument(field, "not a libvirt URI (driver://host/path): '" + uri + "'");
-  }
-  for (size_t i = 0; i < scheme_end; ++i) {
-    char ch = uri[i];
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '+' && ch != '-' && ch != '.') {
-      return invalid_argument(field, "not a libvirt URI (driver://host/path): '" + uri + "'");
-    }
-  }
-  for (char ch : uri) {
-    if (static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f) {
-      return invalid_argument(field, "must not contain spaces or control characters");
-    }
-  }
-  return Status::ok();
-}
-
 Status parse_hosts(const toml::node& n, DaemonConfig& c) {
   if (!n.is_array_of_tables()) return invalid_argument("hosts", "must be [[hosts]] tables");
   size_t i = 0;
@@ -208,21 +188,41 @@ Status parse_hosts(const toml::node& n, DaemonConfig& c) {
     std::string prefix = "hosts[" + std::to_string(i++) + "].";
     TomlReader r(*item.as_table(), prefix);
     HostConfig h;
+    h.field_prefix = prefix;
     ARMHIVE_RETURN_IF_ERROR(r.str("name", h.name));
-    ARMHIVE_RETURN_IF_ERROR(check_name(r.field("name"), h.name));
     ARMHIVE_RETURN_IF_ERROR(r.str("libvirt_uri", h.libvirt_uri));
-    ARMHIVE_RETURN_IF_ERROR(check_libvirt_uri(r.field("libvirt_uri"), h.libvirt_uri));
     ARMHIVE_RETURN_IF_ERROR(r.labels("labels", h.labels));
-    ARMHIVE_RETURN_IF_ERROR(validate_labels(r.field("labels"), h.labels));
+    ARMHIVE_RETURN_IF_ERROR(r.strings("l2_clusters", h.l2_clusters));
+    ARMHIVE_RETURN_IF_ERROR(r.str("vm_dir", h.vm_dir));
+    ARMHIVE_RETURN_IF_ERROR(r.str("image_dir", h.image_dir));
+    ARMHIVE_RETURN_IF_ERROR(r.str("network_guard", h.network_guard));
     r.skip("cpus");
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     ARMHIVE_RETURN_IF_ERROR(parse_cpus(*item.as_table(), prefix, h));
+    // With guest networks or not: check_network_guards() sees the networks later.
+    ARMHIVE_RETURN_IF_ERROR(validate_host_spec(h, false));
     if (!names.insert(h.name).second) {
       return invalid_argument(prefix + "name", "host '" + h.name + "' is defined twice");
     }
     c.hosts.push_back(std::move(h));
   }
   if (c.hosts.empty()) return invalid_argument("hosts", "[[hosts]] needs at least one host");
+  return Status::ok();
+}
+
+// A remote host's guests are guarded by that host's own nftables (armhived's run here): the
+// configuration must say that the host installs them.
+Status check_network_guards(const DaemonConfig& c, bool hosts_table) {
+  if (c.networks.empty()) return Status::ok();
+  for (const HostConfig& h : c.hosts) {
+    if (!hosts_table && is_remote_uri(h.libvirt_uri)) {
+      return invalid_argument("host.libvirt_uri",
+                              "'" + h.libvirt_uri +
+                                  "' is another host: describe it in [[hosts]] with "
+                                  "network_guard = \"host\" (its guard is that host's to install)");
+    }
+    if (hosts_table) ARMHIVE_RETURN_IF_ERROR(validate_host_spec(h, true));
+  }
   return Status::ok();
 }
 
@@ -452,6 +452,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   }
   if (c.pools.empty()) return invalid_argument("pools", "configure at least one [[pools]] table");
   ARMHIVE_RETURN_IF_ERROR(check_pools_have_hosts(c));
+  ARMHIVE_RETURN_IF_ERROR(check_network_guards(c, root.get("hosts") != nullptr));
   for (const auto& [label, pool] : c.github.labels) {
     bool known = false;
     for (const PoolConfig& p : c.pools) known = known || p.name == pool;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "daemon/core/host_spec.h"
 #include "daemon/core/lease.h"
 #include "daemon/core/placement.h"
 
@@ -64,17 +65,10 @@ struct GithubConfig {
   std::map<std::string, std::string> labels;  // [github.labels] runs-on label -> pool
 };
 
-// [[hosts]]: one libvirt host of the fleet armhived drives. Without [[hosts]] the fleet is the
-// one host of [host] (name, libvirt_uri, [host.cpus]), as it always was.
-struct HostConfig {
-  std::string name;         // [[hosts]]: required, unique; [host]: empty = the machine's name
-  std::string libvirt_uri;  // "qemu:///system", "qemu+ssh://armhive@hc1/system", "qemu+tls://..."
-  std::map<std::string, std::string> labels;  // what pools select hosts by (board = "honeycomb")
-  // [hosts.cpus] in cpuset syntax, overriding what discovery finds on that host.
-  std::optional<std::string> housekeeping_cpus;
-  std::optional<std::string> dedicated_cpus;
-  std::optional<std::string> shared_cpus;
-};
+// [[hosts]]: one libvirt host of the fleet armhived drives (daemon/core/host_spec.h). Without
+// [[hosts]] the fleet is the one host of [host] (name, libvirt_uri, [host.cpus]), as it always
+// was.
+using HostConfig = HostSpec;
 
 struct DaemonConfig {
   // [server]

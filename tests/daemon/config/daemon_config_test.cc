@@ -6,13 +6,21 @@ namespace armhive {
 namespace {
 
 TEST_CASE("the example configurations parse", "[config]") {
-  for (const char* name : {"armhived.toml", "armhived-honeycomb.toml", "armhived-thunderx.toml"}) {
+  for (const char* name : {"armhived.toml", "armhived-honeycomb.toml", "armhived-thunderx.toml",
+                           "armhived-lab.toml"}) {
     auto c = load_daemon_config(std::string(ARMHIVE_SOURCE_DIR) + "/examples/" + name);
     INFO(name << ": " << c.status().to_string());
     if (c.status().code() == ErrorCode::kNotFound) continue;  // not every example exists yet
     REQUIRE(c.is_ok());
     CHECK_FALSE(c->pools.empty());
   }
+  // The lab: three boards of two kinds, each pool served by the boards its labels select.
+  auto lab = load_daemon_config(std::string(ARMHIVE_SOURCE_DIR) + "/examples/armhived-lab.toml");
+  REQUIRE(lab.is_ok());
+  REQUIRE(lab->hosts.size() == 3);
+  CHECK(lab->hosts[0].l2_clusters.size() == 8);
+  CHECK(lab->hosts[2].libvirt_uri.rfind("qemu+ssh://", 0) == 0);
+  CHECK(lab->pools[0].host_labels.at("board") == "honeycomb");
 }
 
 TEST_CASE("a pool configuration is read with its durations and policy", "[config]") {
@@ -195,6 +203,28 @@ image = "tiny"
   CHECK(c->pools[0].host_labels.at("board") == "honeycomb");
   CHECK(c->pools[1].host_labels.empty());
 
+  // Where a host keeps its VMs and shipped images, its L2 pairs and who guards its guests.
+  auto lab = parse_daemon_config(R"(
+[[hosts]]
+name = "hc2"
+libvirt_uri = "qemu+tls://hc2.lab/system"
+l2_clusters = ["0-1", "2-3"]
+vm_dir = "/srv/armhive/vms"
+image_dir = "/srv/armhive/images"
+network_guard = "host"
+[[pools]]
+name = "ci"
+image = "tiny"
+)");
+  REQUIRE(lab.is_ok());
+  CHECK(lab->hosts[0].l2_clusters == std::vector<std::string>{"0-1", "2-3"});
+  CHECK(lab->hosts[0].vm_dir == "/srv/armhive/vms");
+  CHECK(lab->hosts[0].image_dir == "/srv/armhive/images");
+  CHECK(lab->hosts[0].network_guard == "host");
+  CHECK(lab->hosts[0].field_prefix == "hosts[0].");
+  CHECK(c->hosts[1].network_guard == "armhived");  // the default
+  CHECK(c->hosts[1].vm_dir.empty());               // <state_dir>/vms
+
   // A single [[hosts]] entry is the host the daemon drives.
   auto one = parse_daemon_config(R"(
 [[hosts]]
@@ -234,6 +264,12 @@ TEST_CASE("[[hosts]] errors name the key; a pool matching no host names the pool
   CHECK(twice.field() == "hosts[1].name");
   CHECK(twice.message().find("defined twice") != std::string::npos);
   CHECK(status_of("hosts = 3\n").field() == "hosts");
+  const std::string host = "[[hosts]]\nname = \"a\"\nlibvirt_uri = \"test:///default\"\n";
+  CHECK(status_of(host + "l2_clusters = [\"0-1\", \"2-x\"]\n").field() ==
+        "hosts[0].l2_clusters[1]");
+  CHECK(status_of(host + "vm_dir = \"vms\"\n").field() == "hosts[0].vm_dir");
+  CHECK(status_of(host + "image_dir = \"/srv/../etc\"\n").field() == "hosts[0].image_dir");
+  CHECK(status_of(host + "network_guard = \"nobody\"\n").field() == "hosts[0].network_guard");
   // [host] keys that belong to each host are refused beside [[hosts]], not silently ignored.
   CHECK(status_of("[host]\nlibvirt_uri = \"qemu:///system\"\n"
                   "[[hosts]]\nname = \"a\"\nlibvirt_uri = \"test:///default\"\n")

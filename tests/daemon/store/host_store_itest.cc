@@ -1,0 +1,74 @@
+// SqliteHostStore: the hosts added through the API outlive a restart, as they were given.
+#include <catch2/catch.hpp>
+
+#include "daemon/store/sqlite_host_store.h"
+
+namespace armhive {
+namespace {
+
+HostSpec thunderx() {
+  HostSpec h;
+  h.name = "tx1";
+  h.libvirt_uri = "qemu+ssh://armhive@tx1.lab/system?keyfile=/etc/armhive/id";
+  h.labels = {{"board", "thunderx"}, {"numa", "2"}};
+  h.housekeeping_cpus = "0-1,48-49";
+  h.shared_cpus = "40-47";
+  h.l2_clusters = {"0-1", "2-3"};
+  h.vm_dir = "/srv/vms";
+  h.network_guard = "host";
+  h.field_prefix.clear();
+  return h;
+}
+
+TEST_CASE("host store: API hosts are kept in order, replaced by name and forgotten",
+          "[store][hosts]") {
+  auto db = Database::open(":memory:");
+  REQUIRE(db.is_ok());
+  auto store = SqliteHostStore::open(**db);
+  REQUIRE(store.is_ok());
+  CHECK((*store)->list()->empty());
+
+  HostSpec hc2;
+  hc2.name = "hc2";
+  hc2.libvirt_uri = "qemu+tls://hc2.lab/system";
+  REQUIRE((*store)->put(hc2).is_ok());
+  REQUIRE((*store)->put(thunderx()).is_ok());
+  auto listed = (*store)->list();
+  REQUIRE(listed.is_ok());
+  REQUIRE(listed->size() == 2);
+  CHECK((*listed)[0].name == "hc2");
+  CHECK((*listed)[0].network_guard == "armhived");
+  CHECK_FALSE((*listed)[0].dedicated_cpus.has_value());
+  const HostSpec& tx = (*listed)[1];
+  CHECK(tx.libvirt_uri == thunderx().libvirt_uri);
+  CHECK(tx.labels == thunderx().labels);
+  CHECK(tx.housekeeping_cpus == std::optional<std::string>("0-1,48-49"));
+  CHECK_FALSE(tx.dedicated_cpus.has_value());
+  CHECK(tx.shared_cpus == std::optional<std::string>("40-47"));
+  CHECK(tx.l2_clusters == thunderx().l2_clusters);
+  CHECK(tx.vm_dir == "/srv/vms");
+  CHECK(tx.image_dir.empty());
+  CHECK(tx.network_guard == "host");
+
+  // Put again: replaced where it stands.
+  hc2.labels = {{"board", "honeycomb"}};
+  REQUIRE((*store)->put(hc2).is_ok());
+  listed = (*store)->list();
+  REQUIRE(listed->size() == 2);
+  CHECK((*listed)[0].labels.at("board") == "honeycomb");
+
+  REQUIRE((*store)->remove("hc2").is_ok());
+  REQUIRE((*store)->remove("hc2").is_ok());  // idempotent
+  listed = (*store)->list();
+  REQUIRE(listed->size() == 1);
+  CHECK((*listed)[0].name == "tx1");
+
+  // A row this version cannot read is an error naming the host, never a crash.
+  REQUIRE((*db)->execute("UPDATE hosts SET spec = '{\"name\": 3}' WHERE name = 'tx1'").is_ok());
+  auto broken = (*store)->list();
+  CHECK(broken.status().code() == ErrorCode::kInternal);
+  CHECK_THAT(broken.status().message(), Catch::Contains("hosts row 'tx1'"));
+}
+
+}  // namespace
+}  // namespace armhive
