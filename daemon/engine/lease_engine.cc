@@ -55,6 +55,7 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
       rng_(std::random_device{}()) {
   MutexLock lock(mu_);  // nobody else sees the engine yet; taken for the analysis
   if (hosts.empty()) setup_error_ = invalid_argument("hosts", "the engine needs at least one host");
+  if (!hosts.empty()) default_host_ = hosts.front().name;
   for (EngineHost& h : hosts) {
     Status added = h.hypervisor == nullptr
                        ? invalid_argument("hypervisor", "host " + h.name + " has no hypervisor")
@@ -63,15 +64,12 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
       if (setup_error_.is_ok()) setup_error_ = added.annotate("host '" + h.name + "'");
       continue;
     }
+    std::shared_ptr<HostIo> io = make_host_io(h);
+    {
+      MutexLock hosts_lock(hosts_mu_);
+      host_io_[h.name] = io;
+    }
     host_order_.push_back(h.name);
-    host_io_[h.name] = HostIo{h.hypervisor,
-                              std::move(h.images),
-                              h.uri,
-                              std::make_unique<EngineHealth>(clock, metrics, h.name),
-                              std::make_unique<boost::asio::io_context>(),
-                              std::make_unique<std::mutex>(),
-                              std::make_unique<std::atomic<bool>>(false),
-                              std::make_unique<DeadlineWorker>(h.name)};
     host_sync_[h.name];
   }
   for (const PoolConfig& p : options_.pools) pools_[p.name] = PoolRuntime{p, {}};
@@ -87,29 +85,72 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
     metrics_->describe_counter("armhive_vm_failures_total", "VMs that failed to boot or crashed");
   }
   gate_->engine = this;
-  for (auto& [name, io] : host_io_) {
-    io.hypervisor->set_event_handler([gate = gate_](const VmEvent& e) {
-      // Runs on the libvirt event-loop thread: copy and hand over, never block here. The
-      // gate's mutex is held while posting so the destructor cannot complete in between.
-      std::lock_guard gate_lock(gate->mu);
-      LeaseEngine* engine = gate->engine;
-      if (engine == nullptr) return;
-      boost::asio::post(engine->io_, [engine, e] {
-        engine->on_event(e);
-        engine->flush();
-      });
+  for (const std::string& name : host_order_) set_event_handler(*host_io(name));
+}
+
+std::shared_ptr<LeaseEngine::HostIo> LeaseEngine::make_host_io(EngineHost& h) {
+  auto io = std::make_shared<HostIo>();
+  io->name = h.name;
+  io->hypervisor = h.hypervisor;
+  io->images = std::move(h.images);
+  io->uri = h.uri;
+  io->health = std::make_unique<EngineHealth>(clock_, metrics_, h.name);
+  io->io = std::make_unique<boost::asio::io_context>();
+  io->reconcile_mu = std::make_unique<std::mutex>();
+  io->reconcile_queued = std::make_unique<std::atomic<bool>>(false);
+  io->probe = std::make_unique<DeadlineWorker>(h.name);
+  return io;
+}
+
+void LeaseEngine::set_event_handler(HostIo& io) {
+  io.hypervisor->set_event_handler([gate = gate_](const VmEvent& e) {
+    // Runs on the libvirt event-loop thread: copy and hand over, never block here. The
+    // gate's mutex is held while posting so the destructor cannot complete in between.
+    std::lock_guard gate_lock(gate->mu);
+    LeaseEngine* engine = gate->engine;
+    if (engine == nullptr) return;
+    boost::asio::post(engine->io_, [engine, e] {
+      engine->on_event(e);
+      engine->flush();
     });
+  });
+}
+
+void LeaseEngine::start_host(HostIo& io) {
+  io.stopping = false;
+  io.work =
+      std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+          boost::asio::make_work_guard(*io.io));
+  for (int i = 0; i < std::max(1, options_.threads); ++i) {
+    io.threads.emplace_back([ctx = io.io.get()] { ctx->run(); });
+  }
+  if (options_.host_probe_period.count() > 0) {
+    io.threads.emplace_back([this, host = io.name] { probe_loop(host); });
   }
 }
 
-const LeaseEngine::HostIo* LeaseEngine::host_io(const std::string& host) const {
-  if (host_order_.empty()) return nullptr;
+void LeaseEngine::stop_host(HostIo& io) {
+  io.stopping = true;
+  changed_.notify_all();  // its probe loop waits on it
+  io.work.reset();
+  io.io->stop();
+  for (std::thread& t : io.threads) t.join();
+  io.threads.clear();
+}
+
+std::vector<std::string> LeaseEngine::host_names() const {
+  MutexLock lock(mu_);
+  return host_order_;
+}
+
+std::shared_ptr<LeaseEngine::HostIo> LeaseEngine::host_io(const std::string& host) const {
+  MutexLock lock(hosts_mu_);
   auto it = host_io_.find(host_name(host));
-  return it == host_io_.end() ? nullptr : &it->second;
+  return it == host_io_.end() ? nullptr : it->second;
 }
 
 std::shared_ptr<LeaseEngine::Strand> LeaseEngine::strand_for(const std::string& host) {
-  const HostIo* io = host_io(host);
+  std::shared_ptr<HostIo> io = host_io(host);
   return std::make_shared<Strand>(io == nullptr ? io_.get_executor() : io->io->get_executor());
 }
 
@@ -129,7 +170,7 @@ Result<GuestAgent*> LeaseEngine::vm_agent(std::string_view vm_name) {
 }
 
 Hypervisor* LeaseEngine::hypervisor_of(const std::string& host) const {
-  const HostIo* io = host_io(host);
+  std::shared_ptr<HostIo> io = host_io(host);
   return io == nullptr ? nullptr : io->hypervisor;
 }
 
@@ -141,7 +182,12 @@ LeaseEngine::~LeaseEngine() {
   stop();
   // The hypervisors outlive us; they must not keep our handler (the gate makes a late call
   // harmless either way).
-  for (auto& [name, io] : host_io_) io.hypervisor->set_event_handler([](const VmEvent&) {});
+  std::vector<std::shared_ptr<HostIo>> hosts;
+  {
+    MutexLock hosts_lock(hosts_mu_);
+    for (const auto& [name, io] : host_io_) hosts.push_back(io);
+  }
+  for (const auto& io : hosts) io->hypervisor->set_event_handler([](const VmEvent&) {});
 }
 
 Status LeaseEngine::start() {
@@ -170,7 +216,6 @@ Status LeaseEngine::start() {
   ARMHIVE_RETURN_IF_ERROR(recover());
   flush();
   work_.push_back(boost::asio::make_work_guard(io_));
-  for (auto& [name, io] : host_io_) work_.push_back(boost::asio::make_work_guard(*io.io));
   {
     MutexLock lock(mu_);
     running_ = true;
@@ -182,31 +227,24 @@ Status LeaseEngine::start() {
   for (int i = 0; i < std::clamp(options_.threads, 1, 2); ++i) {
     threads_.emplace_back([this] { io_.run(); });
   }
-  for (auto& [name, io] : host_io_) {
-    for (int i = 0; i < std::max(1, options_.threads); ++i) {
-      threads_.emplace_back([ctx = io.io.get()] { ctx->run(); });
-    }
+  for (const std::string& host : host_names()) {
+    if (std::shared_ptr<HostIo> io = host_io(host)) start_host(*io);
   }
   arm_timer(reaper_timer_, options_.reaper_period, [this] { expire_due_leases(); });
   arm_timer(schedule_timer_, options_.schedule_period, [this] { schedule(); });
   arm_timer(reconcile_timer_, options_.reconcile_period, [this] {
-    for (const std::string& host : host_order_) queue_reconcile(host);
+    for (const std::string& host : host_names()) queue_reconcile(host);
   });
-  if (options_.host_probe_period.count() > 0) {
-    for (const std::string& host : host_order_) {
-      threads_.emplace_back([this, host] { probe_loop(host); });
-    }
-  }
   return Status::ok();
 }
 
 // Each host's pass on its own io, and none queued behind one still running (a hung host).
 void LeaseEngine::queue_reconcile(const std::string& host) {
-  const HostIo& io = host_io_.at(host);
-  if (io.reconcile_queued->exchange(true)) return;
-  boost::asio::post(*io.io, [this, host, queued = io.reconcile_queued.get()] {
+  std::shared_ptr<HostIo> io = host_io(host);
+  if (io == nullptr || io->reconcile_queued->exchange(true)) return;
+  boost::asio::post(*io->io, [this, host, io] {
     Status s = reconcile_host(host);
-    queued->store(false);
+    io->reconcile_queued->store(false);
     if (!s.is_ok()) spdlog::warn("reconcile: {}", s.to_string());
     flush();
   });
@@ -221,7 +259,13 @@ void LeaseEngine::stop() {
   changed_.notify_all();
   work_.clear();
   io_.stop();
-  for (auto& [name, io] : host_io_) io.io->stop();
+  std::vector<std::shared_ptr<HostIo>> hosts;
+  {
+    MutexLock hosts_lock(hosts_mu_);
+    for (const auto& [name, io] : host_io_) hosts.push_back(io);
+  }
+  for (const std::shared_ptr<HostIo>& io : hosts) io->io->stop();
+  for (const std::shared_ptr<HostIo>& io : hosts) stop_host(*io);
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   // Only now, with no thread running io_: a timer's handler re-arms its timer on whichever
@@ -746,11 +790,14 @@ std::vector<PoolStatus> LeaseEngine::pools() {
 std::vector<HostView> LeaseEngine::hosts() {
   EngineHealth::View store_health = health_.view();
   std::map<std::string, EngineHealth::View> calls;
-  for (const auto& [name, io] : host_io_) calls[name] = io.health->view();
+  {
+    MutexLock hosts_lock(hosts_mu_);
+    for (const auto& [name, io] : host_io_) calls[name] = io->health->view();
+  }
   MutexLock lock(mu_);
   std::vector<HostView> out;
   for (const std::string& name : host_order_) {
-    out.push_back(host_view_locked(name, calls.at(name), store_health));
+    out.push_back(host_view_locked(name, calls[name], store_health));  // added meanwhile: none
   }
   return out;
 }
@@ -772,7 +819,7 @@ HostView LeaseEngine::host_view_locked(const std::string& name, const EngineHeal
   view.last_error_at = newer.last_error_at;
   view.topology = cores.topology();
   view.topology.hostname = name;
-  view.uri = host_io_.at(name).uri;
+  if (std::shared_ptr<HostIo> io = host_io(name)) view.uri = io->uri;
   view.labels = fleet_.host(name)->labels;
   view.fragmentation = cores.fragmentation();
   for (const CpuUsage& u : cores.usage()) {
@@ -820,13 +867,15 @@ void LeaseEngine::set_host_health(std::vector<HealthResult> latest) {
 }
 
 Status LeaseEngine::set_host_admin(const std::string& host, HostHealthTracker::Admin admin) {
-  if (!host_io_.count(host)) {
+  if (host.empty() || host_io(host) == nullptr) {
     return Status(ErrorCode::kNotFound, "no host named '" + host + "'", host, "name");
   }
   std::lock_guard admin_lock(admin_mu_);
   {
     MutexLock lock(mu_);
-    if (fleet_.host(host)->health.admin() == admin) return Status::ok();
+    const FleetHostState* state = fleet_.host(host);
+    if (state == nullptr) return not_found("no host named '" + host + "'", host);  // removed
+    if (state->health.admin() == admin) return Status::ok();
   }
   // Saved first: a drain the database does not hold would be undone by the next restart.
   Status saved = store_.put_host_admin(host, admin);
@@ -836,7 +885,9 @@ Status LeaseEngine::set_host_admin(const std::string& host, HostHealthTracker::A
   }
   {
     MutexLock lock(mu_);
-    fleet_.health(host)->set_admin(clock_.now(), admin);
+    HostHealthTracker* tracker = fleet_.health(host);
+    if (tracker == nullptr) return not_found("no host named '" + host + "'", host);
+    tracker->set_admin(clock_.now(), admin);
     Event e;
     e.at = clock_.now();
     switch (admin) {

@@ -171,6 +171,17 @@ class LeaseEngine final : public LeaseService {
   // free VMs (pool_scheduler.h) and holds waiting leases; undrained, the pools refill.
   Status set_host_admin(const std::string& host, HostHealthTracker::Admin admin) override;
 
+  // Drives one more host from now on (POST /v1/hosts): listed at once on its own workers, then
+  // placed on like the others. kConflict for a name taken, kInvalidArgument for a bad name or
+  // no hypervisor. The hypervisor is borrowed as the constructor's are.
+  Status add_host(EngineHost host);
+  // Stops driving a host that holds no VM and no live lease: kNotFound for an unknown host;
+  // kConflict naming what is still there ("drain it first") or for the first host (it holds
+  // the records from before hosts were recorded). Its workers and probe stop before it
+  // returns; its drain state is forgotten. The hypervisor may go after it returns, unless a
+  // call of its probe is still stuck in it (see HostIo: the engine no longer calls it).
+  Status remove_host(const std::string& name);
+
   // The guest agent of whichever host a VM runs on, for callers that know the VM by name only
   // (benchmarks, startup commands): a VM this engine does not manage is kNotFound.
   GuestAgent& guest_agent() { return agent_router_; }
@@ -234,11 +245,13 @@ class LeaseEngine final : public LeaseService {
     // not in the map: not resolved yet).
     std::map<std::string, Result<BootImage>> images;
   };
-  // A host's calls. Filled by the constructor and never changed after it, so read without mu_.
-  // Each host has its own io_context and `threads` workers: its VMs' strands and its reconcile
-  // passes run there, so a host whose calls hang holds only its own threads and never delays
-  // the others' boots and hand-outs (issue 13 item 5).
+  // A host's calls, found by host_io() under hosts_mu_ and used outside any lock (held by
+  // shared_ptr: a host removed meanwhile stays alive until the engine is destroyed, in
+  // retired_). Each host has its own io_context and `threads` workers: its VMs' strands and its
+  // reconcile passes run there, so a host whose calls hang holds only its own threads and never
+  // delays the others' boots and hand-outs (issue 13 item 5).
   struct HostIo {
+    std::string name;
     Hypervisor* hypervisor = nullptr;
     ImageResolver images;
     std::string uri;
@@ -249,6 +262,11 @@ class LeaseEngine final : public LeaseService {
     std::unique_ptr<std::atomic<bool>> reconcile_queued;
     // Runs the host's probe with a deadline: a hung libvirtd holds this thread, not the caller.
     std::unique_ptr<DeadlineWorker> probe;
+    // Its io workers and probe loop, started by start_host() and joined by stop_host() (by the
+    // thread that starts or stops the engine, or removes the host).
+    std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+    std::vector<std::thread> threads;
+    std::atomic<bool> stopping{false};  // its probe loop ends (the host is removed)
   };
   // What the engine knows of a host's domains (under mu_).
   struct HostSync {
@@ -341,12 +359,19 @@ class LeaseEngine final : public LeaseService {
   HostView host_view_locked(const std::string& name, const EngineHealth::View& calls,
                             const EngineHealth::View& store_health) const REQUIRES(mu_);
   // The host of a record or lease ("" is the first host: from before hosts were recorded);
-  // nullptr for a host this engine does not drive.
-  const HostIo* host_io(const std::string& host) const;
-  // The host a record or lease names ("" is the first host). host_order_ is immutable: no lock.
+  // nullptr for a host this engine does not drive (never added, or removed).
+  std::shared_ptr<HostIo> host_io(const std::string& host) const EXCLUDES(hosts_mu_);
+  // The host a record or lease names ("" is the first host). default_host_ never changes.
   const std::string& host_name(const std::string& host) const {
-    return host.empty() ? host_order_.front() : host;
+    return host.empty() ? default_host_ : host;
   }
+  // The hosts now, in order (a copy: added and removed ones change it).
+  std::vector<std::string> host_names() const EXCLUDES(mu_);
+  std::shared_ptr<HostIo> make_host_io(EngineHost& host);
+  void set_event_handler(HostIo& io);
+  // Starts the host's io workers and its probe loop; stop_host() ends and joins them.
+  void start_host(HostIo& io);
+  void stop_host(HostIo& io);
   Hypervisor* hypervisor_of(const std::string& host) const;
   // The agent of the host VM `vm_name` is on (guest_agent()'s route).
   Result<GuestAgent*> vm_agent(std::string_view vm_name) EXCLUDES(mu_);
@@ -392,10 +417,13 @@ class LeaseEngine final : public LeaseService {
   const Clock& clock_;
   Metrics* metrics_;
   VmAgentRouter agent_router_;  // guest_agent(): routes by the VM's host (vm_agent() under mu_)
-  std::map<std::string, HostIo> host_io_;  // immutable after construction
-  std::vector<std::string> host_order_;    // as given; the first is the default host
-  Status setup_error_;                     // a bad host list, reported by start()
-  EngineHealth health_;                    // the database's failures (every host shows them)
+  // A leaf lock: nothing else is taken while it is held (mu_ may be held when taking it).
+  mutable Mutex hosts_mu_;
+  std::map<std::string, std::shared_ptr<HostIo>> host_io_ GUARDED_BY(hosts_mu_);
+  std::vector<std::shared_ptr<HostIo>> retired_ GUARDED_BY(hosts_mu_);  // removed hosts
+  std::string default_host_;  // the first host given; set by the constructor, never changed
+  Status setup_error_;        // a bad host list, reported by start()
+  EngineHealth health_;       // the database's failures (every host shows them)
   PersistQueue persist_;
   std::shared_ptr<EventGate> gate_;
 
@@ -410,6 +438,9 @@ class LeaseEngine final : public LeaseService {
   mutable Mutex mu_;
   std::condition_variable_any changed_;  // any lease or event change
   Fleet fleet_ GUARDED_BY(mu_);
+  // The hosts of fleet_, in order (the first is the default host), each with its sync state.
+  // A host is here only while host_io() finds it: added after its HostIo, removed before.
+  std::vector<std::string> host_order_ GUARDED_BY(mu_);
   std::map<std::string, HostSync> host_sync_ GUARDED_BY(mu_);
   std::map<std::string, PoolRuntime> pools_ GUARDED_BY(mu_);
   std::map<std::string, Vm> vms_ GUARDED_BY(mu_);

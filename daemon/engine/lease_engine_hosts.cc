@@ -7,6 +7,8 @@
 // end as lost and their VMs are destroyed once the host answers.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "daemon/engine/lease_engine.h"
 
 namespace armhive {
@@ -38,7 +40,7 @@ bool LeaseEngine::host_unreachable_now_locked(const std::string& host) const {
 
 std::vector<std::string> LeaseEngine::probe_hosts() {
   std::vector<std::string> unreachable;
-  for (const std::string& host : host_order_) {
+  for (const std::string& host : host_names()) {
     if (!probe_host(host)) unreachable.push_back(host);
   }
   flush();
@@ -46,12 +48,14 @@ std::vector<std::string> LeaseEngine::probe_hosts() {
 }
 
 void LeaseEngine::probe_loop(const std::string& host) {
+  std::shared_ptr<HostIo> io = host_io(host);
+  if (io == nullptr) return;
   for (;;) {
     {
       MutexLock lock(mu_);
       changed_.wait_for(lock, options_.host_probe_period,
-                        [this]() REQUIRES(mu_) { return !running_; });
-      if (!running_) return;
+                        [this, &io]() REQUIRES(mu_) { return !running_ || io->stopping; });
+      if (!running_ || io->stopping) return;
     }
     probe_host(host);
     flush();
@@ -59,12 +63,13 @@ void LeaseEngine::probe_loop(const std::string& host) {
 }
 
 bool LeaseEngine::probe_host(const std::string& host) {
-  const HostIo& io = host_io_.at(host);
-  Hypervisor* hv = io.hypervisor;
+  std::shared_ptr<HostIo> io = host_io(host);
+  if (io == nullptr) return true;  // removed meanwhile
+  Hypervisor* hv = io->hypervisor;
   // A domain listing: the call every pass needs anyway, and one that goes to libvirtd (a
   // stopped libvirtd never answers it; a closed connection fails it).
   Result<size_t> listed =
-      io.probe->call<size_t>(options_.host_probe_timeout, [hv]() -> Result<size_t> {
+      io->probe->call<size_t>(options_.host_probe_timeout, [hv]() -> Result<size_t> {
         auto domains = hv->list_vms();
         if (!domains.is_ok()) return domains.status();
         return domains->size();
@@ -74,8 +79,10 @@ bool LeaseEngine::probe_host(const std::string& host) {
   bool repeated = false;  // a failure while already unreachable: counted once per outage
   {
     MutexLock lock(mu_);
+    auto sync_it = host_sync_.find(host);
+    if (sync_it == host_sync_.end() || fleet_.health(host) == nullptr) return true;  // removed
     HostHealthTracker& tracker = *fleet_.health(host);
-    HostSync& sync = host_sync_.at(host);
+    HostSync& sync = sync_it->second;
     TimePoint now = clock_.now();
     bool was_unreachable = tracker.unreachable_since().has_value();
     if (listed.is_ok()) {
@@ -113,7 +120,7 @@ bool LeaseEngine::probe_host(const std::string& host) {
       }
     }
   }
-  if (!listed.is_ok() && !repeated) io.health->failed("hypervisor.probe", listed.status());
+  if (!listed.is_ok() && !repeated) io->health->failed("hypervisor.probe", listed.status());
   if (back) queue_reconcile(host);
   return reachable;
 }
@@ -204,6 +211,117 @@ void LeaseEngine::lose_past_grace_locked() {
       destroy_vm_locked(vm, why);
     }
   }
+}
+
+}  // namespace armhive
+
+namespace armhive {
+
+Status LeaseEngine::add_host(EngineHost h) {
+  if (h.hypervisor == nullptr) {
+    return invalid_argument("hypervisor", "host " + h.name + " has no hypervisor");
+  }
+  {
+    MutexLock lock(mu_);
+    if (fleet_.host(h.name) != nullptr) {
+      return Status(ErrorCode::kConflict, "host '" + h.name + "' is already driven", h.name,
+                    "name");
+    }
+  }
+  const std::string name = h.name;
+  const std::map<std::string, std::string> labels = h.labels;
+  std::shared_ptr<HostIo> io = make_host_io(h);
+  {
+    MutexLock hosts_lock(hosts_mu_);
+    if (host_io_.count(name)) {
+      return Status(ErrorCode::kConflict, "host '" + name + "' is being added", name, "name");
+    }
+    host_io_[name] = io;
+  }
+  bool running = false;
+  {
+    MutexLock lock(mu_);
+    Status added = fleet_.add_host({name, labels}, std::move(h.cores), clock_.now());
+    if (!added.is_ok()) {
+      MutexLock hosts_lock(hosts_mu_);
+      host_io_.erase(name);
+      return added.annotate("host '" + name + "'");
+    }
+    host_order_.push_back(name);
+    host_sync_[name];
+    running = running_;
+    Event e;
+    e.at = clock_.now();
+    e.type = "host.added";
+    e.detail = "host " + name + " (" + io->uri +
+               ") added: listed, then offered to the pools "
+               "its labels match once it holds their images";
+    append_event_locked(std::move(e));
+  }
+  spdlog::info("host {} ({}) added", name, io->uri);
+  set_event_handler(*io);
+  if (running) start_host(*io);
+  // Its images (a remote host's are shipped from now on) and its first listing: until that
+  // pass, nothing is placed there (its running domains' cores are unknown).
+  refresh_images();
+  queue_reconcile(name);
+  return Status::ok();
+}
+
+Status LeaseEngine::remove_host(const std::string& name) {
+  std::shared_ptr<HostIo> io;
+  {
+    MutexLock lock(mu_);
+    if (name.empty() || fleet_.host(name) == nullptr) {
+      return Status(ErrorCode::kNotFound, "no host named '" + name + "'", name, "name");
+    }
+    if (name == default_host_) {
+      return Status(ErrorCode::kConflict,
+                    "host '" + name +
+                        "' is the first host: it holds the records from before hosts were "
+                        "recorded, and cannot be removed while armhived runs",
+                    name, "name");
+    }
+    int vms = 0;
+    for (const auto& [vm_name, vm] : vms_) vms += host_name(vm.record.host) == name ? 1 : 0;
+    for (const auto& [vm_name, rec] : unadopted_) vms += host_name(rec.host) == name ? 1 : 0;
+    size_t leases = leases_on_locked(name, std::nullopt).size();
+    if (vms > 0 || leases > 0) {
+      return Status(ErrorCode::kConflict,
+                    "host '" + name + "' still has " + std::to_string(leases) + " lease(s) and " +
+                        std::to_string(vms) + " VM(s): drain it first (armhive hosts drain " +
+                        name + "), let its leases end, then remove it",
+                    name, "name");
+    }
+    ARMHIVE_RETURN_IF_ERROR(fleet_.remove_host(name));
+    host_order_.erase(std::find(host_order_.begin(), host_order_.end(), name));
+    host_sync_.erase(name);
+    for (auto& [pool_name, pool] : pools_) {
+      pool.images.erase(name);
+      pool.backoff.erase(name);
+    }
+    Event e;
+    e.at = clock_.now();
+    e.type = "host.removed";
+    e.detail = "host " + name + " removed: no VM is placed there any more";
+    append_event_locked(std::move(e));
+    schedule_all_locked();
+  }
+  {
+    MutexLock hosts_lock(hosts_mu_);
+    auto it = host_io_.find(name);
+    io = it->second;
+    host_io_.erase(it);
+    retired_.push_back(io);  // a strand or a stuck probe call may still hold it
+  }
+  stop_host(*io);
+  io->hypervisor->set_event_handler([](const VmEvent&) {});
+  // A host added again later starts undrained.
+  Status forgot = store_.put_host_admin(name, HostHealthTracker::Admin::kNone);
+  if (!forgot.is_ok()) health_.failed("store.put_host_admin", forgot);
+  spdlog::info("host {} removed", name);
+  flush();
+  return Status::ok();
 }
 
 }  // namespace armhive

@@ -72,7 +72,8 @@ WantedSnapshot LeaseEngine::wanted_locked() const {
 // Takes over a running domain the database knows: its cores are re-derived from the live
 // <cputune> (the truth of where it runs; a disagreeing record is reported and rewritten).
 void LeaseEngine::adopt_locked(const std::string& host, const VmRecord& record, const VmInfo& d) {
-  EngineHealth& health = *host_io(host)->health;
+  std::shared_ptr<HostIo> io = host_io(host);  // adopted only from a listing of a driven host
+  EngineHealth& health = *io->health;
   auto pit = pools_.find(record.pool);
   if (pit == pools_.end()) {
     health.failed("recovery.adopt", conflict("pool '" + record.pool +
@@ -278,17 +279,17 @@ Status LeaseEngine::recover() {
   // destroyed there until it answers).
   std::map<std::string, HostSnapshot> snapshots;
   std::map<std::string, std::string> unreachable;
-  for (const std::string& h : host_order_) {
-    const HostIo& io = host_io_.at(h);
-    Hypervisor* hv = io.hypervisor;
-    auto listed = io.probe->call<Listing>(
+  for (const std::string& h : host_names()) {
+    std::shared_ptr<HostIo> io = host_io(h);
+    Hypervisor* hv = io->hypervisor;
+    auto listed = io->probe->call<Listing>(
         options_.host_probe_timeout, [h, hv]() -> Result<Listing> { return list_host(h, *hv); });
     if (listed.is_ok()) {
-      listed->report(*io.health);
+      listed->report(*io->health);
       snapshots[h] = std::move(listed->host);
       continue;
     }
-    io.health->failed("hypervisor.list_vms", listed.status());
+    io->health->failed("hypervisor.list_vms", listed.status());
     HostSnapshot none;
     none.name = h;
     none.error = listed.status().to_string();
@@ -308,7 +309,7 @@ Status LeaseEngine::recover() {
   }
   for (VmRecord& r : *records) {
     // From before hosts were recorded: the one host there was is the first host.
-    if (r.host.empty()) r.host = host_order_.front();
+    if (r.host.empty()) r.host = default_host_;
     unadopted_[r.name] = std::move(r);
   }
   for (const std::string& h : host_order_) {
@@ -384,7 +385,7 @@ Status LeaseEngine::recover() {
 
 Status LeaseEngine::reconcile() {
   Status first;
-  for (const std::string& host : host_order_) {
+  for (const std::string& host : host_names()) {
     Status s = reconcile_host(host);
     if (!s.is_ok() && first.is_ok()) first = s;
   }
@@ -393,17 +394,20 @@ Status LeaseEngine::reconcile() {
 }
 
 Status LeaseEngine::reconcile_host(const std::string& name) {
-  const HostIo& io = host_io_.at(name);
-  std::lock_guard pass(*io.reconcile_mu);
+  std::shared_ptr<HostIo> io = host_io(name);
+  if (io == nullptr) return not_found("no host named '" + name + "'", name);  // removed
+  std::lock_guard pass(*io->reconcile_mu);
   // libvirt first, then the wanted state: a VM started in between is wanted (its record is in
   // memory before its domain exists), and one destroyed in between is seen unwanted only once.
-  HostSnapshot host = take_host_snapshot(name, *io.hypervisor, *io.health);
+  HostSnapshot host = take_host_snapshot(name, *io->hypervisor, *io->health);
   std::vector<std::string> to_delete;
   ReconcilePlan plan;
   bool clean = false;
   {
     MutexLock lock(mu_);
-    HostSync& sync = host_sync_.at(name);
+    auto sync_it = host_sync_.find(name);
+    if (sync_it == host_sync_.end()) return Status::ok();  // removed meanwhile: nothing of it
+    HostSync& sync = sync_it->second;
     plan = plan_reconcile(wanted_locked(), host, sync.memory);
     sync.memory = plan.memory;
     apply_plan_locked(name, plan, host.domains, to_delete);
@@ -418,10 +422,10 @@ Status LeaseEngine::reconcile_host(const std::string& name) {
     }
   }
   for (const std::string& vm_name : to_delete) {
-    Status s = io.hypervisor->destroy_vm(vm_name);
+    Status s = io->hypervisor->destroy_vm(vm_name);
     MutexLock lock(mu_);
     if (!s.is_ok()) {
-      io.health->failed("hypervisor.destroy_vm", s);
+      io->health->failed("hypervisor.destroy_vm", s);
       clean = false;
       continue;
     }
@@ -430,7 +434,7 @@ Status LeaseEngine::reconcile_host(const std::string& name) {
     persist_.forget_vm(vm_name);
   }
   flush();
-  if (clean) io.health->healthy();
+  if (clean) io->health->healthy();
   for (const std::string& p : plan.problems) spdlog::warn("reconcile: {}", p);
   if (!host.complete) {
     return unavailable(host.error).annotate("reconcile of host " + name + ": nothing changed");

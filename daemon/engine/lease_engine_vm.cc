@@ -54,10 +54,15 @@ void LeaseEngine::refresh_images() {
   }
   std::vector<Result<BootImage>> resolved;
   resolved.reserve(wanted.size());
-  for (const Want& w : wanted) resolved.push_back(host_io_.at(w.host).images(w.image));
+  for (const Want& w : wanted) {
+    std::shared_ptr<HostIo> io = host_io(w.host);
+    resolved.push_back(io ? io->images(w.image)
+                          : Result<BootImage>(not_found("host " + w.host + " was removed")));
+  }
   MutexLock lock(mu_);
   for (size_t i = 0; i < wanted.size(); ++i) {
     const Want& w = wanted[i];
+    if (fleet_.host(w.host) == nullptr) continue;  // removed meanwhile
     (void)fleet_.set_image(w.host, w.image, resolved[i].is_ok());
     pools_.at(w.pool).images.insert_or_assign(w.host, std::move(resolved[i]));
   }
@@ -476,7 +481,7 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
     boot_failed(vm_name, "cancelled", false);
     return;
   }
-  const HostIo* io = host_io(host);
+  std::shared_ptr<HostIo> io = host_io(host);
   if (io == nullptr) {
     boot_failed(vm_name, "host " + host + " is not driven by this armhived", false);
     return;
@@ -687,7 +692,7 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
     destroy(vm_name);
     return;
   }
-  const HostIo* io = host_io(host);
+  std::shared_ptr<HostIo> io = host_io(host);
   Status s = io == nullptr ? unavailable("host " + host + " is not driven by this armhived")
                            : Status::ok();
   if (s.is_ok() && !keys.empty()) {
@@ -765,7 +770,7 @@ void LeaseEngine::destroy(const std::string& vm_name) {
     host = it->second.record.host;
     persist_vm_locked(it->second);
   }
-  const HostIo* io = host_io(host);
+  std::shared_ptr<HostIo> io = host_io(host);
   Status s = io == nullptr ? unavailable("host " + host + " is not driven by this armhived")
                            : io->hypervisor->destroy_vm(vm_name);
   MutexLock lock(mu_);

@@ -3,6 +3,7 @@
 // that cannot be listed or is drained holds only what would go to it, and a restart adopts
 // each host's VMs from that host.
 #include <catch2/catch.hpp>
+#include <set>
 #include <thread>
 
 #include "daemon/engine/lease_engine.h"
@@ -60,28 +61,34 @@ struct Lab {
     if (engine) engine->stop();
   }
 
-  void make_engine() {
+  // The engine over every host of the lab, or only those named.
+  void make_engine(const std::set<std::string>& only = {}) {
     if (engine) engine->stop();
     engine.reset();
     std::vector<EngineHost> list;
     for (auto& h : hosts) {
-      HostTopology t = h->board == "thunderx" ? thunderx_2s_topology() : lx2160a_topology();
-      std::string host = h->name;
-      list.push_back({h->name,
-                      h->hv.get(),
-                      cores_of(t),
-                      [host](const std::string& image) -> Result<BootImage> {
-                        return BootImage{image,
-                                         "1",
-                                         "/" + host + "/disk.qcow2",
-                                         "/" + host + "/vmlinuz",
-                                         "/" + host + "/initrd",
-                                         "console=ttyAMA0",
-                                         "root"};
-                      },
-                      {{"board", h->board}}});
+      if (only.empty() || only.count(h->name)) list.push_back(engine_host(*h));
     }
     engine = std::make_unique<LeaseEngine>(options, std::move(list), *store, clock, &metrics);
+  }
+
+  static EngineHost engine_host(Host& h) {
+    HostTopology t = h.board == "thunderx" ? thunderx_2s_topology() : lx2160a_topology();
+    std::string host = h.name;
+    return {h.name,
+            h.hv.get(),
+            cores_of(t),
+            [host](const std::string& image) -> Result<BootImage> {
+              return BootImage{image,
+                               "1",
+                               "/" + host + "/disk.qcow2",
+                               "/" + host + "/vmlinuz",
+                               "/" + host + "/initrd",
+                               "console=ttyAMA0",
+                               "root"};
+            },
+            {{"board", h.board}},
+            "qemu+tls://" + h.name + ".lab/system"};
   }
 
   Host& host(const std::string& name) {
@@ -554,6 +561,59 @@ TEST_CASE("fleet engine: a hand-out caught by a host that hangs is served by ano
   run.argv = {"true"};
   REQUIRE(lab.engine->exec(caught.id, run).is_ok());
   CHECK(lab.host("hc1").fake->saw(served->vm_name + ": true"));
+}
+
+TEST_CASE("fleet engine: a host added at runtime serves its pools; only an empty one is removed",
+          "[engine][fleet][hosts]") {
+  Lab lab({honeycomb_pool(2, 8)});
+  lab.make_engine({"hc1", "tx1"});
+  REQUIRE(lab.engine->start().is_ok());
+  REQUIRE(lab.settle(2));
+  CHECK(lab.spread() == std::map<std::string, int>{{"hc1", 2}});
+
+  // hc2 joins: listed on its own workers, then the pool spreads onto it.
+  REQUIRE(lab.engine->add_host(Lab::engine_host(lab.host("hc2"))).is_ok());
+  Status again = lab.engine->add_host(Lab::engine_host(lab.host("hc2")));
+  CHECK(again.code() == ErrorCode::kConflict);
+  CHECK(again.field() == "name");
+  REQUIRE(lab.engine->reconcile().is_ok());  // its first listing, done before we look
+  Lease first = lab.lease();
+  Lease second = lab.lease();
+  REQUIRE(lab.settle(2));  // the refills go to hc2, which holds none of the pool
+  CHECK(lab.spread() == std::map<std::string, int>{{"hc1", 2}, {"hc2", 2}});
+  CHECK(lab.view("hc2").uri == "qemu+tls://hc2.lab/system");
+  CHECK(lab.view("hc2").labels.at("board") == "honeycomb");
+  Lease third = lab.lease();
+  CHECK(third.host == "hc2");  // a warm VM of the new host
+  GuestExecRequest run;
+  run.argv = {"uname", "-m"};
+  REQUIRE(lab.engine->exec(third.id, run).is_ok());
+  CHECK(lab.host("hc2").fake->saw(third.vm_name + ": uname -m"));
+
+  // Removal: a host with VMs or leases must be drained and emptied first; the first host
+  // never goes; an empty one goes at once, and can come back.
+  Status busy = lab.engine->remove_host("hc2");
+  CHECK(busy.code() == ErrorCode::kConflict);
+  CHECK_THAT(busy.message(), Catch::Contains("drain it first"));
+  CHECK(lab.engine->remove_host("hc1").code() == ErrorCode::kConflict);
+  CHECK(lab.engine->remove_host("rk1").code() == ErrorCode::kNotFound);
+  REQUIRE(lab.engine->remove_host("tx1").is_ok());
+  CHECK(lab.engine->hosts().size() == 2);
+  CHECK(lab.engine->remove_host("tx1").code() == ErrorCode::kNotFound);
+  CHECK(lab.engine->set_host_admin("tx1", Admin::kDrain).code() == ErrorCode::kNotFound);
+  REQUIRE(lab.engine->add_host(Lab::engine_host(lab.host("tx1"))).is_ok());
+  CHECK(lab.engine->hosts().size() == 3);
+
+  REQUIRE(lab.engine->set_host_admin("hc2", Admin::kDrain).is_ok());
+  REQUIRE(lab.engine->release_lease(third.id).is_ok());
+  REQUIRE(lab.settle(2));  // refilled on hc1; hc2's free VMs are gone
+  REQUIRE(lab.engine->wait_idle(5s));
+  CHECK(lab.host("hc2").fake->domains().empty());
+  REQUIRE(lab.engine->remove_host("hc2").is_ok());
+  CHECK(lab.store->host_admin()->count("hc2") == 0);  // its drain is forgotten with it
+  Lease fourth = lab.lease();
+  CHECK(fourth.host == "hc1");
+  CHECK(lab.engine->get_lease(first.id)->state == LeaseState::kReady);
 }
 
 TEST_CASE("fleet engine: a restart adopts each host's VMs from that host",
