@@ -403,6 +403,17 @@ Result<HostDto> Client::set_host_admin(const std::string& name, const std::strin
       call_ok("POST", "/v1/hosts/" + path_id(name) + "/" + path_id(action), "{}"), host_from_json);
 }
 
+Result<HostDto> Client::add_host(const HostCreateDto& host) {
+  // Connecting to the host and setting it up may take the daemon's libvirt_timeout (60 s).
+  return decode<HostDto>(call_ok("POST", "/v1/hosts", dump_json(to_json(host)), {},
+                                 std::max(options_.timeout, std::chrono::seconds(120))),
+                         host_from_json);
+}
+
+Status Client::remove_host(const std::string& name) {
+  return call_ok("DELETE", "/v1/hosts/" + path_id(name)).status();
+}
+
 Result<std::string> Client::hosts_svg() { return call_ok("GET", "/v1/hosts?format=svg"); }
 
 Status Client::stream_events(uint64_t since, bool follow,

@@ -108,6 +108,11 @@ class Client {
   // POST /v1/hosts/{name}/{action}, action "drain", "undrain" or "maintenance" (admin tokens):
   // the host as it is after.
   Result<HostDto> set_host_admin(const std::string& name, const std::string& action);
+  // POST /v1/hosts (admin tokens): armhived connects to the host (within its libvirt_timeout;
+  // the read timeout allows for it) and drives it from now on; the host as it is then.
+  Result<HostDto> add_host(const HostCreateDto& host);
+  // DELETE /v1/hosts/{name} (admin tokens): kConflict while it holds VMs or leases.
+  Status remove_host(const std::string& name);
   Result<std::string> hosts_svg();
 
   // Streams events with seq > since. `on_event` returns false to stop. With follow=false the

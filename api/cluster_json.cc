@@ -228,6 +228,45 @@ json to_json(const HostDto& h) {
   return out;
 }
 
+Result<HostCreateDto> host_create_from_json(const json& j) {
+  HostCreateDto h;
+  JsonReader r(j, "");
+  AH_TRY(r.require_object());
+  AH_TRY(r.only({"name", "libvirt_uri", "labels", "cpus", "l2_clusters", "vm_dir", "image_dir",
+                 "network_guard"}));
+  AH_TRY(r.str("name", h.name, true));
+  AH_TRY(r.str("libvirt_uri", h.libvirt_uri, true));
+  AH_TRY(r.str_map("labels", h.labels));
+  AH_TRY(r.str_list("l2_clusters", h.l2_clusters));
+  AH_TRY(r.str("vm_dir", h.vm_dir));
+  AH_TRY(r.str("image_dir", h.image_dir));
+  AH_TRY(r.str("network_guard", h.network_guard));
+  if (const json* cpus = r.find("cpus")) {
+    JsonReader c(*cpus, "cpus");
+    AH_TRY(c.require_object());
+    AH_TRY(c.only({"housekeeping", "dedicated", "shared"}));
+    AH_TRY(c.opt_str("housekeeping", h.housekeeping_cpus));
+    AH_TRY(c.opt_str("dedicated", h.dedicated_cpus));
+    AH_TRY(c.opt_str("shared", h.shared_cpus));
+  }
+  return h;
+}
+
+json to_json(const HostCreateDto& h) {
+  json out = {{"name", h.name}, {"libvirt_uri", h.libvirt_uri}};
+  if (!h.labels.empty()) out["labels"] = h.labels;
+  json cpus = json::object();
+  if (h.housekeeping_cpus) cpus["housekeeping"] = *h.housekeeping_cpus;
+  if (h.dedicated_cpus) cpus["dedicated"] = *h.dedicated_cpus;
+  if (h.shared_cpus) cpus["shared"] = *h.shared_cpus;
+  if (!cpus.empty()) out["cpus"] = cpus;
+  if (!h.l2_clusters.empty()) out["l2_clusters"] = h.l2_clusters;
+  if (!h.vm_dir.empty()) out["vm_dir"] = h.vm_dir;
+  if (!h.image_dir.empty()) out["image_dir"] = h.image_dir;
+  if (!h.network_guard.empty()) out["network_guard"] = h.network_guard;
+  return out;
+}
+
 Result<HostDto> host_from_json(const json& j) {
   HostDto h;
   AH_TRY(parse_host(j, "", h));

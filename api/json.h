@@ -45,6 +45,9 @@ Result<PoolDto> pool_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const HealthResultDto& h);
 nlohmann::json to_json(const HostDto& h);
 Result<HostDto> host_from_json(const nlohmann::json& j);
+// Unknown keys are refused, naming them.
+Result<HostCreateDto> host_create_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const HostCreateDto& h);
 nlohmann::json to_json(const EventDto& e);
 Result<EventDto> event_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const Problem& p);

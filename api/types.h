@@ -254,6 +254,21 @@ struct HostDto {
   std::vector<HealthResultDto> health;
 };
 
+// POST /v1/hosts (admin): a libvirt host for armhived to drive from now on, with the keys of
+// a [[hosts]] table (daemon/config/README.md).
+struct HostCreateDto {
+  std::string name;
+  std::string libvirt_uri;
+  std::map<std::string, std::string> labels;
+  std::optional<std::string> housekeeping_cpus;  // wire: "cpus": {"housekeeping": "0-1", ...}
+  std::optional<std::string> dedicated_cpus;
+  std::optional<std::string> shared_cpus;
+  std::vector<std::string> l2_clusters;
+  std::string vm_dir;
+  std::string image_dir;
+  std::string network_guard;  // empty: the default ("armhived" for a local URI)
+};
+
 struct EventDto {
   uint64_t seq = 0;
   std::string at;

@@ -1,5 +1,5 @@
-// `armhive pools`, `armhive hosts` (and `hosts drain|undrain|maintenance NAME`), `armhive
-// events`: what the cluster has and does.
+// `armhive pools`, `armhive hosts` (and `hosts drain|undrain|maintenance|add|rm NAME`),
+// `armhive events`: what the cluster has and does.
 #include <fstream>
 #include <iostream>
 
@@ -33,6 +33,27 @@ class ClusterCommands final : public CommandGroup {
               },
               "NAME"));
     }
+    add_ = hosts_->add_subcommand(
+        "add", "drive one more libvirt host, kept across restarts (admin token)");
+    add_->add_option("name", added_.name, "its name in armhive (lower-case letters, digits, -_.)")
+        ->required();
+    add_->add_option("--uri", added_.libvirt_uri,
+                     "its libvirt URI: qemu+tls://hc2.lab/system, qemu+ssh://armhive@tx1/system")
+        ->required();
+    add_->add_option("--label", add_labels_, "KEY=VALUE that pools select it by (repeatable)");
+    add_->add_option("--housekeeping", housekeeping_, "cpuset for the host and emulator threads");
+    add_->add_option("--dedicated", dedicated_, "cpuset for dedicated VM cores");
+    add_->add_option("--shared", shared_, "cpuset for shared (overcommitted) VM cores");
+    add_->add_option("--l2-cluster", added_.l2_clusters,
+                     "CPUs sharing an L2, as a cpuset (repeatable; libvirt lists only L3)");
+    add_->add_option("--vm-dir", added_.vm_dir, "on the host: where the VMs' overlays live");
+    add_->add_option("--image-dir", added_.image_dir, "on the host: where images are shipped");
+    add_->add_option("--network-guard", added_.network_guard,
+                     "who guards its guest networks: armhived (a local host) or host")
+        ->check(CLI::IsMember({"armhived", "host"}));
+    remove_ = hosts_->add_subcommand(
+        "rm", "stop driving a host added with `hosts add` (drain it first; admin token)");
+    remove_->add_option("name", host_name_, "the host, as `armhive hosts` names it")->required();
     events_ = app.add_subcommand("events", "stream lease and VM events");
     events_->add_option("--since", since_, "only events after this sequence number");
     events_->add_flag("--no-follow", no_follow_, "print what there is and exit");
@@ -45,6 +66,8 @@ class ClusterCommands final : public CommandGroup {
     if (drain_->parsed()) return host_admin(*ctx.client, ctx.json_out, "drain");
     if (undrain_->parsed()) return host_admin(*ctx.client, ctx.json_out, "undrain");
     if (maintenance_->parsed()) return host_admin(*ctx.client, ctx.json_out, "maintenance");
+    if (add_->parsed()) return add_host(*ctx.client, ctx.json_out);
+    if (remove_->parsed()) return remove_host(*ctx.client);
     if (hosts_->parsed()) return hosts(*ctx.client, ctx.json_out);
     return events(*ctx.client, ctx.json_out);
   }
@@ -92,6 +115,15 @@ class ClusterCommands final : public CommandGroup {
       std::cout << h.hostname << " (" << h.arch << ", " << h.cpu_model << ", " << h.accel
                 << (h.state == "ok" ? "" : ", " + h.state) << "): " << h.cores.size() << " cores, "
                 << allocated << " pinned, fragmentation " << h.fragmentation << "\n";
+      if (!h.uri.empty() || !h.labels.empty()) {
+        std::string labels;
+        for (const auto& [k, v] : h.labels) labels += (labels.empty() ? "" : ",") + k + "=" + v;
+        std::cout << "  " << (h.uri.empty() ? "" : "libvirt " + h.uri)
+                  << (labels.empty()
+                          ? ""
+                          : (h.uri.empty() ? "" : ", ") + std::string("labels ") + labels)
+                  << "\n";
+      }
       // The last failure stays shown after the host is ok again: it says what went wrong.
       if (!h.unreachable_since.empty()) {
         std::cout << "  unreachable since " << h.unreachable_since
@@ -142,6 +174,56 @@ class ClusterCommands final : public CommandGroup {
     return kExitOk;
   }
 
+  int add_host(Client& client, bool json_out) {
+    for (const std::string& kv : add_labels_) {
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "armhive: --label takes KEY=VALUE, got '" << kv << "'\n";
+        return kExitUsage;
+      }
+      added_.labels[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    if (!housekeeping_.empty()) added_.housekeeping_cpus = housekeeping_;
+    if (!dedicated_.empty()) added_.dedicated_cpus = dedicated_;
+    if (!shared_.empty()) added_.shared_cpus = shared_;
+    // Connecting and discovering can take the daemon's libvirt_timeout: say what happens.
+    std::cerr << "connecting armhived to " << added_.name << " (" << added_.libvirt_uri
+              << ") through libvirt...\n";
+    auto r = client.add_host(added_);
+    if (!r.is_ok()) {
+      const Status& st = r.status();
+      std::cerr << "armhive: host " << added_.name << " not added: " << st.message()
+                << (st.field().empty() ? "" : " (field " + st.field() + ")") << "\n";
+      if (st.code() == ErrorCode::kUnavailable) {
+        std::cerr << "hint: armhived must reach the host's libvirtd itself (TLS certificates in "
+                     "pkipath, or the SSH key for qemu+ssh://)\n";
+      }
+      return exit_code_for(st);
+    }
+    if (json_out) {
+      print_json(to_json(*r));
+      return kExitOk;
+    }
+    std::cout << r->hostname << ": driven (" << r->arch << ", " << r->cpu_model << ", " << r->accel
+              << ", " << r->cores.size()
+              << " CPUs); the pools its labels match use it once it holds their images\n";
+    return kExitOk;
+  }
+
+  int remove_host(Client& client) {
+    Status s = client.remove_host(host_name_);
+    if (!s.is_ok()) {
+      std::cerr << "armhive: " << s.message() << "\n";
+      if (s.code() == ErrorCode::kConflict && s.message().find("drain") != std::string::npos) {
+        std::cerr << "hint: armhive hosts drain " << host_name_
+                  << ", then wait for its leases to end (armhive hosts shows its cores)\n";
+      }
+      return exit_code_for(s);
+    }
+    std::cout << host_name_ << ": removed; armhived no longer drives it\n";
+    return kExitOk;
+  }
+
   int events(Client& client, bool json_out) {
     Status s = client.stream_events(since_, !no_follow_, [&](const EventDto& e) {
       if (json_out) {
@@ -161,6 +243,11 @@ class ClusterCommands final : public CommandGroup {
   CLI::App* drain_ = nullptr;
   CLI::App* undrain_ = nullptr;
   CLI::App* maintenance_ = nullptr;
+  CLI::App* add_ = nullptr;
+  CLI::App* remove_ = nullptr;
+  HostCreateDto added_;
+  std::vector<std::string> add_labels_;
+  std::string housekeeping_, dedicated_, shared_;
   std::string host_name_;
   CLI::App* events_ = nullptr;
   std::string svg_out_;

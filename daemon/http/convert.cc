@@ -124,6 +124,22 @@ HealthResultDto to_dto(const HealthResult& r) {
   return d;
 }
 
+HostSpec from_dto(const HostCreateDto& h) {
+  HostSpec s;
+  s.name = h.name;
+  s.libvirt_uri = h.libvirt_uri;
+  s.labels = h.labels;
+  s.housekeeping_cpus = h.housekeeping_cpus;
+  s.dedicated_cpus = h.dedicated_cpus;
+  s.shared_cpus = h.shared_cpus;
+  s.l2_clusters = h.l2_clusters;
+  s.vm_dir = h.vm_dir;
+  s.image_dir = h.image_dir;
+  if (!h.network_guard.empty()) s.network_guard = h.network_guard;
+  s.field_prefix.clear();  // the request body's own keys
+  return s;
+}
+
 HostDto to_dto(const HostView& h) {
   HostDto d;
   for (const HealthResult& r : h.health) d.health.push_back(to_dto(r));

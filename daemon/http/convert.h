@@ -1,6 +1,7 @@
 #pragma once
 
 #include "api/types.h"
+#include "daemon/core/host_spec.h"
 #include "daemon/engine/lease_service.h"
 
 namespace armhive {
@@ -19,6 +20,8 @@ ExecResultDto to_dto(GuestExecResult result);
 PoolDto to_dto(const PoolStatus& pool);
 HealthResultDto to_dto(const HealthResult& result);
 HostDto to_dto(const HostView& host);
+// A host to add, as the configuration's [[hosts]] would give it (errors name the body's keys).
+HostSpec from_dto(const HostCreateDto& host);
 EventDto to_dto(const Event& event);
 
 // The ssh command line a person can paste (the CLI's `armhive ssh` builds the same argv).

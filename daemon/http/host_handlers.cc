@@ -196,6 +196,38 @@ Status maintain_host(ServerContext& ctx, Call& c) {
   return set_host_admin(ctx, c, HostHealthTracker::Admin::kMaintenance, "maintenance");
 }
 
+// POST /v1/hosts: the body (400 naming the field), then the caller (403), then the host.
+Status add_host(ServerContext& ctx, Call& c) {
+  ARMHIVE_ASSIGN_OR_RETURN(json body, parse_json(c.req.body));
+  ARMHIVE_ASSIGN_OR_RETURN(HostCreateDto in, host_create_from_json(body));
+  if (!is_admin(c.who)) {
+    return Status(ErrorCode::kPermissionDenied, "only admin tokens may add a host");
+  }
+  if (!ctx.options.add_host) return unavailable("this armhived does not add hosts at runtime");
+  HostSpec spec = from_dto(in);
+  ARMHIVE_RETURN_IF_ERROR(ctx.options.add_host(spec));
+  ctx.audit_action(c.who, "host.add", "", "host=" + spec.name + " uri=" + spec.libvirt_uri);
+  for (const HostView& h : ctx.leases.hosts()) {
+    if (h.topology.hostname != spec.name) continue;
+    c.res.headers.emplace_back("Location", "/v1/hosts/" + url_encode(spec.name));
+    write_json(c.res, 201, to_json(to_dto(h)));
+    return Status::ok();
+  }
+  return internal_error("host '" + spec.name + "' was added but is not listed");
+}
+
+Status remove_host(ServerContext& ctx, Call& c) {
+  if (!is_admin(c.who)) {
+    return Status(ErrorCode::kPermissionDenied, "only admin tokens may remove a host");
+  }
+  const std::string& name = c.req.path_params[0];
+  if (!ctx.options.remove_host) return unavailable("this armhived does not remove hosts");
+  ARMHIVE_RETURN_IF_ERROR(ctx.options.remove_host(name));
+  ctx.audit_action(c.who, "host.remove", "", "host=" + name);
+  c.res.status = 204;
+  return Status::ok();
+}
+
 Status hosts_page(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(auto hosts, visible_hosts(ctx, c.who));
   std::string html =
@@ -231,6 +263,8 @@ void add_host_routes(Router& router, ServerContext& ctx) {
   };
   router.add({"GET", "/v1/pools", Access::kRead, h(list_pools)});
   router.add({"GET", "/v1/hosts", Access::kRead, h(list_hosts)});
+  router.add({"POST", "/v1/hosts", Access::kWrite, h(add_host), /*json_body=*/true});
+  router.add({"DELETE", "/v1/hosts/{name}", Access::kWrite, h(remove_host)});
   router.add({"GET", "/ui/hosts", Access::kRead, h(hosts_page)});
   router.add({"GET", "/v1/hosts/{name}/health", Access::kRead, h(host_health)});
   router.add({"POST", "/v1/hosts/{name}/drain", Access::kWrite, h(drain_host)});

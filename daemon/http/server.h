@@ -13,6 +13,7 @@
 #include "base/result.h"
 #include "base/version.h"
 #include "daemon/core/health_series.h"
+#include "daemon/core/host_spec.h"
 
 namespace armhive {
 
@@ -107,6 +108,15 @@ struct HttpOptions {
   // guest's address; port 22 or one the lease asked for, else kInvalidArgument naming "port").
   // Unset: GET /v1/leases/{id}/tunnel is 503. Called from worker threads.
   std::function<Result<TunnelRoute>(const Lease& lease, int port)> tunnel;
+  // Drives one more libvirt host from now on (POST /v1/hosts, admin tokens: daemon/fleet
+  // connects and sets it up, the engine adds it, the database keeps it). Errors: the spec's
+  // field (400), a name taken (409), the host unreachable or libvirt's refusal (503 naming
+  // both). Unset: 503. Called from worker threads; blocks up to [host] libvirt_timeout.
+  std::function<Status(const HostSpec& spec)> add_host;
+  // Stops driving a host added through the API (DELETE /v1/hosts/{name}): 404 unknown, 409
+  // while it holds VMs or leases ("drain it first") or when the configuration file names it.
+  // Unset: 503. Called from worker threads.
+  std::function<Status(const std::string& name)> remove_host;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,

@@ -179,8 +179,11 @@ def check_responses(doc, directory, err, partial=False):
             continue
         resp = deref(doc, resp)
         content = resp.get("content", {})
-        if status == 101 and not content and not media:
-            exercised.add((method, template))  # a protocol upgrade (WebSocket): no body
+        if status in (101, 204) and not content and not media:
+            # A protocol upgrade (WebSocket) or No Content: no body to check.
+            exercised.add((method, template))
+            if rec["body"] not in ("", None):
+                err(f"{where}: status {status} with a body")
             continue
         if media not in content:
             err(f"{where}: media type {media} not documented (have {sorted(content)})")

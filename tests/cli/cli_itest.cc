@@ -347,6 +347,68 @@ TEST_CASE("cli: hosts drain, maintenance and undrain", "[cli][drain]") {
   CHECK(ci.run({"hosts"}).out.find("honeycomb (aarch64, cortex-a72, kvm):") != std::string::npos);
 }
 
+TEST_CASE("cli: hosts add and rm", "[cli][hosts]") {
+  FakeLeaseService* service = nullptr;
+  std::vector<HostSpec> added;
+  ApiFixture f(true, [&](HttpOptions& o) {
+    o.add_host = [&](const HostSpec& spec) -> Status {
+      if (spec.libvirt_uri.find("nobody") != std::string::npos) {
+        return Status(ErrorCode::kUnavailable,
+                      "host " + spec.name + " (" + spec.libvirt_uri +
+                          "): unable to connect to server at 'nobody:16514': Name or service not "
+                          "known");
+      }
+      added.push_back(spec);
+      service->add_host(spec.name, spec.libvirt_uri, spec.labels);
+      return Status::ok();
+    };
+    o.remove_host = [&](const std::string& name) -> Status {
+      if (name == "hc1")
+        return conflict("host 'hc1' still has 1 lease(s) and 1 VM(s): drain it first");
+      service->remove_host(name);
+      return Status::ok();
+    };
+  });
+  service = &f.leases;
+  TempHome home("armhive-cli-hosts");
+  Cli admin{f, f.admin, home.path};
+
+  auto ok = admin.run({"hosts", "add", "tx1", "--uri", "qemu+ssh://armhive@tx1.lab/system",
+                       "--label", "board=thunderx", "--dedicated", "2-47", "--l2-cluster", "0-1",
+                       "--l2-cluster", "2-3", "--network-guard", "host"});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.err.find("connecting armhived to tx1 (qemu+ssh://armhive@tx1.lab/system)") !=
+        std::string::npos);
+  CHECK(ok.out.find("tx1: driven (aarch64") != std::string::npos);
+  REQUIRE(added.size() == 1);
+  CHECK(added[0].labels.at("board") == "thunderx");
+  CHECK(added[0].dedicated_cpus == std::optional<std::string>("2-47"));
+  CHECK(added[0].l2_clusters == std::vector<std::string>{"0-1", "2-3"});
+  auto listed = admin.run({"hosts"});
+  CHECK(listed.out.find("libvirt qemu+ssh://armhive@tx1.lab/system, labels board=thunderx") !=
+        std::string::npos);
+
+  auto bad_label = admin.run({"hosts", "add", "tx2", "--uri", "qemu:///system", "--label", "x"});
+  CHECK(bad_label.exit_code == 1);
+  CHECK(bad_label.err.find("--label takes KEY=VALUE") != std::string::npos);
+  auto down = admin.run({"hosts", "add", "hc9", "--uri", "qemu+tls://nobody/system"});
+  CHECK(down.exit_code == 3);  // 503: try again once armhived can reach it
+  CHECK(down.err.find("host hc9 not added") != std::string::npos);
+  CHECK(down.err.find("Name or service not known") != std::string::npos);
+  CHECK(down.err.find("hint: armhived must reach the host's libvirtd") != std::string::npos);
+  CHECK(added.size() == 1);
+
+  auto busy = admin.run({"hosts", "rm", "hc1"});
+  CHECK(busy.exit_code == 2);
+  CHECK(busy.err.find("drain it first") != std::string::npos);
+  CHECK(busy.err.find("hint: armhive hosts drain hc1") != std::string::npos);
+  auto removed = admin.run({"hosts", "rm", "tx1"});
+  CHECK(removed.exit_code == 0);
+  CHECK(removed.out == "tx1: removed; armhived no longer drives it\n");
+  CHECK(admin.run({"hosts"}).out.find("tx1") == std::string::npos);
+}
+
 TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   ApiFixture f;
   TempHome home("armhive-cli-7");

@@ -316,7 +316,27 @@ std::vector<HostView> FakeLeaseService::hosts() {
   h.last_error = host_last_error_;
   // An unreachable host says since when (the engine's tracker does; a fixed instant here).
   if (host_state_ == HostState::kUnreachable) h.unreachable_since = from_unix_ms(1800000000000);
-  return {h};
+  std::vector<HostView> out{h};
+  out.insert(out.end(), extra_hosts_.begin(), extra_hosts_.end());
+  return out;
+}
+
+void FakeLeaseService::add_host(const std::string& name, const std::string& uri,
+                                std::map<std::string, std::string> labels) {
+  std::lock_guard lock(mu_);
+  HostView h;
+  h.topology.hostname = name;
+  h.topology.arch = "aarch64";
+  h.topology.cpu_model = "thunderx";
+  h.topology.accel = Accel::kKvm;
+  h.uri = uri;
+  h.labels = std::move(labels);
+  extra_hosts_.push_back(std::move(h));
+}
+
+void FakeLeaseService::remove_host(const std::string& name) {
+  std::lock_guard lock(mu_);
+  std::erase_if(extra_hosts_, [&](const HostView& h) { return h.topology.hostname == name; });
 }
 
 void FakeLeaseService::set_host_state(HostState state, std::string last_error) {

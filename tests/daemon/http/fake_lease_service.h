@@ -55,6 +55,10 @@ class FakeLeaseService final : public LeaseService {
   void add_warm_pool(const std::string& name);
   // What hosts() reports as the host's state and last error.
   void set_host_state(HostState state, std::string last_error);
+  // More hosts, as hosts() lists them after "honeycomb": empty, with `uri` and `labels`.
+  void add_host(const std::string& name, const std::string& uri,
+                std::map<std::string, std::string> labels);
+  void remove_host(const std::string& name);
 
  private:
   void event_locked(const std::string& type, const Lease& l);
@@ -70,6 +74,7 @@ class FakeLeaseService final : public LeaseService {
   HostState host_state_ = HostState::kOk;
   std::string host_last_error_;
   std::vector<HealthResult> host_health_;
+  std::vector<HostView> extra_hosts_;
   HostHealthTracker::Admin host_admin_ = HostHealthTracker::Admin::kNone;
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;

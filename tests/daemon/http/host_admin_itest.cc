@@ -1,0 +1,125 @@
+// POST /v1/hosts and DELETE /v1/hosts/{name}: admin only, the body checked field by field
+// (problem+json naming it) before anything is connected, the service's refusals passed on with
+// their status (503 for a host libvirt cannot reach, 409 for a host that still has leases),
+// the audit log told.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "daemon/http/convert.h"
+#include "tests/daemon/http/api_fixture.h"
+
+namespace armhive {
+namespace {
+
+using nlohmann::json;
+
+json problem_of(const HttpReply& r, int status) {
+  INFO(r.body);
+  CHECK(r.status == status);
+  CHECK(r.content_type == "application/problem+json");
+  return json::parse(r.body, nullptr, false);
+}
+
+TEST_CASE("http: an admin adds and removes a libvirt host", "[http][hosts]") {
+  std::vector<HostSpec> added;
+  FakeLeaseService* service = nullptr;
+  ApiFixture f(true, [&](HttpOptions& o) {
+    o.add_host = [&](const HostSpec& spec) -> Status {
+      if (spec.libvirt_uri.find("unreachable") != std::string::npos) {
+        return Status(ErrorCode::kUnavailable,
+                      "host " + spec.name + " (" + spec.libvirt_uri +
+                          "): unable to connect to server: Connection refused",
+                      spec.name);
+      }
+      added.push_back(spec);
+      service->add_host(spec.name, spec.libvirt_uri, spec.labels);
+      return Status::ok();
+    };
+    o.remove_host = [&](const std::string& name) -> Status {
+      if (name == "busy") {
+        return Status(ErrorCode::kConflict,
+                      "host 'busy' still has 1 lease(s) and 1 VM(s): drain it first", name, "name");
+      }
+      service->remove_host(name);
+      return Status::ok();
+    };
+  });
+  service = &f.leases;
+
+  const json tx1 = {{"name", "tx1"},
+                    {"libvirt_uri", "qemu+ssh://armhive@tx1.lab/system"},
+                    {"labels", {{"board", "thunderx"}}},
+                    {"cpus", {{"housekeeping", "0-1"}, {"dedicated", "2-47"}}},
+                    {"l2_clusters", {"0-1"}},
+                    {"network_guard", "host"}};
+  // Only admin tokens.
+  CHECK(f.request("POST", "/v1/hosts", f.ci_b, tx1.dump()).status == 403);
+  CHECK(f.request("POST", "/v1/hosts", "", tx1.dump()).status == 401);
+  CHECK(added.empty());
+
+  auto created = f.request("POST", "/v1/hosts", f.admin, tx1.dump());
+  INFO(created.body);
+  REQUIRE(created.status == 201);
+  CHECK(created.headers["Location"] == "/v1/hosts/tx1");
+  json host = json::parse(created.body);
+  CHECK(host["hostname"] == "tx1");
+  CHECK(host["uri"] == "qemu+ssh://armhive@tx1.lab/system");
+  CHECK(host["labels"]["board"] == "thunderx");
+  REQUIRE(added.size() == 1);
+  CHECK(added[0].housekeeping_cpus == std::optional<std::string>("0-1"));
+  CHECK(added[0].dedicated_cpus == std::optional<std::string>("2-47"));
+  CHECK(added[0].l2_clusters == std::vector<std::string>{"0-1"});
+  CHECK(added[0].network_guard == "host");
+  CHECK(added[0].field_prefix.empty());  // errors name the body's keys
+  json listed = json::parse(f.request("GET", "/v1/hosts", f.reader).body);
+  CHECK(listed["items"].size() == 2);
+
+  // Bad bodies are refused naming the field, before anything is connected.
+  CHECK(problem_of(f.request("POST", "/v1/hosts", f.admin, R"({"libvirt_uri": "qemu:///system"})"),
+                   400)["field"] == "name");
+  CHECK(problem_of(f.request("POST", "/v1/hosts", f.admin, R"({"name": "x", "uri": "qemu:///s"})"),
+                   400)["field"] == "uri");
+  CHECK(problem_of(f.request("POST", "/v1/hosts", f.admin,
+                             R"({"name": "x", "libvirt_uri": "q:///s", "cpus": {"spare": "1"}})"),
+                   400)["field"] == "cpus.spare");
+  CHECK(problem_of(f.request("POST", "/v1/hosts", f.admin, "[1]"), 400).is_object());
+  CHECK(added.size() == 1);
+
+  // libvirt cannot reach it: 503 with the host and libvirt's words.
+  json down = problem_of(
+      f.request("POST", "/v1/hosts", f.admin,
+                json{{"name", "hc9"}, {"libvirt_uri", "qemu+tls://unreachable/system"}}.dump()),
+      503);
+  CHECK_THAT(down["detail"].get<std::string>(), Catch::Contains("host hc9"));
+  CHECK_THAT(down["detail"].get<std::string>(), Catch::Contains("Connection refused"));
+
+  // Removal: refused while busy, saying what to do; done otherwise.
+  json busy = problem_of(f.request("DELETE", "/v1/hosts/busy", f.admin), 409);
+  CHECK_THAT(busy["detail"].get<std::string>(), Catch::Contains("drain it first"));
+  CHECK(f.request("DELETE", "/v1/hosts/tx1", f.ci_b).status == 403);
+  auto removed = f.request("DELETE", "/v1/hosts/tx1", f.admin);
+  CHECK(removed.status == 204);
+  listed = json::parse(f.request("GET", "/v1/hosts", f.reader).body);
+  CHECK(listed["items"].size() == 1);
+  auto audit = f.audit->recent(50);
+  REQUIRE(audit.is_ok());
+  bool add_seen = false, remove_seen = false;
+  for (const auto& e : *audit) {
+    add_seen = add_seen || (e.action == "host.add" && e.detail.find("host=tx1") == 0);
+    remove_seen = remove_seen || (e.action == "host.remove" && e.detail == "host=tx1");
+  }
+  CHECK(add_seen);
+  CHECK(remove_seen);
+}
+
+TEST_CASE("http: adding hosts is 503 where armhived does not offer it", "[http][hosts]") {
+  ApiFixture f;
+  json p = problem_of(f.request("POST", "/v1/hosts", f.admin,
+                                R"({"name": "tx1", "libvirt_uri": "qemu:///system"})"),
+                      503);
+  CHECK(p.is_object());
+  problem_of(f.request("DELETE", "/v1/hosts/tx1", f.admin), 503);
+}
+
+}  // namespace
+}  // namespace armhive
