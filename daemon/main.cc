@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "base/deadline_worker.h"
 #include "base/metrics.h"
@@ -28,6 +29,9 @@
 #include "daemon/engine/catalog_image_source.h"
 #include "daemon/engine/health_vm_source.h"
 #include "daemon/engine/lease_engine.h"
+#include "daemon/fleet/host_admin.h"
+#include "daemon/fleet/host_registry.h"
+#include "daemon/fleet/host_setup.h"
 #include "daemon/github/github_api.h"
 #include "daemon/github/github_provider.h"
 #include "daemon/http/convert.h"
@@ -35,6 +39,7 @@
 #include "daemon/http/token_commands.h"
 #include "daemon/startup/startup_runner.h"
 #include "daemon/store/sqlite_health_store.h"
+#include "daemon/store/sqlite_host_store.h"
 #include "daemon/store/sqlite_lease_store.h"
 #include "daemon/store/token_store.h"
 #include "daemon/virt/connection.h"
@@ -153,7 +158,34 @@ Status bootstrap_admin(TokenStore& tokens, const std::string& path) {
   return Status::ok();
 }
 
-int serve(const DaemonConfig& config) {
+NetworkSpec network_spec(const NetworkConfig& n) {
+  NetworkSpec spec{n.name, n.bridge, n.cidr, n.dhcp_start, n.dhcp_end, n.mtu};
+  spec.mode = network_mode_from_string(n.mode).value_or(NetworkMode::kIsolated);
+  for (const EgressConfig& e : n.egress) spec.egress.push_back({e.cidr, e.ports});
+  return spec;
+}
+
+// The guard's ruleset for one of the configured networks, as armhived applies it to a local
+// host: what a remote host's provisioning must install (`nft -j -f FILE`).
+int print_network_guard(const DaemonConfig& config, const std::string& name) {
+  std::string known;
+  for (const NetworkConfig& n : config.networks) {
+    known += (known.empty() ? "" : ", ") + n.name;
+    if (n.name != name) continue;
+    auto ruleset = build_guard_ruleset(network_spec(n));
+    if (!ruleset.is_ok()) {
+      std::cerr << "armhived: network " << name << ": " << ruleset.status().message() << "\n";
+      return 2;
+    }
+    std::cout << *ruleset << "\n";
+    return 0;
+  }
+  std::cerr << "armhived: no [[networks]] named '" << name << "' in the configuration"
+            << (known.empty() ? " (it has none)" : " (it has " + known + ")") << "\n";
+  return 2;
+}
+
+int serve(const DaemonConfig& config, const std::string& config_path) {
   // Before anything else: a secret others can read is a configuration error.
   if (Status s = check_secret_files(config); !s.is_ok()) return fail(s, "secret files");
   std::error_code ec;
@@ -174,59 +206,6 @@ int serve(const DaemonConfig& config) {
   // libvirt: the event loop must exist before any connection.
   auto loop = EventLoop::start();
   if (!loop.is_ok()) return fail(loop.status(), "libvirt event loop");
-  // A stopped libvirtd or a cut link to a remote host never answers: connecting and discovery
-  // run on a worker with a deadline, so the start fails with a clear error instead of hanging.
-  DeadlineWorker connector(config.libvirt_uri);
-  auto probe = connector.call<std::shared_ptr<Connection>>(
-      config.libvirt_timeout, [uri = config.libvirt_uri]() -> Result<std::shared_ptr<Connection>> {
-        ARMHIVE_ASSIGN_OR_RETURN(Connection c, Connection::open(uri));
-        return std::make_shared<Connection>(std::move(c));
-      });
-  if (!probe.is_ok()) return fail(probe.status(), "connecting to libvirt");
-  auto topology = connector.call<HostTopology>(
-      config.libvirt_timeout, [conn = *probe] { return discover_host(*conn, {}); });
-  if (!topology.is_ok()) return fail(topology.status(), "host discovery");
-  topology->hostname = config.host_name.empty() ? machine_hostname() : config.host_name;
-  SubprocessRunner guard_runner;
-  for (const NetworkConfig& n : config.networks) {
-    NetworkSpec spec{n.name, n.bridge, n.cidr, n.dhcp_start, n.dhcp_end, n.mtu};
-    spec.mode = network_mode_from_string(n.mode).value_or(NetworkMode::kIsolated);
-    for (const EgressConfig& e : n.egress) spec.egress.push_back({e.cidr, e.ports});
-    Status s = ensure_network(**probe, spec);
-    // The guard is armhive's own nftables table: guests never reach host services.
-    if (s.is_ok()) s = apply_network_guard(guard_runner, spec);
-    if (!s.is_ok()) return fail(s, "network " + n.name);
-  }
-  spdlog::info("host {}: {} {} CPUs, {} NUMA node(s), {} MiB, {}", topology->hostname,
-               topology->arch, topology->cpus.size(), topology->cells.size(),
-               topology->memory_kib / 1024,
-               topology->accel == Accel::kKvm ? "KVM" : "TCG (emulated guests)");
-
-  LibvirtHypervisorOptions hv_options;
-  hv_options.uri = config.libvirt_uri;
-  hv_options.state_dir = config.state_dir + "/vms";
-  hv_options.storage_pool = config.storage_pool;
-  hv_options.accel = topology->accel;
-  auto hypervisor = LibvirtHypervisor::open(hv_options);
-  if (!hypervisor.is_ok()) return fail(hypervisor.status(), "libvirt hypervisor");
-
-  CpuSetsConfig sets_config;
-  sets_config.housekeeping = config.housekeeping_cpus;
-  sets_config.dedicated = config.dedicated_cpus;
-  sets_config.shared = config.shared_cpus;
-  sets_config.dedicated_pools = sets_config.shared_pools = false;
-  for (const PoolConfig& p : config.pools) {
-    (p.cpu_policy == CpuPolicy::kDedicated ? sets_config.dedicated_pools
-                                           : sets_config.shared_pools) = true;
-  }
-  sets_config.field_prefix = "host.cpus.";
-  auto sets = make_cpu_sets(*topology, sets_config);
-  if (!sets.is_ok()) return fail(sets.status(), "CPU sets");
-  auto allocator = CoreAllocator::create(*topology, *sets);
-  if (!allocator.is_ok()) return fail(allocator.status(), "CPU allocator");
-  spdlog::info("CPUs: housekeeping {}, dedicated {}, shared {}",
-               format_cpu_list(sets->housekeeping), format_cpu_list(sets->dedicated),
-               format_cpu_list(sets->shared));
 
   CatalogImageSource images(config.catalog_dir());
   for (const PoolConfig& p : config.pools) {
@@ -236,6 +215,43 @@ int serve(const DaemonConfig& config) {
                    image.status().message());
     }
   }
+
+  // Every host of [[hosts]] (or [host] alone), connected and set up at once; a stopped
+  // libvirtd or a cut link costs libvirt_timeout, once (daemon/fleet).
+  SubprocessRunner guard_runner;
+  HostRegistryOptions registry_options;
+  registry_options.storage_pool = config.storage_pool;
+  registry_options.connect_timeout = config.libvirt_timeout;
+  registry_options.guard_runner = &guard_runner;
+  registry_options.catalogue = [&images](const std::string& name) { return images.resolve(name); };
+  for (const NetworkConfig& n : config.networks) {
+    registry_options.networks.push_back(network_spec(n));
+  }
+  // The configuration's hosts, then those added through the API (kept in the database).
+  auto host_store = SqliteHostStore::open(**db);
+  if (!host_store.is_ok()) return fail(host_store.status(), "host store");
+  auto api_hosts = (*host_store)->list();
+  if (!api_hosts.is_ok()) return fail(api_hosts.status(), "hosts added through the API");
+  std::vector<HostSetup> setups;
+  std::set<std::string> configured;
+  for (const HostConfig& h : config.hosts) {
+    std::string name = h.name.empty() ? machine_hostname() : h.name;
+    configured.insert(name);
+    setups.push_back(make_host_setup(h, name, config.pools, config.state_dir));
+  }
+  for (const HostSpec& h : *api_hosts) {
+    if (configured.count(h.name)) {
+      spdlog::warn("host {}: in the configuration now; the API's entry is dropped", h.name);
+      (void)(*host_store)->remove(h.name);
+      continue;
+    }
+    spdlog::info("host {} ({}): added through the API", h.name, h.libvirt_uri);
+    setups.push_back(make_host_setup(h, h.name, config.pools, config.state_dir));
+  }
+  auto registry = HostRegistry::open(std::move(registry_options), std::move(setups));
+  if (!registry.is_ok()) return fail(registry.status(), "libvirt hosts");
+  auto engine_hosts = (*registry)->engine_hosts();
+  if (!engine_hosts.is_ok()) return fail(engine_hosts.status(), "CPU allocator");
 
   Metrics metrics;
   EngineOptions engine_options;
@@ -247,10 +263,7 @@ int serve(const DaemonConfig& config) {
   engine_options.host_probe_period = config.host_probe_period;
   engine_options.host_probe_timeout = config.host_probe_timeout;
   engine_options.unreachable_grace = config.unreachable_grace;
-  LeaseEngine engine(
-      engine_options, **hypervisor, **leases, std::move(allocator).value(),
-      [&images](const std::string& name) { return images.resolve(name); }, clock, &metrics,
-      topology->hostname);
+  LeaseEngine engine(engine_options, std::move(engine_hosts).value(), **leases, clock, &metrics);
   if (Status s = engine.start(); !s.is_ok()) return fail(s, "lease engine");
 
   SubprocessRunner runner;
@@ -258,13 +271,26 @@ int serve(const DaemonConfig& config) {
   for (const NetworkConfig& n : config.networks) network_bridges[n.name] = n.bridge;
   BenchmarkRunnerOptions bench_options;
   bench_options.runs_dir = config.state_dir + "/benchmarks";
+  const HostRegistry& hosts = **registry;
   BenchmarkRunner benchmarks(
-      **hypervisor, runner,
+      engine.guest_agent(), runner,
       make_lease_target_resolver(
-          [&engine](const std::string& id) { return engine.lease_vm(id); }, *topology,
+          [&engine](const std::string& id) { return engine.lease_vm(id); },
+          [&hosts](const std::string& name) {
+            // "": a record from before hosts were recorded, the first host's. The registry
+            // keeps every Host (removed ones too) until it goes: the topology outlives this.
+            std::shared_ptr<HostRegistry::Host> h =
+                name.empty() ? hosts.hosts().front() : hosts.host(name);
+            return h == nullptr ? LeaseHost{} : LeaseHost{&h->topology, !h->remote};
+          },
           [&images](const std::string& name) { return images.resolve(name); }, network_bridges,
-          // The storage suite's host baseline writes next to the VM's overlay.
-          [hv = hypervisor->get()](const std::string& vm) { return hv->paths_for(vm).overlay; }),
+          // The storage suite's host baseline writes next to the VM's overlay (a local host's).
+          [&hosts](const std::string& vm) {
+            for (const auto& h : hosts.hosts()) {
+              if (!h->remote) return h->hypervisor->paths_for(vm).overlay;
+            }
+            return std::string();
+          }),
       clock, bench_options);
   if (Status s = benchmarks.load(); !s.is_ok()) {
     spdlog::warn("benchmarks: earlier runs not loaded: {}", s.to_string());
@@ -274,7 +300,7 @@ int serve(const DaemonConfig& config) {
   if (!health_store.is_ok()) return fail(health_store.status(), "health series");
   LeaseServiceHealthSource health_source(engine);
   HealthSchedulerOptions health_options;
-  health_options.host = topology->hostname;
+  health_options.host = hosts.hosts().front()->setup.name;  // per pool, shown on every host
   for (const PoolConfig& p : config.pools) {
     if (p.health.every.count() > 0) {
       health_options.pools.push_back(
@@ -322,7 +348,7 @@ int serve(const DaemonConfig& config) {
 
   // Startup commands of leases (daemon/startup): secrets stay in this process's memory.
   auto startups = StartupRunner::open(
-      engine, **hypervisor, **db, clock, {}, [&audit = **audit](const StartupEvent& e) {
+      engine, engine.guest_agent(), **db, clock, {}, [&audit = **audit](const StartupEvent& e) {
         spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
         (void)audit.record("armhived", e.type, e.lease_id, e.detail);
       });
@@ -418,6 +444,17 @@ int serve(const DaemonConfig& config) {
                                                          const std::string& pool, size_t limit) {
     return store.recent(host, pool, "", limit);
   };
+  HostAdmin::Options admin_options;
+  admin_options.configured = configured;
+  admin_options.has_networks = !config.networks.empty();
+  admin_options.pools = config.pools;
+  admin_options.state_dir = config.state_dir;
+  admin_options.config_path = config_path;
+  HostAdmin host_admin(admin_options, **registry, engine, **host_store);
+  http_options.add_host = [&host_admin](const HostSpec& spec) { return host_admin.add(spec); };
+  http_options.remove_host = [&host_admin](const std::string& name) {
+    return host_admin.remove(name);
+  };
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);
   if (Status s = server.start(); !s.is_ok()) {
     if (github) github->stop();
@@ -468,6 +505,12 @@ int main(int argc, char** argv) {
   CLI::App* token = app.add_subcommand("token", "Manage API tokens: create, revoke, list");
   token->allow_extras();
   token->prefix_command();
+  CLI::App* guard = app.add_subcommand(
+      "network-guard",
+      "Print the nftables ruleset (JSON, for `nft -j -f FILE`) that guards a guest network; a "
+      "remote host's provisioning installs it there (network_guard = \"host\")");
+  std::string guard_network;
+  guard->add_option("NETWORK", guard_network, "a [[networks]] name")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -483,24 +526,7 @@ int main(int argc, char** argv) {
               << "\n";
     return 2;
   }
-  // The fleet placement (daemon/core/fleet.h) is not wired into the engine yet: one armhived
-  // drives one libvirt host. Refuse a fleet rather than silently serve only its first host.
-  if (!*token && config->hosts.size() > 1) {
-    std::cerr << "armhived: configuration error in " << config_path << ": " << config->hosts.size()
-              << " [[hosts]] are configured, but this armhived drives one libvirt host;"
-                 " configure one (key hosts)\n";
-    return 2;
-  }
-  // A remote host's VMs can be made through libvirt alone (daemon/virt), but this armhived
-  // would still apply the network guard (nftables) on its own machine and hand that host image
-  // paths of this one: refuse rather than leave guests unguarded.
-  if (!*token && is_remote_uri(config->libvirt_uri)) {
-    std::cerr << "armhived: configuration error in " << config_path << ": libvirt_uri '"
-              << config->libvirt_uri
-              << "' names another host, which this armhived cannot drive yet (its network guard "
-                 "runs here); run armhived on that host with qemu:///system (key libvirt_uri)\n";
-    return 2;
-  }
+  if (*guard) return print_network_guard(*config, guard_network);
   if (*token) {
     auto db = Database::open(config->database_path());
     if (!db.is_ok()) {
@@ -509,5 +535,5 @@ int main(int argc, char** argv) {
     }
     return run_token_command(token->remaining(), **db, std::cout, std::cerr);
   }
-  return serve(*config);
+  return serve(*config, config_path);
 }
