@@ -235,12 +235,39 @@ Status hosts_page(ServerContext& ctx, Call& c) {
       "<style>body{font-family:sans-serif;margin:2em}section{margin-bottom:2em}</style>"
       "</head><body><h1>armhive hosts</h1>\n";
   if (hosts.empty()) html += "<p>No hosts are configured.</p>\n";
+  // A fleet at a glance: every host's state, link and labels, before the core maps.
+  if (hosts.size() > 1) {
+    html +=
+        "<table style=\"border-collapse:collapse\" cellpadding=\"4\"><tr style=\"text-align:"
+        "left\"><th>host</th><th>state</th><th>CPUs in use</th><th>labels</th><th>libvirt</th>"
+        "</tr>\n";
+    for (const auto& h : hosts) {
+      HostDto d = to_dto(h);
+      int used = 0;
+      for (const CoreDto& core : d.cores) used += core.vm.empty() && core.lease_id.empty() ? 0 : 1;
+      std::string labels;
+      for (const auto& [k, v] : d.labels) labels += (labels.empty() ? "" : ", ") + k + "=" + v;
+      html += "<tr><td><a href=\"#host-" + xml_escape(d.hostname) + "\">" + xml_escape(d.hostname) +
+              "</a></td><td>" + (d.state == "ok" ? "ok" : "<b>" + xml_escape(d.state) + "</b>") +
+              "</td><td>" + std::to_string(used) + " of " + std::to_string(d.cores.size()) +
+              "</td><td>" + xml_escape(labels) + "</td><td><code>" + xml_escape(d.uri) +
+              "</code></td></tr>\n";
+    }
+    html += "</table>\n";
+  }
   for (const auto& h : hosts) {
     HostDto d = to_dto(h);
-    html += "<section><h2>" + xml_escape(d.hostname) + "</h2><p>" + xml_escape(d.arch) + ", " +
-            xml_escape(d.cpu_model) + ", " + xml_escape(d.accel) + ", " +
-            std::to_string(h.topology.cpus.size()) + " CPUs, fragmentation " +
-            two_decimals(d.fragmentation) +
+    std::string labels;
+    for (const auto& [k, v] : d.labels) labels += (labels.empty() ? "" : ", ") + k + "=" + v;
+    html += "<section id=\"host-" + xml_escape(d.hostname) + "\"><h2>" + xml_escape(d.hostname) +
+            "</h2>" +
+            (d.uri.empty() && labels.empty()
+                 ? ""
+                 : "<p>libvirt <code>" + xml_escape(d.uri) + "</code>" +
+                       (labels.empty() ? "" : ", labels " + xml_escape(labels)) + "</p>") +
+            "<p>" + xml_escape(d.arch) + ", " + xml_escape(d.cpu_model) + ", " +
+            xml_escape(d.accel) + ", " + std::to_string(h.topology.cpus.size()) +
+            " CPUs, fragmentation " + two_decimals(d.fragmentation) +
             (d.state == "ok" ? "" : ", <b>" + xml_escape(d.state) + "</b>") +
             (d.unreachable_since.empty()
                  ? ""

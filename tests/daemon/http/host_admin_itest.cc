@@ -73,6 +73,12 @@ TEST_CASE("http: an admin adds and removes a libvirt host", "[http][hosts]") {
   CHECK(added[0].field_prefix.empty());  // errors name the body's keys
   json listed = json::parse(f.request("GET", "/v1/hosts", f.reader).body);
   CHECK(listed["items"].size() == 2);
+  // The page lists the fleet first: each host with its state, labels and libvirt URI.
+  auto page = f.request("GET", "/ui/hosts", f.reader);
+  CHECK(page.body.find("<a href=\"#host-tx1\">tx1</a></td><td>ok</td>") != std::string::npos);
+  CHECK(page.body.find("board=thunderx</td><td><code>qemu+ssh://armhive@tx1.lab/system") !=
+        std::string::npos);
+  CHECK(page.body.find("<section id=\"host-tx1\">") != std::string::npos);
 
   // Bad bodies are refused naming the field, before anything is connected.
   CHECK(problem_of(f.request("POST", "/v1/hosts", f.admin, R"({"libvirt_uri": "qemu:///system"})"),
