@@ -1,16 +1,15 @@
 // armhived and its hosts: a host of [[hosts]] that cannot be reached is named with libvirt's
 // error; a remote host's guest networks need its own guard; a libvirt that never answers is
 // given up on after libvirt_timeout.
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "base/process_runner.h"
+#include "tests/support/mute_libvirt.h"
 
 namespace armhive {
 namespace {
@@ -94,26 +93,17 @@ TEST_CASE("armhived gives up on a libvirt that never answers after libvirt_timeo
   fs::path dir = fs::temp_directory_path() / ("armhive-mute-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  fs::path sock = dir / "libvirt.sock";
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  REQUIRE(sock.string().size() < sizeof(addr.sun_path));
-  std::memcpy(addr.sun_path, sock.c_str(), sock.string().size());
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-  REQUIRE(::listen(fd, 8) == 0);  // connections complete in the backlog; nothing ever reads
+  auto mute = std::make_unique<MuteLibvirt>(dir);
   fs::path config = dir / "armhived.toml";
   {
     std::ofstream(config) << "[host]\nstate_dir = \"" << (dir / "state").string() << "\"\n"
-                          << "libvirt_uri = \"qemu+unix:///system?socket=" << sock.string()
-                          << "\"\nlibvirt_timeout = \"2s\"\n"
+                          << "libvirt_uri = \"" << mute->uri() << "\"\nlibvirt_timeout = \"2s\"\n"
                           << "[[pools]]\nname = \"p\"\nimage = \"tiny\"\n";
   }
   SubprocessRunner runner;
   auto r = runner.run(
       {.argv = {ARMHIVE_DAEMON_PATH, "-c", config.string()}, .timeout = std::chrono::seconds(60)});
-  ::close(fd);
+  mute.reset();
   REQUIRE(r.is_ok());
   INFO(r->out << r->err);
   CHECK(r->exit_code == 1);

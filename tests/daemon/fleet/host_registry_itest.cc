@@ -2,16 +2,14 @@
 // at once, and handed to the engine with its name, URI, labels and topology; a host that
 // refuses the connection or never answers fails open() naming that host (and libvirt's error),
 // and costs its deadline once, not the others' time.
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cstring>
 #include <filesystem>
 
 #include "daemon/fleet/host_registry.h"
 #include "daemon/virt/event_loop.h"
+#include "tests/support/mute_libvirt.h"
 
 namespace armhive {
 namespace {
@@ -48,24 +46,6 @@ HostRegistryOptions options() {
   };
   return o;
 }
-
-// A unix socket that accepts connections and never reads: a libvirtd that is stopped.
-struct MuteSocket {
-  int fd = -1;
-  fs::path path;
-  explicit MuteSocket(const Dir& dir) : path(dir.path / "mute.sock") {
-    fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    REQUIRE(path.string().size() < sizeof(addr.sun_path));
-    std::memcpy(addr.sun_path, path.c_str(), path.string().size());
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
-    REQUIRE(::listen(fd, 8) == 0);
-  }
-  ~MuteSocket() { ::close(fd); }
-  std::string uri() const { return "qemu+unix:///system?socket=" + path.string(); }
-};
 
 TEST_CASE("host registry: every host is set up and given to the engine as it is configured",
           "[fleet][registry]") {
@@ -117,7 +97,7 @@ TEST_CASE("host registry: a host that refuses or never answers is named, with li
     CHECK_THAT(r.status().message(), Catch::Contains("Connection refused"));
   }
   SECTION("mute: a stopped libvirtd costs its deadline, and names the host") {
-    MuteSocket mute(dir);
+    MuteLibvirt mute(dir.path);
     HostRegistryOptions o = options();
     o.connect_timeout = 1s;
     auto r =
