@@ -348,28 +348,7 @@ TEST_CASE("cli: hosts drain, maintenance and undrain", "[cli][drain]") {
 }
 
 TEST_CASE("cli: hosts add and rm", "[cli][hosts]") {
-  FakeLeaseService* service = nullptr;
-  std::vector<HostSpec> added;
-  ApiFixture f(true, [&](HttpOptions& o) {
-    o.add_host = [&](const HostSpec& spec) -> Status {
-      if (spec.libvirt_uri.find("nobody") != std::string::npos) {
-        return Status(ErrorCode::kUnavailable,
-                      "host " + spec.name + " (" + spec.libvirt_uri +
-                          "): unable to connect to server at 'nobody:16514': Name or service not "
-                          "known");
-      }
-      added.push_back(spec);
-      service->add_host(spec.name, spec.libvirt_uri, spec.labels);
-      return Status::ok();
-    };
-    o.remove_host = [&](const std::string& name) -> Status {
-      if (name == "hc1")
-        return conflict("host 'hc1' still has 1 lease(s) and 1 VM(s): drain it first");
-      service->remove_host(name);
-      return Status::ok();
-    };
-  });
-  service = &f.leases;
+  ApiFixture f(ApiFixture::WithHostAdmin{});
   TempHome home("armhive-cli-hosts");
   Cli admin{f, f.admin, home.path};
 
@@ -381,6 +360,7 @@ TEST_CASE("cli: hosts add and rm", "[cli][hosts]") {
   CHECK(ok.err.find("connecting armhived to tx1 (qemu+ssh://armhive@tx1.lab/system)") !=
         std::string::npos);
   CHECK(ok.out.find("tx1: driven (aarch64") != std::string::npos);
+  const std::vector<HostSpec> added = f.host_admin->added();
   REQUIRE(added.size() == 1);
   CHECK(added[0].labels.at("board") == "thunderx");
   CHECK(added[0].dedicated_cpus == std::optional<std::string>("2-47"));
@@ -392,17 +372,17 @@ TEST_CASE("cli: hosts add and rm", "[cli][hosts]") {
   auto bad_label = admin.run({"hosts", "add", "tx2", "--uri", "qemu:///system", "--label", "x"});
   CHECK(bad_label.exit_code == 1);
   CHECK(bad_label.err.find("--label takes KEY=VALUE") != std::string::npos);
-  auto down = admin.run({"hosts", "add", "hc9", "--uri", "qemu+tls://nobody/system"});
+  auto down = admin.run({"hosts", "add", "hc9", "--uri", "qemu+tls://unreachable/system"});
   CHECK(down.exit_code == 3);  // 503: try again once armhived can reach it
   CHECK(down.err.find("host hc9 not added") != std::string::npos);
   CHECK(down.err.find("Name or service not known") != std::string::npos);
   CHECK(down.err.find("hint: armhived must reach the host's libvirtd") != std::string::npos);
-  CHECK(added.size() == 1);
+  CHECK(f.host_admin->added().size() == 1);
 
-  auto busy = admin.run({"hosts", "rm", "hc1"});
+  auto busy = admin.run({"hosts", "rm", "busy"});
   CHECK(busy.exit_code == 2);
   CHECK(busy.err.find("drain it first") != std::string::npos);
-  CHECK(busy.err.find("hint: armhive hosts drain hc1") != std::string::npos);
+  CHECK(busy.err.find("hint: armhive hosts drain busy") != std::string::npos);
   auto removed = admin.run({"hosts", "rm", "tx1"});
   CHECK(removed.exit_code == 0);
   CHECK(removed.out == "tx1: removed; armhived no longer drives it\n");

@@ -51,6 +51,12 @@ ApiFixture::ApiFixture(bool with_benchmarks, const std::function<void(HttpOption
   }
 }
 
+ApiFixture::ApiFixture(WithHostAdmin)
+    : ApiFixture(true, [this](HttpOptions& o) {
+        host_admin = std::make_unique<FakeHostAdmin>(leases);
+        host_admin->install(o);
+      }) {}
+
 ApiFixture::~ApiFixture() { server->stop(); }
 
 HttpReply ApiFixture::request(const std::string& method, const std::string& path,

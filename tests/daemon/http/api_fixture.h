@@ -9,6 +9,7 @@
 #include "daemon/http/server.h"
 #include "daemon/store/database.h"
 #include "daemon/store/token_store.h"
+#include "tests/daemon/http/fake_host_admin.h"
 #include "tests/daemon/http/fake_lease_service.h"
 
 namespace armhive {
@@ -33,6 +34,9 @@ class ApiFixture {
   // `configure` adjusts the server's options before it starts (the access callbacks).
   explicit ApiFixture(bool with_benchmarks = true,
                       const std::function<void(HttpOptions&)>& configure = {});
+  // With benchmarks and host_admin's hooks behind POST /v1/hosts and DELETE /v1/hosts/{name}.
+  struct WithHostAdmin {};
+  explicit ApiFixture(WithHostAdmin);
   ~ApiFixture();
 
   std::string url() const { return server->url(); }
@@ -48,6 +52,7 @@ class ApiFixture {
   Metrics metrics;
   FakeLeaseService leases;
   std::unique_ptr<FakeBenchmarkService> benchmarks;
+  std::unique_ptr<FakeHostAdmin> host_admin;  // WithHostAdmin only
   std::unique_ptr<HttpServer> server;
   std::string admin, ci_a, ci_b, reader;  // secrets
 };
