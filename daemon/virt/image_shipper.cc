@@ -317,7 +317,8 @@ Result<ShippedVolume> ship_file(const Connection& connection, std::string_view p
 }
 
 Status remove_unused(const Connection& connection, std::string_view pool,
-                     const std::set<std::string>& keep_volume_names) {
+                     const std::set<std::string>& keep_volume_names,
+                     std::vector<std::string>* removed) {
   ConnectPtr conn = connection.get();
   ARMHIVE_ASSIGN_OR_RETURN(StoragePoolHandle p, lookup_pool(conn.get(), pool));
   virStorageVolPtr* raw = nullptr;
@@ -340,7 +341,9 @@ Status remove_unused(const Connection& connection, std::string_view pool,
     if (virStorageVolDelete(vol.get(), 0) < 0) {
       Status s = libvirt_error("delete unused volume", name);
       if (s.code() != ErrorCode::kNotFound && first.is_ok()) first = s;
+      continue;
     }
+    if (removed != nullptr) removed->push_back(name);
   }
   return first;
 }

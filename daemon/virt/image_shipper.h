@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "daemon/virt/connection.h"
@@ -62,7 +63,9 @@ Result<ShippedVolume> ship_file(const Connection& connection, std::string_view p
 // returns the first failure; a volume gone meanwhile is not one. libvirt does not know that
 // an overlay's backing file is in use, so `keep_volume_names` must name every volume a domain
 // or an overlay may still need.
+// `removed`, when given, receives the names of the volumes deleted.
 Status remove_unused(const Connection& connection, std::string_view pool,
-                     const std::set<std::string>& keep_volume_names);
+                     const std::set<std::string>& keep_volume_names,
+                     std::vector<std::string>* removed = nullptr);
 
 }  // namespace armhive

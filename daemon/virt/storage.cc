@@ -168,6 +168,30 @@ Result<std::vector<std::string>> list_volume_names(virStoragePoolPtr pool) {
   return names;
 }
 
+Result<std::set<std::string>> backing_paths(virStoragePoolPtr pool) {
+  if (virStoragePoolRefresh(pool, 0) < 0) virResetLastError();
+  virStorageVolPtr* raw = nullptr;
+  int n = virStoragePoolListAllVolumes(pool, &raw, 0);
+  if (n < 0) return libvirt_error("list volumes", "overlay pool");
+  std::vector<StorageVolHandle> vols;
+  vols.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) vols.emplace_back(raw[i]);
+  std::free(raw);
+  std::set<std::string> out;
+  for (const StorageVolHandle& vol : vols) {
+    LibvirtString xml(virStorageVolGetXMLDesc(vol.get(), 0));
+    if (!xml) {
+      Status s = libvirt_error("describe volume", "overlay pool");
+      if (s.code() == ErrorCode::kNotFound) continue;  // deleted since the listing
+      return s;
+    }
+    ARMHIVE_ASSIGN_OR_RETURN(XmlDoc doc, XmlDoc::parse(xml.get()));
+    std::string backing = doc.str("string(/volume/backingStore/path)");
+    if (!backing.empty()) out.insert(std::move(backing));
+  }
+  return out;
+}
+
 Status delete_volume(virStoragePoolPtr pool, std::string_view volume_name) {
   std::string vname(volume_name);
   if (virStoragePoolRefresh(pool, 0) < 0) virResetLastError();

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,12 @@ Result<uint64_t> volume_capacity(const Connection& connection, const std::string
 // The names of the pool's volumes, after refreshing it so that files made outside libvirt are
 // seen. Works the same on a remote host: nothing reads the local disk.
 Result<std::vector<std::string>> list_volume_names(virStoragePoolPtr pool);
+
+// The backing files of the pool's volumes (each overlay's <backingStore><path>), after
+// refreshing it: what an image's garbage collection must keep. Any volume whose description
+// cannot be read (other than one deleted meanwhile) fails the whole call, so the caller never
+// acts on a partial answer.
+Result<std::set<std::string>> backing_paths(virStoragePoolPtr pool);
 
 // Deletes the volume if it exists (refreshing the pool first so files made outside libvirt are
 // seen). Missing is not an error.
