@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -9,8 +10,10 @@
 namespace armhive {
 
 // The hosts added through the API (POST /v1/hosts), kept so that a restart drives them again;
-// the configuration's hosts are not in it. Implemented on SQLite by daemon/store
-// (SqliteHostStore).
+// the configuration's hosts are not in it. Also, for every host (the configuration's too), the
+// libvirt capabilities document it last came up with: a host that cannot be reached at the
+// next start is driven with the topology they give (daemon/fleet HostRegistry). Implemented on
+// SQLite by daemon/store (SqliteHostStore).
 //
 // Threading: implementations are thread-safe. Calls block on disk: never call them with an
 // engine lock held.
@@ -21,8 +24,13 @@ class HostStore {
   virtual Result<std::vector<HostSpec>> list() = 0;
   // Adds the host, or replaces the one of that name.
   virtual Status put(const HostSpec& spec) = 0;
-  // Forgets the host; idempotent.
+  // Forgets the host (and its capabilities); idempotent.
   virtual Status remove(const std::string& name) = 0;
+
+  // The capabilities documents kept, by host name.
+  virtual Result<std::map<std::string, std::string>> capabilities() = 0;
+  // Keeps `xml` as the host's capabilities, replacing the one before.
+  virtual Status put_capabilities(const std::string& name, const std::string& xml) = 0;
 };
 
 }  // namespace armhive

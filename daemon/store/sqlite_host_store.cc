@@ -14,6 +14,12 @@ CREATE TABLE hosts (
   name TEXT NOT NULL UNIQUE,
   spec TEXT NOT NULL
 );
+)sql",
+                                          R"sql(
+CREATE TABLE host_capabilities (
+  name TEXT PRIMARY KEY,
+  xml TEXT NOT NULL
+);
 )sql"};
 
 json to_json(const HostSpec& h) {
@@ -108,7 +114,23 @@ Status SqliteHostStore::put(const HostSpec& spec) {
 }
 
 Status SqliteHostStore::remove(const std::string& name) {
-  return db_.execute("DELETE FROM hosts WHERE name = ?", {name});
+  ARMHIVE_RETURN_IF_ERROR(db_.execute("DELETE FROM hosts WHERE name = ?", {name}));
+  return db_.execute("DELETE FROM host_capabilities WHERE name = ?", {name});
+}
+
+Result<std::map<std::string, std::string>> SqliteHostStore::capabilities() {
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<SqlRow> rows,
+                           db_.query("SELECT name, xml FROM host_capabilities"));
+  std::map<std::string, std::string> out;
+  for (const SqlRow& r : rows) out[sql_text(r[0])] = sql_text(r[1]);
+  return out;
+}
+
+Status SqliteHostStore::put_capabilities(const std::string& name, const std::string& xml) {
+  return db_.execute(
+      "INSERT INTO host_capabilities (name, xml) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET "
+      "xml = excluded.xml",
+      {name, xml});
 }
 
 }  // namespace armhive

@@ -172,7 +172,8 @@ Result<HostTopology> parse_capabilities(std::string_view capabilities_xml,
   return t;
 }
 
-Result<HostTopology> discover_host(const Connection& connection, const DiscoveryOptions& options) {
+Result<HostTopology> discover_host(const Connection& connection, const DiscoveryOptions& options,
+                                   std::string* capabilities_xml) {
   ConnectPtr conn = connection.get();
   LibvirtString caps(virConnectGetCapabilities(conn.get()));
   if (!caps) return libvirt_error("get host capabilities", connection.uri());
@@ -209,6 +210,7 @@ Result<HostTopology> discover_host(const Connection& connection, const Discovery
   }
 
   ARMHIVE_ASSIGN_OR_RETURN(HostTopology t, parse_capabilities(caps.get(), opts));
+  if (capabilities_xml != nullptr) *capabilities_xml = caps.get();
   LibvirtString host(virConnectGetHostname(conn.get()));
   if (host) {
     t.hostname = host.str();

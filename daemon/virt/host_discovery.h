@@ -41,7 +41,10 @@ Result<HostTopology> parse_capabilities(std::string_view capabilities_xml,
 
 // The same for the host behind `connection`, adding the hostname, the node memory
 // (virNodeGetInfo) and free hugepages (virNodeGetFreePages). Blocks on libvirt.
-Result<HostTopology> discover_host(const Connection& connection, const DiscoveryOptions& options);
+// `capabilities_xml`, when given, receives the capabilities document the topology came from
+// (kept so that a host unreachable at the next start has its topology: parse_capabilities).
+Result<HostTopology> discover_host(const Connection& connection, const DiscoveryOptions& options,
+                                   std::string* capabilities_xml = nullptr);
 
 // L2 clusters from a sysfs tree (exposed for tests): each list once, sorted by first CPU.
 std::vector<std::vector<int>> read_sysfs_clusters(const std::string& sysfs_root);

@@ -1,5 +1,9 @@
 // SqliteHostStore: the hosts added through the API outlive a restart, as they were given.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
 
 #include "daemon/store/sqlite_host_store.h"
 
@@ -68,6 +72,37 @@ TEST_CASE("host store: API hosts are kept in order, replaced by name and forgott
   auto broken = (*store)->list();
   CHECK(broken.status().code() == ErrorCode::kInternal);
   CHECK_THAT(broken.status().message(), Catch::Contains("hosts row 'tx1'"));
+}
+
+TEST_CASE("host store: each host's last capabilities outlive a restart", "[store][hosts]") {
+  const std::string path = "/tmp/armhive-host-caps-" + std::to_string(::getpid()) + ".db";
+  std::remove(path.c_str());
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    auto store = SqliteHostStore::open(**db);
+    REQUIRE(store.is_ok());
+    CHECK((*store)->capabilities()->empty());
+    REQUIRE(
+        (*store)->put_capabilities("hc1", "<capabilities><host>one</host></capabilities>").is_ok());
+    REQUIRE((*store)->put_capabilities("tx1", "<capabilities/>").is_ok());
+    REQUIRE(
+        (*store)->put_capabilities("hc1", "<capabilities><host>two</host></capabilities>").is_ok());
+  }
+  auto db = Database::open(path);
+  REQUIRE(db.is_ok());
+  auto store = SqliteHostStore::open(**db);
+  REQUIRE(store.is_ok());
+  auto caps = (*store)->capabilities();
+  REQUIRE(caps.is_ok());
+  CHECK(caps->size() == 2);
+  CHECK(caps->at("hc1") == "<capabilities><host>two</host></capabilities>");  // the last one
+  // A host removed through the API takes its capabilities along.
+  REQUIRE((*store)->remove("tx1").is_ok());
+  CHECK((*store)->capabilities()->count("tx1") == 0);
+  std::remove(path.c_str());
+  std::remove((path + "-wal").c_str());
+  std::remove((path + "-shm").c_str());
 }
 
 }  // namespace
