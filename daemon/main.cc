@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -248,10 +249,31 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
     spdlog::info("host {} ({}): added through the API", h.name, h.libvirt_uri);
     setups.push_back(make_host_setup(h, h.name, config.pools, config.state_dir));
   }
+  // A host that cannot be reached now is driven as unreachable with the topology it had last
+  // time (or, never seen, once it answers): one board down does not keep the lab down.
+  if (auto caps = (*host_store)->capabilities(); caps.is_ok()) {
+    registry_options.remembered_capabilities = std::move(caps).value();
+  } else {
+    spdlog::warn("hosts' last capabilities not read: {}", caps.status().to_string());
+  }
+  registry_options.remember = [&store = **host_store](const std::string& name,
+                                                      const std::string& xml) {
+    if (Status s = store.put_capabilities(name, xml); !s.is_ok()) {
+      spdlog::warn("host {}: capabilities not kept: {}", name, s.to_string());
+    }
+  };
+  registry_options.reconnect_period = config.host_probe_period;
   auto registry = HostRegistry::open(std::move(registry_options), std::move(setups));
   if (!registry.is_ok()) return fail(registry.status(), "libvirt hosts");
   auto engine_hosts = (*registry)->engine_hosts();
   if (!engine_hosts.is_ok()) return fail(engine_hosts.status(), "CPU allocator");
+  std::vector<std::string> pool_images;
+  for (const PoolConfig& p : config.pools) {
+    if (std::find(pool_images.begin(), pool_images.end(), p.image) == pool_images.end()) {
+      pool_images.push_back(p.image);
+    }
+  }
+  (*registry)->start_image_collection(pool_images, config.image_gc_period);
 
   Metrics metrics;
   EngineOptions engine_options;
@@ -265,6 +287,14 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   engine_options.unreachable_grace = config.unreachable_grace;
   LeaseEngine engine(engine_options, std::move(engine_hosts).value(), **leases, clock, &metrics);
   if (Status s = engine.start(); !s.is_ok()) return fail(s, "lease engine");
+  // Hosts not connected are tried again; one never seen joins the engine once it answers. The
+  // guard stops that before the engine goes, on every way out of serve().
+  (*registry)->start_reconnecting(
+      [&engine](EngineHost h) { return engine.add_host(std::move(h)); });
+  struct StopRegistry {
+    HostRegistry& registry;
+    ~StopRegistry() { registry.stop(); }
+  } stop_registry{**registry};
 
   SubprocessRunner runner;
   std::map<std::string, std::string> network_bridges;  // MTU runs change the VM's bridge too
@@ -287,7 +317,7 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
           // The storage suite's host baseline writes next to the VM's overlay (a local host's).
           [&hosts](const std::string& vm) {
             for (const auto& h : hosts.hosts()) {
-              if (!h->remote) return h->hypervisor->paths_for(vm).overlay;
+              if (!h->remote && h->connected()) return h->hypervisor->paths_for(vm).overlay;
             }
             return std::string();
           }),

@@ -329,6 +329,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.duration("host_probe_period", c.host_probe_period));
     ARMHIVE_RETURN_IF_ERROR(r.duration("host_probe_timeout", c.host_probe_timeout));
     ARMHIVE_RETURN_IF_ERROR(r.duration("unreachable_grace", c.unreachable_grace));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("image_gc_period", c.image_gc_period));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
   }
   ARMHIVE_RETURN_IF_ERROR(st);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "daemon/engine/lease_engine.h"
+#include "daemon/fleet/hypervisor_slot.h"
 #include "daemon/store/database.h"
 #include "daemon/store/sqlite_lease_store.h"
 #include "tests/support/engine_harness.h"
@@ -511,6 +512,68 @@ TEST_CASE("fleet engine: a host that stops answering holds its leases, then lose
     lab.engine->wait_idle(5s);
     CHECK(hc2.fake->domains().count(on_hc2.vm_name) == 0);
   }
+}
+
+TEST_CASE("fleet engine: a host not connected at a restart is driven through its slot until it is",
+          "[engine][fleet][unreachable]") {
+  // Before the lab: the engine that borrows it goes first.
+  HypervisorSlot slot("hc2", "unable to connect to server at 'hc2.lab:16514': Connection refused");
+  Lab lab({honeycomb_pool(2, 8)});
+  lab.make_engine();
+  REQUIRE(lab.engine->start().is_ok());
+  REQUIRE(lab.settle(2));
+  Lease on_hc2;
+  for (int i = 0; i < 6 && on_hc2.id.empty(); ++i) {
+    Lease l = lab.lease();
+    if (l.host == "hc2") on_hc2 = l;
+    REQUIRE(lab.settle(2));
+  }
+  REQUIRE(!on_hc2.id.empty());
+  Lab::Host& hc2 = lab.host("hc2");
+  std::set<std::string> hc2_before;
+  for (const auto& [name, d] : hc2.fake->domains()) hc2_before.insert(name);
+  const int creates = hc2.fake->creates();
+
+  // armhived restarts while hc2 cannot be reached: it gets hc2 through a slot that nothing
+  // is attached to yet, with the topology hc2 had.
+  lab.engine->stop();
+  lab.engine.reset();
+  std::vector<EngineHost> hosts;
+  hosts.push_back(Lab::engine_host(lab.host("hc1")));
+  EngineHost late = Lab::engine_host(hc2);
+  late.hypervisor = &slot;
+  hosts.push_back(std::move(late));
+  lab.engine = std::make_unique<LeaseEngine>(lab.options, std::move(hosts), *lab.store, lab.clock,
+                                             &lab.metrics);
+  REQUIRE(lab.engine->start().is_ok());
+  // Refused twice in a row (once may be libvirt reconnecting): unreachable.
+  lab.engine->probe_hosts();
+  CHECK(lab.engine->probe_hosts() == std::vector<std::string>{"hc2"});
+  HostView away = lab.view("hc2");
+  CHECK(away.state == HostState::kUnreachable);
+  CHECK_THAT(away.last_error, Catch::Contains("host hc2 is not connected"));
+  CHECK_THAT(away.last_error, Catch::Contains("Connection refused"));
+  Lease held = lab.engine->get_lease(on_hc2.id).value();
+  CHECK(held.state == LeaseState::kHostUnreachable);
+  Lease more = lab.lease();  // hc1 serves meanwhile
+  CHECK(more.state == LeaseState::kReady);
+  CHECK(more.host == "hc1");
+  CHECK_FALSE(lab.engine->reconcile().is_ok());  // hc2 named, nothing done there
+  CHECK(hc2.fake->domains().size() == hc2_before.size());
+
+  // hc2 answers: attached, probed, its VMs adopted; nothing of it destroyed or booted again.
+  REQUIRE(slot.attach(hc2.hv.get()).is_ok());
+  CHECK(probed_reachable(*lab.engine));
+  lab.engine->wait_idle(5s);
+  REQUIRE(lab.engine->reconcile().is_ok());
+  lab.engine->wait_idle(5s);
+  CHECK(lab.engine->get_lease(on_hc2.id)->state == LeaseState::kReady);
+  GuestExecRequest run;
+  run.argv = {"uname", "-m"};
+  CHECK(lab.engine->exec(on_hc2.id, run).is_ok());
+  for (const std::string& name : hc2_before) CHECK(hc2.fake->domains().count(name) == 1);
+  CHECK(hc2.fake->creates() == creates);
+  CHECK(lab.view("hc2").state == HostState::kOk);
 }
 
 TEST_CASE("fleet engine: a hand-out caught by a host that hangs is served by another host",

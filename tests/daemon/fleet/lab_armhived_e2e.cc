@@ -9,8 +9,11 @@
 // libvirtd is stopped (SIGSTOP) turns its lease host_unreachable while the other host serves
 // the next lease warm, and the lease resumes when the host answers within the grace period;
 // stopped for longer, the lease ends as lost (its owner's event stream says so) and its VM is
-// destroyed once the host answers. A restart drives the added host again and adopts every VM;
-// the added host leaves once drained and empty. Nothing is left on either host.
+// destroyed once the host answers. A restart drives the added host again and adopts every VM,
+// with one host down as it starts too (driven as unreachable with the topology it had until it
+// answers);
+// the added host leaves once drained and empty; shipped images nothing uses any more are
+// deleted. Nothing is left on either host.
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #include <signal.h>
@@ -154,7 +157,9 @@ TEST_CASE("one armhived serves a lab of two libvirt hosts over qemu+tls", "[lab]
                        config_toml());
   // Probed every second, unreachable after 3 s without an answer, lost after 45 s.
   daemon.set_engine_keys(
-      "host_probe_period = \"1s\"\nhost_probe_timeout = \"3s\"\nunreachable_grace = \"45s\"\n");
+      "host_probe_period = \"1s\"\nhost_probe_timeout = \"3s\"\nunreachable_grace = \"45s\"\n"
+      "image_gc_period = \"2s\"\n");
+  daemon.set_host_keys("libvirt_timeout = \"8s\"\n");  // a host down at start costs this once
   Status started = daemon.start(180s);
   INFO(daemon.log());
   REQUIRE(started.is_ok());
@@ -198,6 +203,35 @@ TEST_CASE("one armhived serves a lab of two libvirt hosts over qemu+tls", "[lab]
     CHECK(shipped.count(image.kernel.sha256) == 1);
     CHECK(shipped.count(image.initrd.sha256) == 1);
     CHECK(domains_on(k).size() == 1);
+  }
+
+  // Shipped images no pool or VM uses go: a stale copy (as an image rebuilt since would leave)
+  // is deleted from h1's pool, the current one and a volume not armhive's stay.
+  {
+    ConnectHandle conn(virConnectOpen(lab_host_uri(1).c_str()));
+    REQUIRE(conn);
+    StoragePoolHandle pool(virStoragePoolLookupByName(conn.get(), kImagePool));
+    REQUIRE(pool);
+    for (const char* name : {"armhive-img-0123456789abcdef-disk.qcow2", "site-notes.raw"}) {
+      const std::string xml = std::string("<volume><name>") + name +
+                              "</name><capacity unit='bytes'>65536</capacity><target><format "
+                              "type='raw'/></target></volume>";
+      StorageVolHandle vol(virStorageVolCreateXML(pool.get(), xml.c_str(), 0));
+      REQUIRE(vol);
+    }
+    const fs::path dir = lab_host_disk(1, kImageDir);
+    CHECK(eventually([&] { return !fs::exists(dir / "armhive-img-0123456789abcdef-disk.qcow2"); },
+                     60s));
+    CHECK(fs::exists(dir / "site-notes.raw"));
+    std::set<std::string> kept;
+    for (const auto& f : fs::directory_iterator(dir)) {
+      kept.insert(sha256_file(f.path().string()).value());
+    }
+    CHECK(kept.count(image.disk.sha256) == 1);
+    CHECK(kept.count(image.kernel.sha256) == 1);
+    StorageVolHandle notes(virStorageVolLookupByName(pool.get(), "site-notes.raw"));
+    if (notes) virStorageVolDelete(notes.get(), 0);
+    virResetLastError();
   }
 
   const std::string key = make_ssh_key(daemon.state_dir());
@@ -286,21 +320,43 @@ TEST_CASE("one armhived serves a lab of two libvirt hosts over qemu+tls", "[lab]
                    120s));
   CHECK(eventually([&] { return host_view(*api, "h1").state == "ok"; }, 60s));
 
-  // A restart drives h2 again (the API's hosts are kept) and adopts both hosts' VMs.
+  // A restart drives h2 again (the API's hosts are kept) and adopts both hosts' VMs, even
+  // with one host down as it starts: armhived serves from the other, drives the one down as
+  // unreachable with the topology it had (its lease host_unreachable, nothing of it destroyed)
+  // and takes it back, lease and all, once it answers.
   auto all_domains = [] {
     std::set<std::string> out = domains_on(1);
     for (const std::string& d : domains_on(2)) out.insert(d);
     return out;
   };
   REQUIRE(eventually([&] { return warm_vms(*api) == 2; }, 300s, 1s));
+  LeaseDto e = lease("");
+  const int down = e.vm->host == "h1" ? 1 : 2;
+  REQUIRE(eventually([&] { return all_domains().size() == 2; }, 60s));  // at the pool's max
   const std::set<std::string> before_restart = all_domains();
   daemon.kill(SIGTERM);
-  started = daemon.start(180s);
-  REQUIRE(started.is_ok());
-  api = daemon.client();
+  {
+    LabHostStop stop(down);
+    started = daemon.start(180s);
+    INFO(daemon.log());
+    REQUIRE(started.is_ok());
+    api = daemon.client();
+    // Refused twice in a row by its slot (1 s probes): unreachable.
+    CHECK(eventually([&] { return host_view(*api, e.vm->host).state == "unreachable"; }, 60s));
+    HostDto away = host_view(*api, e.vm->host);
+    CHECK_THAT(away.last_error, Catch::Contains("host " + e.vm->host + " is not connected"));
+    CHECK_FALSE(away.cores.empty());  // its topology from the last run
+    CHECK(lease_state(*api, e.id) == "host_unreachable");
+    CHECK(host_view(*api, down == 1 ? "h2" : "h1").state == "ok");
+    stop.resume();
+  }
+  CHECK(eventually([&] { return lease_state(*api, e.id) == "ready"; }, 180s, 1s));
+  CHECK(uname(e.id) == "aarch64\n");
+  CHECK(host_view(*api, e.vm->host).state == "ok");
   CHECK(host_view(*api, "h2").uri == lab_host_tls_uri(2));
-  CHECK(eventually([&] { return warm_vms(*api) == 2; }, 120s));
   CHECK(all_domains() == before_restart);  // adopted, not booted again
+  REQUIRE(api->release_lease(e.id).is_ok());
+  CHECK(eventually([&] { return warm_vms(*api) == 2; }, 300s, 1s));
 
   // h2 leaves: refused while it holds a VM; drained, it empties and goes.
   Status busy = api->remove_host("h2");
@@ -308,7 +364,15 @@ TEST_CASE("one armhived serves a lab of two libvirt hosts over qemu+tls", "[lab]
   CHECK_THAT(busy.message(), Catch::Contains("drain it first"));
   CHECK(api->remove_host("h1").code() == ErrorCode::kConflict);  // the configuration's
   REQUIRE(api->set_host_admin("h2", "drain").is_ok());
-  CHECK(eventually([&] { return domains_on(2).empty(); }, 120s));
+  // Empty as armhived sees it: no core of h2 holds a VM (its destroy has finished).
+  CHECK(eventually(
+      [&] {
+        for (const CoreDto& core : host_view(*api, "h2").cores) {
+          if (!core.vm.empty()) return false;
+        }
+        return domains_on(2).empty();
+      },
+      120s));
   Status removed = api->remove_host("h2");
   INFO(removed.to_string());
   CHECK(removed.is_ok());

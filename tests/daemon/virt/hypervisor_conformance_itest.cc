@@ -1,7 +1,8 @@
-// One suite, two implementations: what the engine relies on from a Hypervisor holds for
-// LibvirtHypervisor on libvirt's test:/// driver and for the FakeHypervisor the engine tests
-// use, so the fake cannot drift from the real adapter. (Guest-agent calls are not in the test
-// driver; they are covered by the e2e tests.)
+// One suite, three implementations: what the engine relies on from a Hypervisor holds for
+// LibvirtHypervisor on libvirt's test:/// driver, for the FakeHypervisor the engine tests use
+// (so the fake cannot drift from the real adapter), and for the HypervisorSlot armhived hands
+// the engine for each host, attached to a LibvirtHypervisor (so it forwards faithfully).
+// (Guest-agent calls are not in the test driver; they are covered by the e2e tests.)
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "daemon/fleet/hypervisor_slot.h"
 #include "daemon/virt/event_loop.h"
 #include "daemon/virt/libvirt_hypervisor.h"
 #include "tests/support/fake_hypervisor.h"
@@ -65,6 +67,16 @@ struct FakeSubject {
   FakeHypervisor hv;
 };
 
+struct SlotSubject {
+  SlotSubject() : base(inner.base), slot("hc1", "not yet") {
+    REQUIRE(slot.attach(inner.hv.get()).is_ok());
+  }
+  Hypervisor& hypervisor() { return slot; }
+  LibvirtSubject inner;
+  std::string base;
+  HypervisorSlot slot;
+};
+
 VmSpec spec_for(const std::string& base, const std::string& id) {
   VmSpec spec;
   spec.name = "armhive-" + id;
@@ -80,7 +92,7 @@ VmSpec spec_for(const std::string& base, const std::string& id) {
 }
 
 TEMPLATE_TEST_CASE("hypervisor: create, list, lease and destroy a VM", "[conformance][hypervisor]",
-                   LibvirtSubject, FakeSubject) {
+                   LibvirtSubject, FakeSubject, SlotSubject) {
   TestType subject;
   Hypervisor& hv = subject.hypervisor();
   CHECK(hv.list_vms()->empty());
@@ -118,7 +130,7 @@ TEMPLATE_TEST_CASE("hypervisor: create, list, lease and destroy a VM", "[conform
 }
 
 TEMPLATE_TEST_CASE("hypervisor: names that are not armhive domain names are refused",
-                   "[conformance][hypervisor]", LibvirtSubject, FakeSubject) {
+                   "[conformance][hypervisor]", LibvirtSubject, FakeSubject, SlotSubject) {
   TestType subject;
   Hypervisor& hv = subject.hypervisor();
   CHECK(hv.destroy_vm("../../etc").code() == ErrorCode::kInvalidArgument);
@@ -130,7 +142,7 @@ TEMPLATE_TEST_CASE("hypervisor: names that are not armhive domain names are refu
 }
 
 TEMPLATE_TEST_CASE("hypervisor: agent calls on a VM that does not exist are not found",
-                   "[conformance][hypervisor]", LibvirtSubject, FakeSubject) {
+                   "[conformance][hypervisor]", LibvirtSubject, FakeSubject, SlotSubject) {
   TestType subject;
   Hypervisor& hv = subject.hypervisor();
   CHECK(hv.ping_agent("armhive-vm-zz", std::chrono::milliseconds(100)).code() ==
