@@ -100,6 +100,15 @@ class GuestCommands final : public CommandGroup {
   int ssh(Client& client, const ClientOptions& options) {
     auto r = client.get_lease(id_);
     if (!r.is_ok()) return report(r.status());
+    if (r->state == "ready" && !r->ssh) {
+      // armhived leaves the ssh block out for a VM it cannot reach (another host's own network).
+      std::cerr << "armhive: lease " << id_ << " offers no SSH: its VM"
+                << (r->vm && !r->vm->host.empty() ? " runs on host " + r->vm->host + " and" : "")
+                << " cannot be reached through armhived (a remote host's nat or isolated "
+                   "network); use `armhive exec "
+                << id_ << " -- CMD` or `armhive cp`, or a pool on a bridge network\n";
+      return kExitApi;
+    }
     if (r->state != "ready" || !r->ssh) {
       std::cerr << "armhive: lease " << id_ << " is " << r->state << ", not ready for ssh"
                 << (r->state == "pending" || r->state == "provisioning"

@@ -342,6 +342,27 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
     spdlog::warn("health benchmarks: earlier results not loaded: {}", s.to_string());
   }
 
+  // Whether this machine reaches a lease's guest: a VM on a remote host only on a bridged
+  // network (the lab's LAN); behind that host's own NAT or isolated network its address is
+  // the host's private one, which here may even be another guest's.
+  std::function<Status(const Lease&)> reach = [&hosts, &config](const Lease& lease) -> Status {
+    std::shared_ptr<HostRegistry::Host> h =
+        lease.host.empty() ? hosts.hosts().front() : hosts.host(lease.host);
+    if (h == nullptr || !h->remote) return Status::ok();
+    std::string network = "default", mode = "isolated";
+    for (const PoolConfig& p : config.pools) {
+      if (p.name == lease.pool) network = p.network;
+    }
+    for (const NetworkConfig& n : config.networks) {
+      if (n.name == network) mode = n.mode;
+    }
+    if (mode == "bridge") return Status::ok();
+    return unavailable("lease " + lease.id + "'s VM runs on host " + h->setup.name +
+                       " behind that host's own network '" + network + "' (" + mode +
+                       "), which armhived cannot reach: give pools on remote hosts a bridge "
+                       "network on the lab's LAN to reach their VMs from outside");
+  };
+
   // [access]: per-lease forwards from the host to the guests' SSH.
   std::unique_ptr<ForwardTable> forwards;
   std::unique_ptr<LeaseAccess> access;
@@ -364,6 +385,7 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
     }
     forwards = std::move(table).value();
     access = std::make_unique<LeaseAccess>(engine, *forwards, config.access.max_extra_ports);
+    access->set_reach(reach);
     auto ca = SshCertificateAuthority::open(config.ssh_ca_key_path(), runner);
     if (!ca.is_ok()) {
       engine.stop();
@@ -409,8 +431,12 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   http_options.tls_key_file = config.tls_key;
   http_options.log = [](std::string_view line) { spdlog::info("{}", line); };
   if (access) {
-    http_options.lease_view = [&access](const Lease& lease, LeaseDto& dto) -> Status {
+    http_options.lease_view = [&access, &reach](const Lease& lease, LeaseDto& dto) -> Status {
       if (!dto.ssh) return Status::ok();
+      if (!reach(lease).is_ok()) {
+        dto.ssh.reset();  // its address is another host's private one: nothing to offer here
+        return Status::ok();
+      }
       ARMHIVE_ASSIGN_OR_RETURN(std::optional<SshEndpoint> ep, access->ssh_endpoint(lease));
       if (!ep) return Status::ok();
       dto.ssh->host = ep->host;

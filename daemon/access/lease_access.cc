@@ -152,6 +152,7 @@ Result<std::optional<SshEndpoint>> LeaseAccess::ssh_endpoint(const Lease& lease)
   if (lease.state != LeaseState::kReady || lease.address.empty()) {
     return std::optional<SshEndpoint>();
   }
+  if (reach_ && !reach_(lease).is_ok()) return std::optional<SshEndpoint>();
   std::vector<int> wanted{guest_ssh_port_};
   {
     std::lock_guard lock(mu_);
@@ -195,6 +196,11 @@ Result<LeaseAccess::TunnelTarget> LeaseAccess::tunnel_target(const Lease& lease,
     return invalid_argument("port", "lease " + lease.id + " has no port " + std::to_string(port) +
                                         " to tunnel to (its ports: " + allowed +
                                         "; ask for more with \"ports\" when creating it)");
+  }
+  if (reach_) {
+    if (Status reach = reach_(lease); !reach.is_ok()) {
+      return Status(ErrorCode::kConflict, reach.message(), lease.id);
+    }
   }
   ARMHIVE_ASSIGN_OR_RETURN(std::optional<SshEndpoint> ep, ssh_endpoint(lease));
   if (!ep) return conflict("lease " + lease.id + " is not ready: it has no address yet", lease.id);

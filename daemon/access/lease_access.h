@@ -1,6 +1,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -83,6 +84,13 @@ class LeaseAccess {
   // after a daemon restart a ready lease gets its SSH forward back, not its extra ports.
   void set_ports(const std::string& lease_id, const std::vector<int>& ports);
 
+  // Whether this machine can reach a lease's guest at its address: ok, or why not. Set before
+  // start(); unset, every guest can. A guest it cannot reach gets no forward (ssh_endpoint:
+  // nullopt) and no tunnel (kConflict with the reason): a VM on another host behind that
+  // host's own NAT or isolated network has that host's private address, which here may even
+  // be another guest's.
+  void set_reach(std::function<Status(const Lease&)> reach) { reach_ = std::move(reach); }
+
   // The SSH user CA guests of ready leases trust ("TYPE BASE64 COMMENT"); set before start().
   // Empty: no trust is written (certificates are not offered).
   void set_user_ca(std::string public_key);
@@ -110,7 +118,8 @@ class LeaseAccess {
   int max_extra_ports_;
   int guest_ssh_port_;
   const Clock& clock_;
-  std::string user_ca_;  // set before start(), read-only after
+  std::string user_ca_;                        // set before start(), read-only after
+  std::function<Status(const Lease&)> reach_;  // likewise
   std::mutex mu_;  // guards keys_, ports_ and trusted_; never held across a guest command or a bind
   std::map<std::string, std::vector<std::string>> keys_;  // lease id -> host keys
   std::map<std::string, std::vector<int>> ports_;         // lease id -> extra guest ports

@@ -314,6 +314,26 @@ TEST_CASE("cli: exec propagates the remote exit code and output", "[cli]") {
   CHECK(console.out.find("Booting Linux") != std::string::npos);
 }
 
+TEST_CASE("cli: ssh to a ready VM armhived cannot reach says what to use instead", "[cli]") {
+  // armhived leaves out the ssh block of a VM behind a remote host's own network.
+  ApiFixture f(true, [](HttpOptions& o) {
+    o.lease_view = [](const Lease&, LeaseDto& dto) {
+      dto.ssh.reset();
+      return Status::ok();
+    };
+  });
+  TempHome home("armhive-cli-unreachable");
+  Cli cli{f, f.ci_b, home.path};
+  std::string id = cli.run({"lease", "create", "--pool", "tiny"}).out;
+  id.pop_back();
+  auto ssh = cli.run({"ssh", id, "--dry-run"});
+  CHECK(ssh.exit_code == 2);
+  CHECK(ssh.out.empty());
+  CHECK(ssh.err.find("offers no SSH") != std::string::npos);
+  CHECK(ssh.err.find("armhive exec " + id + " -- CMD") != std::string::npos);
+  CHECK(cli.run({"exec", id, "--", "echo", "x"}).out == "x\n");  // the agent still works
+}
+
 TEST_CASE("cli: hosts drain, maintenance and undrain", "[cli][drain]") {
   ApiFixture f;
   TempHome home("armhive-cli-drain");

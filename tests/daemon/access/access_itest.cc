@@ -416,6 +416,38 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   access.stop();
 }
 
+TEST_CASE("a guest this machine cannot reach gets no forward and no tunnel, saying why",
+          "[access]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 4, echo.port());
+  // As armhived says of a VM on a remote host behind that host's own NAT network.
+  access.set_reach([](const Lease& l) -> Status {
+    if (l.host != "h2") return Status::ok();
+    return unavailable("its VM runs on host h2 behind that host's own network 'armhive' (nat)");
+  });
+  Lease far = lease("l-far", LeaseState::kReady);
+  far.host = "h2";
+  Lease near = lease("l-near", LeaseState::kReady);
+  near.host = "h1";
+  leases.set(far, "lease.ready");
+  leases.set(near, "lease.ready");
+  access.start();
+  CHECK(eventually([&] { return !(*table)->find("l-near").empty(); }));
+  auto none = access.ssh_endpoint(far);
+  REQUIRE(none.is_ok());
+  CHECK_FALSE(none->has_value());
+  CHECK((*table)->find("l-far").empty());  // nothing listens for it, not even 127.0.0.1's guest
+  auto tunnel = access.tunnel_target(far, echo.port());
+  CHECK(tunnel.status().code() == ErrorCode::kConflict);
+  CHECK_THAT(tunnel.status().message(), Catch::Contains("host h2 behind that host's own network"));
+  CHECK(access.tunnel_target(near, echo.port()).is_ok());
+  access.stop();
+}
+
 // The guest commands for `lease` whose script contains `marker`, as their trailing arguments.
 std::vector<std::vector<std::string>> scripts(ScriptedLeases& leases, const std::string& lease,
                                               const std::string& marker) {
