@@ -35,6 +35,19 @@ Status start_if_inactive(virStoragePoolPtr pool, std::string_view name) {
   return Status::ok();
 }
 
+// The pool's volumes after a refresh (files made outside libvirt are seen), each owned.
+Result<std::vector<StorageVolHandle>> refreshed_volumes(virStoragePoolPtr pool) {
+  if (virStoragePoolRefresh(pool, 0) < 0) virResetLastError();
+  virStorageVolPtr* raw = nullptr;
+  int n = virStoragePoolListAllVolumes(pool, &raw, 0);
+  if (n < 0) return libvirt_error("list volumes", "overlay pool");
+  std::vector<StorageVolHandle> vols;
+  vols.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) vols.emplace_back(raw[i]);
+  std::free(raw);
+  return vols;
+}
+
 }  // namespace
 
 Result<StoragePoolHandle> ensure_dir_pool(const Connection& connection, std::string_view name,
@@ -148,14 +161,7 @@ Result<std::string> create_overlay(virStoragePoolPtr pool, std::string_view volu
 }
 
 Result<std::vector<std::string>> list_volume_names(virStoragePoolPtr pool) {
-  if (virStoragePoolRefresh(pool, 0) < 0) virResetLastError();
-  virStorageVolPtr* raw = nullptr;
-  int n = virStoragePoolListAllVolumes(pool, &raw, 0);
-  if (n < 0) return libvirt_error("list volumes", "overlay pool");
-  std::vector<StorageVolHandle> vols;
-  vols.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) vols.emplace_back(raw[i]);
-  std::free(raw);
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<StorageVolHandle> vols, refreshed_volumes(pool));
   std::vector<std::string> names;
   for (const StorageVolHandle& vol : vols) {
     // A volume deleted between the listing and here has no name: it is simply not listed.
@@ -169,14 +175,7 @@ Result<std::vector<std::string>> list_volume_names(virStoragePoolPtr pool) {
 }
 
 Result<std::set<std::string>> backing_paths(virStoragePoolPtr pool) {
-  if (virStoragePoolRefresh(pool, 0) < 0) virResetLastError();
-  virStorageVolPtr* raw = nullptr;
-  int n = virStoragePoolListAllVolumes(pool, &raw, 0);
-  if (n < 0) return libvirt_error("list volumes", "overlay pool");
-  std::vector<StorageVolHandle> vols;
-  vols.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) vols.emplace_back(raw[i]);
-  std::free(raw);
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<StorageVolHandle> vols, refreshed_volumes(pool));
   std::set<std::string> out;
   for (const StorageVolHandle& vol : vols) {
     LibvirtString xml(virStorageVolGetXMLDesc(vol.get(), 0));
