@@ -68,6 +68,11 @@ std::string config_toml() {
                      "\"\nnetwork_guard = \"host\"\n[hosts.cpus]\nhousekeeping = \"0\"\n"
                      "dedicated = \"1\"\n";
   return toml + R"(
+[access]
+listen = "127.0.0.1"
+port_min = 23100
+port_max = 23119
+
 [[pools]]
 name = "lab"
 image = "tiny"
@@ -260,6 +265,10 @@ TEST_CASE("one armhived serves a lab of two libvirt hosts over qemu+tls", "[lab]
   LeaseDto b = lease(a.vm->host == "h1" ? "h2" : "h1");
   CHECK(uname(a.id) == "aarch64\n");
   CHECK(uname(b.id) == "aarch64\n");
+  // Behind each lab host's own isolated network: no forward from here, so no ssh block (its
+  // address there may be another guest's here); the agent serves them all the same.
+  CHECK_FALSE(a.ssh.has_value());
+  CHECK_FALSE(api->get_lease(b.id)->ssh.has_value());
   const LeaseDto& on_h1 = a.vm->host == "h1" ? a : b;
   const LeaseDto& on_h2 = a.vm->host == "h1" ? b : a;
 
