@@ -54,7 +54,12 @@ void print_lease(const LeaseDto& l, std::ostream& out) {
     if (!l.vm->host.empty()) out << " on host " << l.vm->host;
     out << ", host CPUs " << (cpus.empty() ? "-" : join(cpus, ",")) << "\n";
   }
-  if (l.ssh) out << "SSH:      " << l.ssh->command << "\n";
+  if (l.ssh) {
+    out << "SSH:      " << l.ssh->command << "\n";
+  } else if (l.state == "ready") {
+    // armhived offers none for a VM it cannot reach (a remote host's own network).
+    out << "SSH:      none through armhived (use armhive exec or armhive cp)\n";
+  }
   if (!l.history.empty()) {
     out << "History:\n";
     for (const auto& t : l.history) {

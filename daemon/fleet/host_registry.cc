@@ -126,6 +126,13 @@ std::vector<Result<std::shared_ptr<Host>>> bring_up_all(const HostRegistryOption
   return out;
 }
 
+// What went wrong, without bring_up_all's "host NAME (URI): " (the slot's message names the
+// host already).
+std::string cause_of(const std::string& why, const HostSetup& setup) {
+  const std::string prefix = "host " + setup.name + " (" + setup.uri + "): ";
+  return why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why;
+}
+
 // A host that could not be reached, driven with the topology of its remembered capabilities.
 Result<std::shared_ptr<Host>> not_connected_host(const HostSetup& setup,
                                                  const std::string& capabilities, std::string why) {
@@ -189,7 +196,7 @@ Result<std::unique_ptr<HostRegistry>> HostRegistry::open(HostRegistryOptions opt
       registry->waiting_.emplace_back(s, why);
       continue;
     }
-    auto held = not_connected_host(s, remembered->second, why);
+    auto held = not_connected_host(s, remembered->second, cause_of(why, s));
     if (!held.is_ok()) {
       return held.status().annotate("host " + s.name + ": its capabilities from the last run");
     }
@@ -198,7 +205,7 @@ Result<std::unique_ptr<HostRegistry>> HostRegistry::open(HostRegistryOptions opt
         "(tried again every {})",
         why, seconds_text(o.reconnect_period));
     MutexLock lock(registry->mu_);
-    registry->slots_[s.name] = std::make_unique<HypervisorSlot>(s.name, why);
+    registry->slots_[s.name] = std::make_unique<HypervisorSlot>(s.name, cause_of(why, s));
     registry->hosts_.push_back(std::move(held).value());
   }
   if (registry->hosts().empty()) {

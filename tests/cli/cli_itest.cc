@@ -332,6 +332,8 @@ TEST_CASE("cli: ssh to a ready VM armhived cannot reach says what to use instead
   CHECK(ssh.err.find("offers no SSH") != std::string::npos);
   CHECK(ssh.err.find("armhive exec " + id + " -- CMD") != std::string::npos);
   CHECK(cli.run({"exec", id, "--", "echo", "x"}).out == "x\n");  // the agent still works
+  CHECK(cli.run({"lease", "show", id}).out.find("SSH:      none through armhived") !=
+        std::string::npos);
 }
 
 TEST_CASE("cli: hosts drain, maintenance and undrain", "[cli][drain]") {
