@@ -242,9 +242,11 @@ Status LeaseEngine::start() {
 void LeaseEngine::queue_reconcile(const std::string& host) {
   std::shared_ptr<HostIo> io = host_io(host);
   if (io == nullptr || io->reconcile_queued->exchange(true)) return;
-  boost::asio::post(*io->io, [this, host, io] {
+  // A weak reference: the handler sits in the HostIo's own io_context, and a strong one would
+  // keep both alive for ever when the io stops before it runs (ASan: a leak at shutdown).
+  boost::asio::post(*io->io, [this, host, weak = std::weak_ptr<HostIo>(io)] {
     Status s = reconcile_host(host);
-    io->reconcile_queued->store(false);
+    if (std::shared_ptr<HostIo> alive = weak.lock()) alive->reconcile_queued->store(false);
     if (!s.is_ok()) spdlog::warn("reconcile: {}", s.to_string());
     flush();
   });
