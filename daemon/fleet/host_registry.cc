@@ -92,6 +92,14 @@ void add_volume_names(const BootImage& image, std::set<std::string>& out) {
   }
 }
 
+// A failed bring-up as the operator reads it: a missed deadline says how long was waited.
+Status bring_up_failure(const Status& st, const HostRegistryOptions& options) {
+  if (st.code() != ErrorCode::kTimeout) return st;
+  return Status(ErrorCode::kTimeout, "libvirt did not answer within " +
+                                         seconds_text(options.connect_timeout) +
+                                         " while connecting and discovering the host");
+}
+
 // Brings the hosts up at once, each on its own worker under the deadline: a host that hangs
 // costs connect_timeout, once. The results in order; an error names its host.
 std::vector<Result<std::shared_ptr<Host>>> bring_up_all(const HostRegistryOptions& options,
@@ -116,12 +124,8 @@ std::vector<Result<std::shared_ptr<Host>>> bring_up_all(const HostRegistryOption
       out.push_back(std::move(r));
       continue;
     }
-    Status st = r.status().code() == ErrorCode::kTimeout
-                    ? Status(ErrorCode::kTimeout, "libvirt did not answer within " +
-                                                      seconds_text(options.connect_timeout) +
-                                                      " while connecting and discovering the host")
-                    : r.status();
-    out.push_back(st.annotate("host " + s.name + " (" + s.uri + ")"));
+    out.push_back(
+        bring_up_failure(r.status(), options).annotate("host " + s.name + " (" + s.uri + ")"));
   }
   return out;
 }
@@ -176,9 +180,7 @@ Result<std::unique_ptr<HostRegistry>> HostRegistry::open(HostRegistryOptions opt
   for (size_t i = 0; i < setups.size(); ++i) {
     const HostSetup& s = setups[i];
     if (up[i].is_ok()) {
-      log_host(**up[i]);
-      if (o.remember) o.remember(s.name, (*up[i])->capabilities);
-      ARMHIVE_RETURN_IF_ERROR(registry->publish(*up[i]));
+      ARMHIVE_RETURN_IF_ERROR(registry->come_up(*up[i]));
       continue;
     }
     // What no connection cures (CPU sets the host cannot give, a document libvirt refuses) is
@@ -246,6 +248,13 @@ Status HostRegistry::publish(const std::shared_ptr<Host>& up) {
   return slot->attach(up->hypervisor.get());
 }
 
+Status HostRegistry::come_up(const std::shared_ptr<Host>& up) {
+  ARMHIVE_RETURN_IF_ERROR(publish(up));
+  log_host(*up);
+  if (options_.remember) options_.remember(up->setup.name, up->capabilities);
+  return Status::ok();
+}
+
 HypervisorSlot* HostRegistry::slot(const std::string& name) const {
   MutexLock lock(mu_);
   auto it = slots_.find(name);
@@ -291,7 +300,6 @@ std::map<std::string, std::vector<std::string>> HostRegistry::collect_images(
     if (!complete) continue;
     const std::string pool = options_.storage_pool;
     const std::string image_pool = options_.image_pool;
-    const std::string image_dir = h->setup.image_dir;
     const std::string vm_dir = h->setup.vm_dir;
     std::shared_ptr<Host> host = h;  // the late call of a hung host keeps it alive
     auto removed = h->worker->call<std::vector<std::string>>(
@@ -335,17 +343,7 @@ Result<std::shared_ptr<HostRegistry::Host>> HostRegistry::add(HostSetup setup) {
   }
   Result<std::shared_ptr<Host>> up = std::move(bring_up_all(options_, {setup}).front());
   if (!up.is_ok()) return up.status();
-  {
-    MutexLock lock(mu_);
-    for (const auto& h : hosts_) {
-      if (h->setup.name == setup.name) {  // added by another caller meanwhile
-        return Status(ErrorCode::kConflict, "host '" + setup.name + "' exists", setup.name, "name");
-      }
-    }
-  }
-  log_host(**up);
-  if (options_.remember) options_.remember(setup.name, (*up)->capabilities);
-  ARMHIVE_RETURN_IF_ERROR(publish(*up));
+  ARMHIVE_RETURN_IF_ERROR(come_up(*up));  // kConflict: added by another caller meanwhile
   return up;
 }
 
@@ -389,10 +387,7 @@ std::vector<std::string> HostRegistry::reconnect_once() {
         options_.connect_timeout, [o, setup = a.setup]() { return bring_up(o, setup); });
     const std::string& name = a.setup.name;
     if (!up.is_ok()) {
-      std::string why =
-          up.status().code() == ErrorCode::kTimeout
-              ? "libvirt did not answer within " + seconds_text(options_.connect_timeout)
-              : up.status().message();
+      const std::string why = bring_up_failure(up.status(), options_).message();
       if (up.status().code() == ErrorCode::kUnavailable && a.worker->hung()) {
         continue;  // the last attempt still hangs there: the reason stays what it was
       }
@@ -414,8 +409,6 @@ std::vector<std::string> HostRegistry::reconnect_once() {
     }
     if (a.waiting && !waiting().count(name)) continue;  // removed meanwhile
     if (!a.waiting && host(name) == nullptr) continue;  // removed meanwhile
-    log_host(**up);
-    if (options_.remember) options_.remember(name, (*up)->capabilities);
     std::shared_ptr<Host> previous = host(name);
     if (previous != nullptr && previous->topology.cpus.size() != (*up)->topology.cpus.size()) {
       spdlog::warn(
@@ -423,7 +416,7 @@ std::vector<std::string> HostRegistry::reconnect_once() {
           "CPUs it had until armhived restarts",
           name, (*up)->topology.cpus.size(), previous->topology.cpus.size());
     }
-    Status published = publish(*up);
+    Status published = come_up(*up);
     if (!published.is_ok()) {
       spdlog::warn("host {}: came up but is not driven: {}", name, published.to_string());
       continue;

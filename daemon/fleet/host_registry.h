@@ -153,6 +153,8 @@ class HostRegistry {
   // Publishes a host that came up (new, or replacing its not-connected Host) and attaches its
   // slot; kConflict when the name is taken by a connected host meanwhile.
   Status publish(const std::shared_ptr<Host>& up) EXCLUDES(mu_);
+  // publish(), then logs the host and hands its capabilities to `remember`.
+  Status come_up(const std::shared_ptr<Host>& up) EXCLUDES(mu_);
   HypervisorSlot* slot(const std::string& name) const EXCLUDES(mu_);
   // Sleeps up to `period`; false once the registry is being destroyed.
   bool sleep_for(std::chrono::milliseconds period) EXCLUDES(mu_);
