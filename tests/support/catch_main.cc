@@ -1,5 +1,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+#include <spdlog/spdlog.h>
+
 #include <csignal>
 
 namespace {
@@ -16,5 +18,9 @@ int main(int argc, char* argv[]) {
   sa.sa_handler = on_sigpipe;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGPIPE, &sa, nullptr);
+  // spdlog's registry is a function-local static inside Debian's libspdlog, which is not built
+  // with TSan: two engine threads logging first at once race on its guard as far as TSan can
+  // see. Made here, before any test starts a thread (armhived's main sets up logging first too).
+  spdlog::default_logger_raw();
   return Catch::Session().run(argc, argv);
 }
