@@ -112,9 +112,16 @@ class ClusterCommands final : public CommandGroup {
     for (const auto& h : *r) {
       int allocated = 0;
       for (const auto& c : h.cores) allocated += (!c.lease_id.empty() || !c.vm.empty()) ? 1 : 0;
-      std::cout << h.hostname << " (" << h.arch << ", " << h.cpu_model << ", " << h.accel
-                << (h.state == "ok" ? "" : ", " + h.state) << "): " << h.cores.size() << " cores, "
-                << allocated << " pinned, fragmentation " << h.fragmentation << "\n";
+      // A host never reached since armhived started: no CPUs known, so no core table.
+      const bool never_reached = h.accel == "unknown";
+      if (never_reached) {
+        std::cout << h.hostname << " (" << h.state << "): never reached, CPUs not known yet\n";
+      } else {
+        std::cout << h.hostname << " (" << h.arch << ", " << h.cpu_model << ", " << h.accel
+                  << (h.state == "ok" ? "" : ", " + h.state) << "): " << h.cores.size()
+                  << " cores, " << allocated << " pinned, fragmentation " << h.fragmentation
+                  << "\n";
+      }
       if (!h.uri.empty() || !h.labels.empty()) {
         std::string labels;
         for (const auto& [k, v] : h.labels) labels += (labels.empty() ? "" : ",") + k + "=" + v;
@@ -125,11 +132,15 @@ class ClusterCommands final : public CommandGroup {
                   << "\n";
       }
       // The last failure stays shown after the host is ok again: it says what went wrong.
-      if (!h.unreachable_since.empty()) {
+      if (never_reached) {
+        std::cout << "  unreachable since " << h.unreachable_since
+                  << ": armhived keeps trying it and places VMs on it once it answers\n";
+      } else if (!h.unreachable_since.empty()) {
         std::cout << "  unreachable since " << h.unreachable_since
                   << ": its leases show host_unreachable, then lost after the grace period\n";
       }
       if (!h.last_error.empty()) std::cout << "  last error: " << h.last_error << "\n";
+      if (never_reached) continue;
       Table t({"CPU", "NODE", "CLUSTER", "ROLE", "LEASE", "VM", "POOL"});
       for (const auto& c : h.cores) {
         t.add({std::to_string(c.cpu), std::to_string(c.numa_node), std::to_string(c.cluster),

@@ -511,6 +511,13 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   http_options.remove_host = [&host_admin](const std::string& name) {
     return host_admin.remove(name);
   };
+  http_options.waiting_hosts = [&hosts = **registry] {
+    std::vector<HostView> out;
+    for (const HostRegistry::Waiting& w : hosts.waiting_hosts()) {
+      out.push_back(HostRegistry::view_of(w));
+    }
+    return out;
+  };
   HttpServer server(http_options, engine, &benchmarks, **tokens, **audit, metrics);
   if (Status s = server.start(); !s.is_ok()) {
     if (github) github->stop();

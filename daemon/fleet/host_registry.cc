@@ -195,7 +195,7 @@ Result<std::unique_ptr<HostRegistry>> HostRegistry::open(HostRegistryOptions opt
           "again every {})",
           why, seconds_text(o.reconnect_period));
       MutexLock lock(registry->mu_);
-      registry->waiting_.emplace_back(s, why);
+      registry->waiting_.push_back({s, why, std::chrono::system_clock::now()});
       continue;
     }
     auto held = not_connected_host(s, remembered->second, cause_of(why, s));
@@ -238,7 +238,7 @@ Status HostRegistry::publish(const std::shared_ptr<Host>& up) {
     *current = up;
   } else {
     for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
-      if (it->first.name == name) {
+      if (it->setup.name == name) {
         waiting_.erase(it);
         break;
       }
@@ -350,8 +350,25 @@ Result<std::shared_ptr<HostRegistry::Host>> HostRegistry::add(HostSetup setup) {
 std::map<std::string, std::string> HostRegistry::waiting() const {
   MutexLock lock(mu_);
   std::map<std::string, std::string> out;
-  for (const auto& [setup, why] : waiting_) out[setup.name] = why;
+  for (const Waiting& w : waiting_) out[w.setup.name] = w.why;
   return out;
+}
+
+std::vector<HostRegistry::Waiting> HostRegistry::waiting_hosts() const {
+  MutexLock lock(mu_);
+  return waiting_;
+}
+
+HostView HostRegistry::view_of(const Waiting& w) {
+  HostView v;
+  v.topology.hostname = w.setup.name;
+  v.uri = w.setup.uri;
+  v.labels = w.setup.labels;
+  v.state = HostState::kUnreachable;
+  v.last_error = w.why;
+  v.last_error_at = w.since;
+  v.unreachable_since = w.since;
+  return v;
 }
 
 std::vector<std::string> HostRegistry::reconnect_once() {
@@ -372,8 +389,8 @@ std::vector<std::string> HostRegistry::reconnect_once() {
     for (const std::shared_ptr<Host>& h : hosts_) {
       if (!h->connected()) attempts.push_back({h->setup, worker_for(h->setup.name), false});
     }
-    for (const auto& [setup, why] : waiting_) {
-      attempts.push_back({setup, worker_for(setup.name), true});
+    for (const Waiting& w : waiting_) {
+      attempts.push_back({w.setup, worker_for(w.setup.name), true});
     }
   }
   std::vector<std::string> came_up;
@@ -394,10 +411,10 @@ std::vector<std::string> HostRegistry::reconnect_once() {
       bool changed = false;
       {
         MutexLock lock(mu_);
-        for (auto& [setup, reason] : waiting_) {
-          if (setup.name != name) continue;
-          changed = reason != why;
-          reason = why;
+        for (Waiting& w : waiting_) {
+          if (w.setup.name != name) continue;
+          changed = w.why != why;
+          w.why = why;
         }
       }
       if (HypervisorSlot* s = slot(name); s != nullptr && !s->attached()) {
@@ -460,7 +477,7 @@ Status HostRegistry::remove(const std::string& name) {
     return Status::ok();
   }
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
-    if (it->first.name != name) continue;
+    if (it->setup.name != name) continue;
     waiting_.erase(it);
     return Status::ok();
   }

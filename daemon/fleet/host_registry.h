@@ -14,6 +14,7 @@
 #include "base/result.h"
 #include "base/thread_annotations.h"
 #include "daemon/core/boot_image.h"
+#include "daemon/core/clock.h"
 #include "daemon/core/cpu_sets.h"
 #include "daemon/core/topology.h"
 #include "daemon/engine/lease_engine.h"
@@ -120,6 +121,17 @@ class HostRegistry {
   Result<std::vector<EngineHost>> engine_hosts() const EXCLUDES(mu_);
   // The hosts never seen that could not be reached at start (not in hosts()), with why.
   std::map<std::string, std::string> waiting() const EXCLUDES(mu_);
+  // The same, whole, in configuration order: what armhived lists for them (GET /v1/hosts)
+  // until they answer.
+  struct Waiting {
+    HostSetup setup;
+    std::string why;   // the last attempt's error
+    TimePoint since;   // when armhived first failed to reach it
+  };
+  std::vector<Waiting> waiting_hosts() const EXCLUDES(mu_);
+  // How the API lists one (HttpServerOptions::waiting_hosts): unreachable since `since`, with
+  // its name, URI and labels, `why` as its last error, and no CPUs.
+  static HostView view_of(const Waiting& w);
 
   // Tries the hosts that are not connected every reconnect_period on a thread of the
   // registry's, until it is destroyed. A waiting host that comes up is given to `drive` (the
@@ -165,8 +177,8 @@ class HostRegistry {
   std::vector<std::shared_ptr<Host>> retired_ GUARDED_BY(mu_);
   std::map<std::string, std::unique_ptr<HypervisorSlot>> slots_ GUARDED_BY(mu_);
   std::vector<std::unique_ptr<HypervisorSlot>> retired_slots_ GUARDED_BY(mu_);  // never freed
-  // Never seen, not reached yet: setup and why, in configuration order.
-  std::vector<std::pair<HostSetup, std::string>> waiting_ GUARDED_BY(mu_);
+  // Never seen, not reached yet, in configuration order.
+  std::vector<Waiting> waiting_ GUARDED_BY(mu_);
   // One per host being reconnected: an attempt that hangs holds only that host's next ones.
   std::map<std::string, std::unique_ptr<DeadlineWorker>> reconnect_workers_ GUARDED_BY(mu_);
   std::function<Status(EngineHost)> drive_ GUARDED_BY(mu_);

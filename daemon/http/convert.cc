@@ -162,7 +162,8 @@ HostDto to_dto(const HostView& h) {
   d.last_error = h.last_error;
   d.arch = t.arch;
   d.cpu_model = t.cpu_model;
-  d.accel = t.accel == Accel::kKvm ? "kvm" : "tcg";
+  // A host never reached has no capabilities to say which.
+  d.accel = t.cpus.empty() ? "unknown" : t.accel == Accel::kKvm ? "kvm" : "tcg";
   d.memory_kib = static_cast<int64_t>(t.memory_kib);
   for (const auto& c : t.cells) {
     d.numa_nodes.push_back({c.id, static_cast<int64_t>(c.memory_kib), c.cpus});

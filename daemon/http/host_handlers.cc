@@ -31,9 +31,15 @@ Status list_pools(ServerContext& ctx, Call& c) {
 }
 
 // Hosts as `who` may see them: other owners' lease and VM names are blanked.
+// Hosts never reached come last: they hold nothing of anyone's.
 Result<std::vector<HostView>> visible_hosts(ServerContext& ctx, const TokenInfo& who) {
   auto hosts = ctx.leases.hosts();
-  if (is_admin(who)) return hosts;
+  auto with_waiting = [&ctx](std::vector<HostView> out) {
+    if (!ctx.options.waiting_hosts) return out;
+    for (HostView& w : ctx.options.waiting_hosts()) out.push_back(std::move(w));
+    return out;
+  };
+  if (is_admin(who)) return with_waiting(std::move(hosts));
   std::set<std::string> ids;
   LeaseFilter f;
   f.owner = who.name;
@@ -55,8 +61,11 @@ Result<std::vector<HostView>> visible_hosts(ServerContext& ctx, const TokenInfo&
       }
     }
   }
-  return hosts;
+  return with_waiting(std::move(hosts));
 }
+
+// Never reached: no CPUs known, so no core map (the SVG would be an empty frame).
+bool never_reached(const HostView& h) { return h.topology.cpus.empty(); }
 
 std::string render_svg(const HostView& h) { return render_core_map_svg(h.topology, h.cores); }
 
@@ -79,6 +88,11 @@ Status list_hosts(ServerContext& ctx, Call& c) {
         if (hosts[i].topology.hostname == name) index = i;
       }
       if (index == hosts.size()) return not_found("no host \"" + name + "\"");
+    }
+    if (never_reached(hosts[index])) {
+      return unavailable("host \"" + hosts[index].topology.hostname +
+                         "\" has not been reached yet, so its CPUs are not known: " +
+                         hosts[index].last_error);
     }
     write_text(c.res, 200, render_svg(hosts[index]), "image/svg+xml");
     return Status::ok();
@@ -249,7 +263,9 @@ Status hosts_page(ServerContext& ctx, Call& c) {
       for (const auto& [k, v] : d.labels) labels += (labels.empty() ? "" : ", ") + k + "=" + v;
       html += "<tr><td><a href=\"#host-" + xml_escape(d.hostname) + "\">" + xml_escape(d.hostname) +
               "</a></td><td>" + (d.state == "ok" ? "ok" : "<b>" + xml_escape(d.state) + "</b>") +
-              "</td><td>" + std::to_string(used) + " of " + std::to_string(d.cores.size()) +
+              "</td><td>" +
+              (never_reached(h) ? std::string("not known yet")
+                                : std::to_string(used) + " of " + std::to_string(d.cores.size())) +
               "</td><td>" + xml_escape(labels) + "</td><td><code>" + xml_escape(d.uri) +
               "</code></td></tr>\n";
     }
@@ -265,17 +281,21 @@ Status hosts_page(ServerContext& ctx, Call& c) {
                  ? ""
                  : "<p>libvirt <code>" + xml_escape(d.uri) + "</code>" +
                        (labels.empty() ? "" : ", labels " + xml_escape(labels)) + "</p>") +
-            "<p>" + xml_escape(d.arch) + ", " + xml_escape(d.cpu_model) + ", " +
-            xml_escape(d.accel) + ", " + std::to_string(h.topology.cpus.size()) +
-            " CPUs, fragmentation " + two_decimals(d.fragmentation) +
-            (d.state == "ok" ? "" : ", <b>" + xml_escape(d.state) + "</b>") +
-            (d.unreachable_since.empty()
-                 ? ""
-                 : " since " + xml_escape(d.unreachable_since) +
-                       " (its leases show host_unreachable, then end as lost)") +
-            "</p>\n" +
+            (never_reached(h)
+                 ? "<p><b>unreachable</b>, never reached since " +
+                       xml_escape(d.unreachable_since) +
+                       ": its CPUs are known once it answers (armhived keeps trying)</p>\n"
+                 : "<p>" + xml_escape(d.arch) + ", " + xml_escape(d.cpu_model) + ", " +
+                       xml_escape(d.accel) + ", " + std::to_string(h.topology.cpus.size()) +
+                       " CPUs, fragmentation " + two_decimals(d.fragmentation) +
+                       (d.state == "ok" ? "" : ", <b>" + xml_escape(d.state) + "</b>") +
+                       (d.unreachable_since.empty()
+                            ? ""
+                            : " since " + xml_escape(d.unreachable_since) +
+                                  " (its leases show host_unreachable, then end as lost)") +
+                       "</p>\n") +
             (d.last_error.empty() ? "" : "<p>Last error: " + xml_escape(d.last_error) + "</p>\n") +
-            health_lines(h) + render_svg(h) + "\n</section>\n";
+            health_lines(h) + (never_reached(h) ? "" : render_svg(h)) + "\n</section>\n";
   }
   html += "</body></html>\n";
   write_text(c.res, 200, std::move(html), "text/html; charset=utf-8");

@@ -14,6 +14,7 @@
 #include "base/version.h"
 #include "daemon/core/health_series.h"
 #include "daemon/core/host_spec.h"
+#include "daemon/engine/lease_service.h"
 
 namespace armhive {
 
@@ -117,6 +118,11 @@ struct HttpOptions {
   // while it holds VMs or leases ("drain it first") or when the configuration file names it.
   // Unset: 503. Called from worker threads.
   std::function<Status(const std::string& name)> remove_host;
+  // The hosts armhived was given but has never reached, so knows no CPUs of (daemon/fleet:
+  // configured, down since armhived started): listed after the driven hosts by GET /v1/hosts
+  // and /ui/hosts as unreachable, with no cores and libvirt's error. Unset: none. Called from
+  // worker threads; must not block.
+  std::function<std::vector<HostView>()> waiting_hosts;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,

@@ -411,6 +411,37 @@ TEST_CASE("cli: hosts add and rm", "[cli][hosts]") {
   CHECK(admin.run({"hosts"}).out.find("tx1") == std::string::npos);
 }
 
+TEST_CASE("cli: hosts lists a host never reached with libvirt's error and no core table",
+          "[cli][hosts]") {
+  ApiFixture f(true, [](HttpOptions& o) {
+    o.waiting_hosts = [] {
+      HostView v;  // as HostRegistry::view_of makes it
+      v.topology.hostname = "tx9";
+      v.uri = "qemu+tls://tx9.lab/system";
+      v.state = HostState::kUnreachable;
+      v.last_error = "host tx9 (qemu+tls://tx9.lab/system): Connection refused";
+      v.unreachable_since = std::chrono::system_clock::now();
+      return std::vector<HostView>{v};
+    };
+  });
+  TempHome home("armhive-cli-waiting");
+  Cli ci{f, f.ci_b, home.path};
+  auto listed = ci.run({"hosts"});
+  INFO(listed.out << listed.err);
+  CHECK(listed.exit_code == 0);
+  const size_t at = listed.out.find("tx9 (unreachable): never reached, CPUs not known yet\n");
+  REQUIRE(at != std::string::npos);
+  const std::string tx9 = listed.out.substr(at);
+  CHECK(tx9.find("  libvirt qemu+tls://tx9.lab/system\n") != std::string::npos);
+  CHECK(tx9.find("armhived keeps trying it and places VMs on it once it answers") !=
+        std::string::npos);
+  CHECK(tx9.find("  last error: host tx9 (qemu+tls://tx9.lab/system): Connection refused\n") !=
+        std::string::npos);
+  CHECK(tx9.find("CPU  NODE") == std::string::npos);  // no empty core table
+  // The driven host is listed as before, with its table.
+  CHECK(listed.out.find("honeycomb (aarch64, cortex-a72, kvm):") != std::string::npos);
+}
+
 TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   ApiFixture f;
   TempHome home("armhive-cli-7");

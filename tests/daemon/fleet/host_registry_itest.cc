@@ -103,9 +103,22 @@ TEST_CASE("host registry: a host that refuses or never answers waits, named with
     REQUIRE(waiting.count("tx1") == 1);
     CHECK_THAT(waiting.at("tx1"), Catch::Contains("host tx1 (qemu+tcp://127.0.0.1:9/system)"));
     CHECK_THAT(waiting.at("tx1"), Catch::Contains("Connection refused"));
+    // Listed by the API as unreachable, with libvirt's error and no CPUs.
+    auto listed = (*r)->waiting_hosts();
+    REQUIRE(listed.size() == 1);
+    HostView view = HostRegistry::view_of(listed[0]);
+    CHECK(view.topology.hostname == "tx1");
+    CHECK(view.uri == "qemu+tcp://127.0.0.1:9/system");
+    CHECK(view.state == HostState::kUnreachable);
+    CHECK(view.unreachable_since == std::optional<TimePoint>(listed[0].since));
+    CHECK_THAT(view.last_error, Catch::Contains("Connection refused"));
+    CHECK(view.topology.cpus.empty());
+    CHECK(view.cores.empty());
     CHECK((*r)->reconnect_once().empty());  // still refused
     CHECK((*r)->waiting().count("tx1") == 1);
+    CHECK((*r)->waiting_hosts().at(0).since == listed[0].since);  // since the first try
     CHECK((*r)->remove("tx1").is_ok());  // an admin gives up on it
+    CHECK((*r)->waiting_hosts().empty());
     CHECK((*r)->waiting().empty());
   }
   SECTION("mute: a stopped libvirtd costs its deadline, and names the host") {

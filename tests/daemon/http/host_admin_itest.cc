@@ -97,6 +97,55 @@ TEST_CASE("http: an admin adds and removes a libvirt host", "[http][hosts]") {
   CHECK(remove_seen);
 }
 
+TEST_CASE("http: a host never reached is listed unreachable with libvirt's error, no core map",
+          "[http][hosts]") {
+  // As armhived lists a configured host it has not reached since it started
+  // (HostRegistry::view_of).
+  ApiFixture f(true, [](HttpOptions& o) {
+    o.waiting_hosts = [] {
+      HostView v;
+      v.topology.hostname = "tx9";
+      v.uri = "qemu+tls://tx9.lab/system";
+      v.labels = {{"board", "thunderx"}};
+      v.state = HostState::kUnreachable;
+      v.last_error = "host tx9 (qemu+tls://tx9.lab/system): Connection refused";
+      v.unreachable_since = std::chrono::system_clock::now();
+      return std::vector<HostView>{v};
+    };
+  });
+  for (const std::string& who : {f.admin, f.reader}) {  // not the admin's alone
+    auto r = f.request("GET", "/v1/hosts", who);
+    REQUIRE(r.status == 200);
+    json items = json::parse(r.body)["items"];
+    REQUIRE(items.size() == 2);
+    CHECK(items[0]["hostname"] != "tx9");  // the driven hosts first
+    const json& tx9 = items[1];
+    CHECK(tx9["hostname"] == "tx9");
+    CHECK(tx9["state"] == "unreachable");
+    CHECK(tx9["connected"] == false);
+    CHECK(tx9["accel"] == "unknown");
+    CHECK(tx9["cores"].empty());
+    CHECK(tx9["labels"]["board"] == "thunderx");
+    CHECK_THAT(tx9["last_error"].get<std::string>(), Catch::Contains("Connection refused"));
+    CHECK(tx9.contains("unreachable_since"));
+  }
+  // The page names it in the fleet's table and its section, with the error and no map.
+  auto page = f.request("GET", "/ui/hosts", f.reader);
+  INFO(page.body);
+  CHECK(page.body.find(R"(<a href="#host-tx9">tx9</a>)" "</td><td><b>unreachable</b></td><td>not "
+                       "known yet</td>") != std::string::npos);
+  const size_t section = page.body.find(R"(<section id="host-tx9">)");
+  REQUIRE(section != std::string::npos);
+  const std::string tx9 = page.body.substr(section);
+  CHECK(tx9.find("never reached since") != std::string::npos);
+  CHECK(tx9.find("Last error: host tx9 (qemu+tls://tx9.lab/system): Connection refused") !=
+        std::string::npos);
+  CHECK(tx9.find("<svg") == std::string::npos);
+  // Its core map cannot be drawn: 503 saying why, not an empty picture.
+  json no_map = problem_of(f.request("GET", "/v1/hosts?format=svg&host=tx9", f.reader), 503);
+  CHECK_THAT(no_map["detail"].get<std::string>(), Catch::Contains("has not been reached yet"));
+}
+
 TEST_CASE("http: adding hosts is 503 where armhived does not offer it", "[http][hosts]") {
   ApiFixture f;
   json p = problem_of(f.request("POST", "/v1/hosts", f.admin,
