@@ -125,8 +125,8 @@ class HostRegistry {
   // until they answer.
   struct Waiting {
     HostSetup setup;
-    std::string why;   // the last attempt's error
-    TimePoint since;   // when armhived first failed to reach it
+    std::string why;  // the last attempt's error
+    TimePoint since;  // when armhived first failed to reach it
   };
   std::vector<Waiting> waiting_hosts() const EXCLUDES(mu_);
   // How the API lists one (HttpServerOptions::waiting_hosts): unreachable since `since`, with

@@ -90,9 +90,9 @@ Status list_hosts(ServerContext& ctx, Call& c) {
       if (index == hosts.size()) return not_found("no host \"" + name + "\"");
     }
     if (never_reached(hosts[index])) {
-      return unavailable("host \"" + hosts[index].topology.hostname +
-                         "\" has not been reached yet, so its CPUs are not known: " +
-                         hosts[index].last_error);
+      return unavailable(
+          "host \"" + hosts[index].topology.hostname +
+          "\" has not been reached yet, so its CPUs are not known: " + hosts[index].last_error);
     }
     write_text(c.res, 200, render_svg(hosts[index]), "image/svg+xml");
     return Status::ok();
@@ -282,8 +282,7 @@ Status hosts_page(ServerContext& ctx, Call& c) {
                  : "<p>libvirt <code>" + xml_escape(d.uri) + "</code>" +
                        (labels.empty() ? "" : ", labels " + xml_escape(labels)) + "</p>") +
             (never_reached(h)
-                 ? "<p><b>unreachable</b>, never reached since " +
-                       xml_escape(d.unreachable_since) +
+                 ? "<p><b>unreachable</b>, never reached since " + xml_escape(d.unreachable_since) +
                        ": its CPUs are known once it answers (armhived keeps trying)</p>\n"
                  : "<p>" + xml_escape(d.arch) + ", " + xml_escape(d.cpu_model) + ", " +
                        xml_escape(d.accel) + ", " + std::to_string(h.topology.cpus.size()) +

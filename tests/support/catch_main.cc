@@ -1,7 +1,7 @@
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <spdlog/spdlog.h>
 
+#include <catch2/catch.hpp>
 #include <csignal>
 
 namespace {

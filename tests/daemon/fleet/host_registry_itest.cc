@@ -117,7 +117,7 @@ TEST_CASE("host registry: a host that refuses or never answers waits, named with
     CHECK((*r)->reconnect_once().empty());  // still refused
     CHECK((*r)->waiting().count("tx1") == 1);
     CHECK((*r)->waiting_hosts().at(0).since == listed[0].since);  // since the first try
-    CHECK((*r)->remove("tx1").is_ok());  // an admin gives up on it
+    CHECK((*r)->remove("tx1").is_ok());                           // an admin gives up on it
     CHECK((*r)->waiting_hosts().empty());
     CHECK((*r)->waiting().empty());
   }

@@ -132,7 +132,8 @@ TEST_CASE("http: a host never reached is listed unreachable with libvirt's error
   // The page names it in the fleet's table and its section, with the error and no map.
   auto page = f.request("GET", "/ui/hosts", f.reader);
   INFO(page.body);
-  CHECK(page.body.find(R"(<a href="#host-tx9">tx9</a>)" "</td><td><b>unreachable</b></td><td>not "
+  CHECK(page.body.find(R"(<a href="#host-tx9">tx9</a>)"
+                       "</td><td><b>unreachable</b></td><td>not "
                        "known yet</td>") != std::string::npos);
   const size_t section = page.body.find(R"(<section id="host-tx9">)");
   REQUIRE(section != std::string::npos);
