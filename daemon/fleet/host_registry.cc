@@ -195,7 +195,7 @@ Result<std::unique_ptr<HostRegistry>> HostRegistry::open(HostRegistryOptions opt
           "again every {})",
           why, seconds_text(o.reconnect_period));
       MutexLock lock(registry->mu_);
-      registry->waiting_.push_back({s, why, std::chrono::system_clock::now()});
+      registry->waiting_.push_back({s, cause_of(why, s), std::chrono::system_clock::now()});
       continue;
     }
     auto held = not_connected_host(s, remembered->second, cause_of(why, s));
@@ -404,7 +404,7 @@ std::vector<std::string> HostRegistry::reconnect_once() {
         options_.connect_timeout, [o, setup = a.setup]() { return bring_up(o, setup); });
     const std::string& name = a.setup.name;
     if (!up.is_ok()) {
-      const std::string why = bring_up_failure(up.status(), options_).message();
+      const std::string why = cause_of(bring_up_failure(up.status(), options_).message(), a.setup);
       if (up.status().code() == ErrorCode::kUnavailable && a.worker->hung()) {
         continue;  // the last attempt still hangs there: the reason stays what it was
       }

@@ -125,7 +125,7 @@ class HostRegistry {
   // until they answer.
   struct Waiting {
     HostSetup setup;
-    std::string why;  // the last attempt's error
+    std::string why;  // the last attempt's error: libvirt's words, not naming the host again
     TimePoint since;  // when armhived first failed to reach it
   };
   std::vector<Waiting> waiting_hosts() const EXCLUDES(mu_);

@@ -101,7 +101,8 @@ TEST_CASE("host registry: a host that refuses or never answers waits, named with
     CHECK((*r)->engine_hosts()->size() == 1);
     auto waiting = (*r)->waiting();
     REQUIRE(waiting.count("tx1") == 1);
-    CHECK_THAT(waiting.at("tx1"), Catch::Contains("host tx1 (qemu+tcp://127.0.0.1:9/system)"));
+    // libvirt's words; the listing names the host and its URI beside them.
+    CHECK_THAT(waiting.at("tx1"), Catch::StartsWith("open libvirt connection:"));
     CHECK_THAT(waiting.at("tx1"), Catch::Contains("Connection refused"));
     // Listed by the API as unreachable, with libvirt's error and no CPUs.
     auto listed = (*r)->waiting_hosts();
@@ -121,7 +122,7 @@ TEST_CASE("host registry: a host that refuses or never answers waits, named with
     CHECK((*r)->waiting_hosts().empty());
     CHECK((*r)->waiting().empty());
   }
-  SECTION("mute: a stopped libvirtd costs its deadline, and names the host") {
+  SECTION("mute: a stopped libvirtd costs its deadline, and says so") {
     MuteLibvirt mute(dir.path);
     HostRegistryOptions o = options();
     o.connect_timeout = 1s;
@@ -130,7 +131,6 @@ TEST_CASE("host registry: a host that refuses or never answers waits, named with
     REQUIRE(r.is_ok());
     auto waiting = (*r)->waiting();
     REQUIRE(waiting.count("hc2") == 1);
-    CHECK_THAT(waiting.at("hc2"), Catch::Contains("host hc2 (" + mute.uri() + ")"));
     CHECK_THAT(waiting.at("hc2"), Catch::Contains("libvirt did not answer within 1s"));
   }
   SECTION("no host answers: armhived cannot start, and says why for each") {

@@ -60,13 +60,17 @@ HostCreateDto lab_host(int k) {
   return h;
 }
 
-// h1 is configured; h2 is added through the API.
+// h1 is configured; h2 is added through the API. h9 is configured too, but this lab has no
+// ninth board: it never answers (nothing routes to its address from the controller).
 std::string config_toml() {
-  std::string toml = "\n[[hosts]]\nname = \"h1\"\nlibvirt_uri = \"" + lab_host_tls_uri(1) +
-                     "\"\nlabels = { board = \"honeycomb\" }\nvm_dir = \"" + kVmDir +
-                     "\"\nimage_dir = \"" + kImageDir +
-                     "\"\nnetwork_guard = \"host\"\n[hosts.cpus]\nhousekeeping = \"0\"\n"
-                     "dedicated = \"1\"\n";
+  std::string toml;
+  for (int k : {1, 9}) {
+    toml += "\n[[hosts]]\nname = \"h" + std::to_string(k) + "\"\nlibvirt_uri = \"" +
+            lab_host_tls_uri(k) + "\"\nlabels = { board = \"honeycomb\" }\nvm_dir = \"" + kVmDir +
+            "\"\nimage_dir = \"" + kImageDir +
+            "\"\nnetwork_guard = \"host\"\n[hosts.cpus]\nhousekeeping = \"0\"\n"
+            "dedicated = \"1\"\n";
+  }
   return toml + R"(
 [access]
 listen = "127.0.0.1"
@@ -174,11 +178,18 @@ TEST_CASE("one armhived serves a lab of two libvirt hosts over qemu+tls", "[lab]
   // h1 serves alone until h2 joins through the API (an admin's POST /v1/hosts). A host libvirt
   // cannot reach is refused naming it and libvirt's error, and nothing of it stays.
   REQUIRE(eventually([&] { return warm_vms(*api) == 1; }, 600s, 1s));
+  // h9 never answered: listed all the same, unreachable with libvirt's error and no CPUs.
+  HostDto never = host_view(*api, "h9");
+  CHECK(never.state == "unreachable");
+  CHECK(never.accel == "unknown");
+  CHECK(never.cores.empty());
+  CHECK(never.uri == lab_host_tls_uri(9));
+  CHECK_THAT(never.last_error, Catch::Contains("Network is unreachable"));  // libvirt's words
   HostCreateDto nowhere = lab_host(3);  // no third host in this lab: nothing answers there
   auto refused = api->add_host(nowhere);
   CHECK(refused.status().code() == ErrorCode::kUnavailable);  // 503
   CHECK_THAT(refused.status().message(), Catch::Contains("host h3 (" + nowhere.libvirt_uri));
-  CHECK(api->hosts()->size() == 1);
+  CHECK(api->hosts()->size() == 2);  // h1, and h9 never reached
   auto joined = api->add_host(lab_host(2));
   INFO(joined.status().to_string());
   REQUIRE(joined.is_ok());
@@ -385,7 +396,7 @@ TEST_CASE("one armhived serves a lab of two libvirt hosts over qemu+tls", "[lab]
   Status removed = api->remove_host("h2");
   INFO(removed.to_string());
   CHECK(removed.is_ok());
-  CHECK(api->hosts()->size() == 1);
+  CHECK(api->hosts()->size() == 2);  // h1, and h9 never reached
 
   // No lease is left, and every domain left on the hosts is a VM the pool knows (warm, or
   // booting to refill h1).
