@@ -100,8 +100,14 @@ Status bring_up_failure(const Status& st, const HostRegistryOptions& options) {
                                          " while connecting and discovering the host");
 }
 
+// An error about one host as the log and the API put it: "host NAME (URI): ...".
+Status about(const HostSetup& s, const Status& st) {
+  return st.annotate("host " + s.name + " (" + s.uri + ")");
+}
+
 // Brings the hosts up at once, each on its own worker under the deadline: a host that hangs
-// costs connect_timeout, once. The results in order; an error names its host.
+// costs connect_timeout, once. The results in order; an error is the cause alone (about()
+// names the host), so a slot or a waiting host that names it already does not say it twice.
 std::vector<Result<std::shared_ptr<Host>>> bring_up_all(const HostRegistryOptions& options,
                                                         const std::vector<HostSetup>& setups) {
   std::vector<std::unique_ptr<DeadlineWorker>> workers;
@@ -118,23 +124,14 @@ std::vector<Result<std::shared_ptr<Host>>> bring_up_all(const HostRegistryOption
   for (std::thread& t : callers) t.join();
   std::vector<Result<std::shared_ptr<Host>>> out;
   for (size_t i = 0; i < setups.size(); ++i) {
-    const HostSetup& s = setups[i];
     Result<std::shared_ptr<Host>>& r = *results[i];
     if (r.is_ok()) {
       out.push_back(std::move(r));
       continue;
     }
-    out.push_back(
-        bring_up_failure(r.status(), options).annotate("host " + s.name + " (" + s.uri + ")"));
+    out.push_back(bring_up_failure(r.status(), options));
   }
   return out;
-}
-
-// What went wrong, without bring_up_all's "host NAME (URI): " (the slot's message names the
-// host already).
-std::string cause_of(const std::string& why, const HostSetup& setup) {
-  const std::string prefix = "host " + setup.name + " (" + setup.uri + "): ";
-  return why.rfind(prefix, 0) == 0 ? why.substr(prefix.size()) : why;
 }
 
 // A host that could not be reached, driven with the topology of its remembered capabilities.
@@ -170,8 +167,7 @@ Result<std::unique_ptr<HostRegistry>> HostRegistry::open(HostRegistryOptions opt
                                                          std::vector<HostSetup> setups) {
   if (setups.empty()) return invalid_argument("hosts", "no libvirt host to drive");
   for (const HostSetup& s : setups) {
-    ARMHIVE_RETURN_IF_ERROR(
-        check_setup(options, s).annotate("host " + s.name + " (" + s.uri + ")"));
+    ARMHIVE_RETURN_IF_ERROR(about(s, check_setup(options, s)));
   }
   std::unique_ptr<HostRegistry> registry(new HostRegistry(std::move(options)));
   const HostRegistryOptions& o = registry->options_;
@@ -185,8 +181,9 @@ Result<std::unique_ptr<HostRegistry>> HostRegistry::open(HostRegistryOptions opt
     }
     // What no connection cures (CPU sets the host cannot give, a document libvirt refuses) is
     // the configuration's to fix now, not a host to wait for.
-    if (up[i].status().code() == ErrorCode::kInvalidArgument) return up[i].status();
-    const std::string why = up[i].status().message();
+    if (up[i].status().code() == ErrorCode::kInvalidArgument) return about(s, up[i].status());
+    const std::string cause = up[i].status().message();
+    const std::string why = about(s, up[i].status()).message();
     errors += (errors.empty() ? "" : "; ") + why;
     auto remembered = o.remembered_capabilities.find(s.name);
     if (remembered == o.remembered_capabilities.end()) {
@@ -195,10 +192,10 @@ Result<std::unique_ptr<HostRegistry>> HostRegistry::open(HostRegistryOptions opt
           "again every {})",
           why, seconds_text(o.reconnect_period));
       MutexLock lock(registry->mu_);
-      registry->waiting_.push_back({s, cause_of(why, s), std::chrono::system_clock::now()});
+      registry->waiting_.push_back({s, cause, std::chrono::system_clock::now()});
       continue;
     }
-    auto held = not_connected_host(s, remembered->second, cause_of(why, s));
+    auto held = not_connected_host(s, remembered->second, cause);
     if (!held.is_ok()) {
       return held.status().annotate("host " + s.name + ": its capabilities from the last run");
     }
@@ -207,7 +204,7 @@ Result<std::unique_ptr<HostRegistry>> HostRegistry::open(HostRegistryOptions opt
         "(tried again every {})",
         why, seconds_text(o.reconnect_period));
     MutexLock lock(registry->mu_);
-    registry->slots_[s.name] = std::make_unique<HypervisorSlot>(s.name, cause_of(why, s));
+    registry->slots_[s.name] = std::make_unique<HypervisorSlot>(s.name, cause);
     registry->hosts_.push_back(std::move(held).value());
   }
   if (registry->hosts().empty()) {
@@ -342,7 +339,7 @@ Result<std::shared_ptr<HostRegistry::Host>> HostRegistry::add(HostSetup setup) {
     return Status(ErrorCode::kConflict, "host '" + setup.name + "' exists", setup.name, "name");
   }
   Result<std::shared_ptr<Host>> up = std::move(bring_up_all(options_, {setup}).front());
-  if (!up.is_ok()) return up.status();
+  if (!up.is_ok()) return about(setup, up.status());
   ARMHIVE_RETURN_IF_ERROR(come_up(*up));  // kConflict: added by another caller meanwhile
   return up;
 }
@@ -404,7 +401,7 @@ std::vector<std::string> HostRegistry::reconnect_once() {
         options_.connect_timeout, [o, setup = a.setup]() { return bring_up(o, setup); });
     const std::string& name = a.setup.name;
     if (!up.is_ok()) {
-      const std::string why = cause_of(bring_up_failure(up.status(), options_).message(), a.setup);
+      const std::string why = bring_up_failure(up.status(), options_).message();
       if (up.status().code() == ErrorCode::kUnavailable && a.worker->hung()) {
         continue;  // the last attempt still hangs there: the reason stays what it was
       }

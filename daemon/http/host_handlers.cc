@@ -242,6 +242,23 @@ Status remove_host(ServerContext& ctx, Call& c) {
   return Status::ok();
 }
 
+// A host's section's first line: what it is and its state, or that it was never reached.
+std::string summary_line(const HostView& h, const HostDto& d) {
+  if (never_reached(h)) {
+    return "<p><b>unreachable</b>, never reached since " + xml_escape(d.unreachable_since) +
+           ": its CPUs are known once it answers (armhived keeps trying)</p>\n";
+  }
+  std::string line = "<p>" + xml_escape(d.arch) + ", " + xml_escape(d.cpu_model) + ", " +
+                     xml_escape(d.accel) + ", " + std::to_string(h.topology.cpus.size()) +
+                     " CPUs, fragmentation " + two_decimals(d.fragmentation);
+  if (d.state != "ok") line += ", <b>" + xml_escape(d.state) + "</b>";
+  if (!d.unreachable_since.empty()) {
+    line += " since " + xml_escape(d.unreachable_since) +
+            " (its leases show host_unreachable, then end as lost)";
+  }
+  return line + "</p>\n";
+}
+
 Status hosts_page(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(auto hosts, visible_hosts(ctx, c.who));
   std::string html =
@@ -281,18 +298,7 @@ Status hosts_page(ServerContext& ctx, Call& c) {
                  ? ""
                  : "<p>libvirt <code>" + xml_escape(d.uri) + "</code>" +
                        (labels.empty() ? "" : ", labels " + xml_escape(labels)) + "</p>") +
-            (never_reached(h)
-                 ? "<p><b>unreachable</b>, never reached since " + xml_escape(d.unreachable_since) +
-                       ": its CPUs are known once it answers (armhived keeps trying)</p>\n"
-                 : "<p>" + xml_escape(d.arch) + ", " + xml_escape(d.cpu_model) + ", " +
-                       xml_escape(d.accel) + ", " + std::to_string(h.topology.cpus.size()) +
-                       " CPUs, fragmentation " + two_decimals(d.fragmentation) +
-                       (d.state == "ok" ? "" : ", <b>" + xml_escape(d.state) + "</b>") +
-                       (d.unreachable_since.empty()
-                            ? ""
-                            : " since " + xml_escape(d.unreachable_since) +
-                                  " (its leases show host_unreachable, then end as lost)") +
-                       "</p>\n") +
+            summary_line(h, d) +
             (d.last_error.empty() ? "" : "<p>Last error: " + xml_escape(d.last_error) + "</p>\n") +
             health_lines(h) + (never_reached(h) ? "" : render_svg(h)) + "\n</section>\n";
   }
