@@ -430,7 +430,7 @@ int run(const std::string& catalog_dir, int rounds, const std::string& out, cons
       rc = fail(with.is_ok() ? without.status() : with.status());
     } else {
       std::map<std::string, std::vector<Sample>> samples;
-      ConnectPtr raw = conn->get();
+      ConnectPtr raw = conn->get().value();
       for (int round = 0; round < rounds && rc == 0; ++round) {
         for (const char* mode : {"armhive", "armhive-dhcp", "bare"}) {
           const std::string m = mode;
@@ -493,7 +493,7 @@ int run(const std::string& catalog_dir, int rounds, const std::string& out, cons
         }
       }
     }
-    ConnectPtr raw = conn->get();
+    ConnectPtr raw = conn->get().value();
     StoragePoolHandle p(virStoragePoolLookupByName(raw.get(), setup.pool_name.c_str()));
     if (p && virStoragePoolIsActive(p.get()) == 1) virStoragePoolDestroy(p.get());
     virResetLastError();

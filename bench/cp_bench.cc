@@ -94,10 +94,9 @@ class Cleanup {
     if (done_) return;
     done_ = true;
     (void)hv_.destroy_vm(kVmName);
-    {
-      ConnectPtr conn = hv_.connection().get();
+    if (auto conn = hv_.connection().get(); conn.is_ok()) {
       virStoragePoolPtr pool =
-          virStoragePoolLookupByName(conn.get(), hv_.options().storage_pool.c_str());
+          virStoragePoolLookupByName(conn->get(), hv_.options().storage_pool.c_str());
       if (pool != nullptr) {
         StoragePoolHandle owned(pool);
         if (virStoragePoolIsActive(pool) == 1) (void)virStoragePoolDestroy(pool);

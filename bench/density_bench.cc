@@ -58,8 +58,9 @@ using SteadyClock = std::chrono::steady_clock;
 // The storage pool the benchmark's LibvirtHypervisor made is transient: destroying it removes
 // it, so that a later run with another --state-dir in the same libvirtd does not conflict.
 void drop_storage_pool(const Connection& conn, const char* name) {
-  ConnectPtr raw = conn.get();
-  StoragePoolHandle p(virStoragePoolLookupByName(raw.get(), name));
+  auto raw = conn.get();
+  if (!raw.is_ok()) return;
+  StoragePoolHandle p(virStoragePoolLookupByName(raw->get(), name));
   if (p && virStoragePoolIsActive(p.get()) == 1) virStoragePoolDestroy(p.get());
   virResetLastError();
 }

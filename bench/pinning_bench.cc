@@ -367,10 +367,9 @@ class Cleanup {
       Status s = hv_.destroy_vm(name);
       if (!s.is_ok()) std::cerr << "bench: destroying " << name << ": " << s.to_string() << "\n";
     }
-    {
-      ConnectPtr conn = hv_.connection().get();
+    if (auto conn = hv_.connection().get(); conn.is_ok()) {
       virStoragePoolPtr pool =
-          virStoragePoolLookupByName(conn.get(), hv_.options().storage_pool.c_str());
+          virStoragePoolLookupByName(conn->get(), hv_.options().storage_pool.c_str());
       if (pool != nullptr) {
         StoragePoolHandle owned(pool);
         if (virStoragePoolIsActive(pool) == 1) (void)virStoragePoolDestroy(pool);

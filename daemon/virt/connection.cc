@@ -2,7 +2,10 @@
 
 #include <libvirt/virterror.h>
 
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "daemon/virt/error.h"
@@ -12,22 +15,22 @@ namespace armhive {
 
 namespace {
 
-// The close callback's opaque pointer, owned by the connection's deleter (see open_raw). It
-// shares the flag with Connection, so a late callback never touches freed memory.
-struct CloseCookie {
-  std::shared_ptr<std::atomic<bool>> closed;
-};
+// How long a thread waits for another thread's open while libvirtd answers (threads using a
+// host for the first time at once): an open that takes longer is libvirtd not answering.
+constexpr std::chrono::seconds kOpenWait{10};
 
-void on_close(virConnectPtr /*conn*/, int /*reason*/, void* opaque) {
-  static_cast<CloseCookie*>(opaque)->closed->store(true);
+// In-process drivers: no RPC client, so no reason (and, for test:///PATH, no way) to have more
+// than one connection.
+bool in_process(std::string_view uri) { return uri.rfind("test:", 0) == 0; }
+
+bool alive(const ConnectPtr& conn) {
+  if (!conn) return false;
+  int a = virConnectIsAlive(conn.get());
+  if (a < 0) virResetLastError();
+  return a == 1;
 }
 
-struct Opened {
-  ConnectPtr conn;
-  std::shared_ptr<std::atomic<bool>> closed;
-};
-
-Result<Opened> open_raw(const std::string& uri) {
+Result<ConnectPtr> open_raw(const std::string& uri) {
   ARMHIVE_RETURN_IF_ERROR(init_libvirt());
   virConnectPtr raw = virConnectOpen(uri.c_str());
   if (raw == nullptr) {
@@ -35,30 +38,23 @@ Result<Opened> open_raw(const std::string& uri) {
     // Whatever libvirt said, a connection that cannot be opened is an environment failure.
     return Status(ErrorCode::kUnavailable, s.message(), uri);
   }
-  auto closed = std::make_shared<std::atomic<bool>>(false);
-  // We own the cookie, not libvirt: drivers without close callbacks (test:///) accept the
-  // registration without storing it and would never call a free function, so it is freed by
-  // the deleter below, after the callback is unregistered (libvirt no longer calls it then).
-  auto* cookie = new CloseCookie{closed};
-  if (virConnectRegisterCloseCallback(raw, on_close, cookie, nullptr) < 0) virResetLastError();
   // Interval 5 s, 3 unanswered probes: libvirtd gone for ~15 s closes the connection. Drivers
   // without keepalive (test:///) report an error or 1: not fatal.
   if (virConnectSetKeepAlive(raw, 5, 3) < 0) virResetLastError();
-  ConnectPtr conn(raw, [cookie](virConnectPtr c) {
-    if (virConnectUnregisterCloseCallback(c, on_close) < 0) virResetLastError();
-    virConnectClose(c);
-    delete cookie;
+  return ConnectPtr(raw, [](virConnectPtr c) {
+    if (virConnectClose(c) < 0) virResetLastError();
   });
-  return Opened{std::move(conn), std::move(closed)};
 }
 
 }  // namespace
 
 struct Connection::State {
   std::string uri;
-  mutable std::mutex mu;  // guards conn and closed only; never held across a libvirt call
-  ConnectPtr conn;
-  std::shared_ptr<std::atomic<bool>> closed;
+  bool shared = false;       // in_process(uri): every thread uses `newest`
+  std::timed_mutex open_mu;  // one open at a time; held across virConnectOpen only
+  mutable std::mutex mu;     // guards the fields below; never held across a libvirt call
+  std::map<std::thread::id, ConnectPtr> by_thread;
+  ConnectPtr newest;  // the connection opened last: alive unless libvirtd went away since
 };
 
 Connection::Connection(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -67,42 +63,79 @@ Connection& Connection::operator=(Connection&& other) noexcept = default;
 Connection::~Connection() noexcept = default;
 
 Result<Connection> Connection::open(std::string_view uri) {
-  ARMHIVE_ASSIGN_OR_RETURN(Opened opened, open_raw(std::string(uri)));
   auto state = std::make_unique<State>();
   state->uri = std::string(uri);
-  state->conn = std::move(opened.conn);
-  state->closed = std::move(opened.closed);
+  state->shared = in_process(uri);
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, open_raw(state->uri));
+  state->by_thread[std::this_thread::get_id()] = conn;
+  state->newest = std::move(conn);
   return Connection(std::move(state));
 }
 
-ConnectPtr Connection::get() const {
-  std::lock_guard lock(state_->mu);
-  return state_->conn;
+Result<ConnectPtr> Connection::get() const {
+  State& s = *state_;
+  const std::thread::id me = std::this_thread::get_id();
+  ConnectPtr mine;
+  ConnectPtr newest;
+  {
+    std::lock_guard lock(s.mu);
+    if (s.shared) return s.newest;
+    if (auto it = s.by_thread.find(me); it != s.by_thread.end()) mine = it->second;
+    newest = s.newest;
+  }
+  if (alive(mine)) return mine;
+  // An open is under way on another thread: worth waiting for while libvirtd answers (threads
+  // calling a host for the first time, or catching up after it came back), not while the last
+  // connection anyone opened is closed too (libvirtd gone or frozen: that open may hang).
+  std::unique_lock opening(s.open_mu, std::defer_lock);
+  if (!opening.try_lock() && (!alive(newest) || !opening.try_lock_for(kOpenWait))) {
+    return unavailable("reconnecting to libvirt", s.uri);
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr opened, open_raw(s.uri));
+  {
+    std::lock_guard lock(s.mu);
+    mine = std::exchange(s.by_thread[me], opened);  // the closed one, closed below
+    s.newest = opened;
+  }
+  opening.unlock();
+  mine.reset();
+  wake_event_loop();  // its keepalive timer joins the loop's next wait
+  return opened;
+}
+
+Result<ConnectPtr> Connection::open_dedicated() const {
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->shared) return state_->newest;
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, open_raw(state_->uri));
+  wake_event_loop();
+  return conn;
 }
 
 const std::string& Connection::uri() const { return state_->uri; }
 
 bool Connection::disconnected() const {
-  ConnectPtr conn;
-  std::shared_ptr<std::atomic<bool>> closed;
+  ConnectPtr newest;
   {
     std::lock_guard lock(state_->mu);
-    conn = state_->conn;
-    closed = state_->closed;
+    newest = state_->newest;
   }
-  if (closed->load()) return true;
-  int alive = virConnectIsAlive(conn.get());
-  if (alive < 0) virResetLastError();
-  return alive == 0;
+  return !alive(newest);
 }
 
 Status Connection::reconnect() {
-  ARMHIVE_ASSIGN_OR_RETURN(Opened opened, open_raw(state_->uri));
+  State& s = *state_;
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, open_raw(s.uri));
   ConnectPtr old;
   {
-    std::lock_guard lock(state_->mu);
-    old = std::exchange(state_->conn, std::move(opened.conn));
-    state_->closed = std::move(opened.closed);
+    std::lock_guard lock(s.mu);
+    if (s.shared) {
+      old = std::exchange(s.newest, std::move(conn));
+    } else {
+      old = std::exchange(s.by_thread[std::this_thread::get_id()], conn);
+      s.newest = std::move(conn);
+    }
   }
   old.reset();  // closes here, outside the lock, unless a caller still holds it
   wake_event_loop();
@@ -110,7 +143,7 @@ Status Connection::reconnect() {
 }
 
 Result<DomainHandle> Connection::lookup_domain(std::string_view name) const {
-  ConnectPtr conn = get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, get());
   std::string n(name);
   virDomainPtr dom = virDomainLookupByName(conn.get(), n.c_str());
   if (dom == nullptr) return libvirt_error("look up domain", n);

@@ -2,9 +2,7 @@
 
 #include <libvirt/libvirt.h>
 
-#include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -14,24 +12,37 @@
 
 namespace armhive {
 
-// The shared, reference-counted libvirt connection pointer. Callers take one with
-// Connection::get() for the duration of a call; reconnect() swaps in a new one without
-// invalidating pointers already handed out.
+// A libvirt connection pointer as Connection hands it out: its holder keeps the connection open
+// (the last reference closes it). A pointer from Connection::get() belongs to the thread that
+// asked for it; one from open_dedicated() to whoever holds it.
 using ConnectPtr = std::shared_ptr<virConnect>;
 
 // is_remote_uri(uri): base/libvirt_uri.h.
 
-// One libvirt connection (normally shared by the whole daemon for one host).
+// The connections to one libvirt URI (normally one Connection per host and user of it).
 //
-// Ownership: owns the connection; moved-from objects are empty. Threading: every method may be
-// called from any thread; libvirt calls themselves are thread-safe and no lock is held across
-// one. The close callback only sets a flag (disconnected()); whoever notices it calls
-// reconnect().
+// Why more than one: the RPC client of libvirt 9.0 (Debian 12's) must never be used by two
+// threads at once. A thread waiting for its reply registers a watch on the connection's
+// private GLib context with a pointer into its own stack frame; when another thread wakes it
+// early (a concurrent call on the same connection, or the keepalive timer closing it) the watch
+// stays registered after that thread has returned, and the next thread to wait on the context
+// runs it against the dead frame (CVE-2024-4418, fixed in libvirt 10.3). armhived died of it
+// when a frozen libvirtd came back (issue 29). So every thread gets a connection of its own from
+// get(), and whatever lives across calls or threads (event subscriptions, console streams) opens
+// one with open_dedicated() and is its only user. Every handle (domain, pool, stream…) made
+// from a connection calls libvirt through it: use it on the thread that got the connection.
+// In-process drivers (test:///) have no RPC client: they share one connection, as a private
+// test:///PATH.xml keeps its state per connection.
+//
+// Ownership: owns the connections it handed to threads (a thread's stays open until the
+// Connection goes; a thread that ended leaves its connection open until then). Threading:
+// every method may be called from any thread; no lock is held across a libvirt call except
+// the one serialising opens after a loss (see get()).
 class Connection {
  public:
-  // Opens `uri` read-write (after init_libvirt()), enables keepalive (5 s interval, 3 missed
-  // probes; drivers without keepalive such as test:/// are fine) and registers the close
-  // callback. kUnavailable if libvirtd cannot be reached.
+  // Opens `uri` read-write (after init_libvirt()) with keepalive (5 s interval, 3 missed
+  // probes; drivers without keepalive such as test:/// are fine) to check it answers, and
+  // keeps that connection as the calling thread's. kUnavailable if libvirtd cannot be reached.
   static Result<Connection> open(std::string_view uri);
 
   Connection(Connection&& other) noexcept;
@@ -40,19 +51,26 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
   ~Connection() noexcept;
 
-  // The current connection; never null for an opened Connection.
-  ConnectPtr get() const;
+  // The calling thread's connection, opened now if it has none or its last one was closed
+  // (libvirtd restarted, keepalive lost). One thread opens at a time. While the connection
+  // opened last is closed too (libvirtd gone or frozen: an open may hang) the others get
+  // kUnavailable ("reconnecting to libvirt") at once instead of queueing behind it; otherwise
+  // they wait for it, up to 10 s.
+  Result<ConnectPtr> get() const;
+  // A connection of its own for a user that outlives one call or moves between threads (it
+  // must then be its only user). The shared one for in-process drivers.
+  Result<ConnectPtr> open_dedicated() const;
   const std::string& uri() const;
 
-  // True once libvirt reported the connection closed (daemon gone, keepalive lost), or
-  // virConnectIsAlive says it is dead.
+  // True when the connection opened last (by any thread) has been closed: libvirtd went away
+  // and no thread has reached it since.
   bool disconnected() const;
 
-  // Opens a fresh connection to the same URI and swaps it in. Event subscriptions registered on
-  // the old connection are not carried over (DomainEvents::attach again).
+  // Replaces the calling thread's connection by a new one.
   Status reconnect();
 
-  // virDomainLookupByName; kNotFound naming the domain when there is none.
+  // virDomainLookupByName on the calling thread's connection; kNotFound naming the domain when
+  // there is none.
   Result<DomainHandle> lookup_domain(std::string_view name) const;
 
  private:

@@ -28,17 +28,26 @@ struct ConsoleCapture::Capture {
     return buffer.substr(buffer.size() - n);
   }
 
+  // A stream and the connection it was opened on, which nothing else uses: whoever takes it
+  // out (the stream's end, or detach) is the one to close it. The stream goes before its
+  // connection.
+  struct Open {
+    ConnectPtr conn;
+    StreamHandle stream;
+    explicit operator bool() const { return static_cast<bool>(stream); }
+  };
+
   // Takes the stream out if it is `st` (a newer attach may have replaced it).
-  StreamHandle take_if(virStreamPtr st) EXCLUDES(mu) {
+  Open take_if(virStreamPtr st) EXCLUDES(mu) {
     MutexLock lock(mu);
-    if (stream.get() != st) return StreamHandle();
-    return std::move(stream);
+    if (open.stream.get() != st) return Open();
+    return std::exchange(open, Open());
   }
 
   const size_t max_bytes;
   Mutex mu;
   std::string buffer GUARDED_BY(mu);
-  StreamHandle stream GUARDED_BY(mu);  // null once closed
+  Open open GUARDED_BY(mu);  // empty once closed
 };
 
 namespace {
@@ -64,9 +73,11 @@ void on_stream_event(virStreamPtr st, int /*events*/, void* opaque) noexcept {
     if (n == -2) return;  // nothing more for now
     // 0: the end (the domain stopped); -1: the stream or connection broke.
     if (n < 0) virResetLastError();
-    StreamHandle mine = cap.take_if(st);
-    close_stream(st, n == 0);
-    return;  // `mine` (if it was the current stream) drops our reference here
+    // Closed here only if detach() has not taken it meanwhile (it closes it then): one closer,
+    // so the stream's connection never has two callers.
+    Capture::Open mine = cap.take_if(st);
+    if (mine) close_stream(st, n == 0);
+    return;  // `mine` drops the stream, then its connection, here
   }
 }
 
@@ -85,7 +96,7 @@ ConsoleCapture::~ConsoleCapture() noexcept {
   for (const std::string& name : names) detach(name);
 }
 
-Status ConsoleCapture::attach(virConnectPtr conn, virDomainPtr domain, const std::string& name) {
+Status ConsoleCapture::attach(const Connection& connection, const std::string& name) {
   std::shared_ptr<Capture> cap;
   bool fresh = false;
   {
@@ -99,7 +110,7 @@ Status ConsoleCapture::attach(virConnectPtr conn, virDomainPtr domain, const std
   }
   {
     MutexLock lock(cap->mu);
-    if (cap->stream) return Status::ok();
+    if (cap->open) return Status::ok();
   }
   auto forget = [&] {
     if (!fresh) return;
@@ -107,21 +118,36 @@ Status ConsoleCapture::attach(virConnectPtr conn, virDomainPtr domain, const std
     auto it = captures_.find(name);
     if (it != captures_.end() && it->second == cap) captures_.erase(it);
   };
-  StreamHandle st(virStreamNew(conn, VIR_STREAM_NONBLOCK));
-  if (!st) {
+  Capture::Open open;
+  if (auto conn = connection.open_dedicated(); conn.is_ok()) {
+    open.conn = std::move(conn).value();
+  } else {
     forget();
-    return libvirt_error("new console stream", name);
+    return conn.status().annotate("console of " + name);
   }
-  if (virDomainOpenConsole(domain, nullptr, st.get(), VIR_DOMAIN_CONSOLE_FORCE) < 0) {
+  DomainHandle domain(virDomainLookupByName(open.conn.get(), name.c_str()));
+  if (!domain) {
+    Status s = libvirt_error("look up domain", name);
+    forget();
+    return s;
+  }
+  open.stream.reset(virStreamNew(open.conn.get(), VIR_STREAM_NONBLOCK));
+  if (!open.stream) {
+    Status s = libvirt_error("new console stream", name);
+    forget();
+    return s;
+  }
+  if (virDomainOpenConsole(domain.get(), nullptr, open.stream.get(), VIR_DOMAIN_CONSOLE_FORCE) <
+      0) {
     Status s = libvirt_error("open console", name);
     forget();
     return s;
   }
-  virStreamPtr raw = st.get();
+  virStreamPtr raw = open.stream.get();
   {
     // Before the callback exists, so that an end it sees at once finds its stream.
     MutexLock lock(cap->mu);
-    cap->stream = std::move(st);
+    cap->open = std::move(open);
   }
   auto* opaque = new std::shared_ptr<Capture>(cap);
   if (virStreamEventAddCallback(
@@ -129,8 +155,8 @@ Status ConsoleCapture::attach(virConnectPtr conn, virDomainPtr domain, const std
           on_stream_event, opaque, free_opaque) < 0) {
     Status s = libvirt_error("watch console stream", name);
     delete opaque;
-    StreamHandle back = cap->take_if(raw);
-    if (back && virStreamAbort(back.get()) < 0) virResetLastError();
+    Capture::Open back = cap->take_if(raw);
+    if (back && virStreamAbort(back.stream.get()) < 0) virResetLastError();
     forget();
     return s;
   }
@@ -146,7 +172,7 @@ bool ConsoleCapture::is_open(const std::string& name) const {
     cap = it->second;
   }
   MutexLock lock(cap->mu);
-  return static_cast<bool>(cap->stream);
+  return static_cast<bool>(cap->open);
 }
 
 Result<std::string> ConsoleCapture::tail(const std::string& name, size_t max_bytes) const {
@@ -169,12 +195,12 @@ void ConsoleCapture::detach(const std::string& name) {
     cap = std::move(it->second);
     captures_.erase(it);
   }
-  StreamHandle st;
+  Capture::Open open;
   {
     MutexLock lock(cap->mu);
-    st = std::move(cap->stream);
+    open = std::exchange(cap->open, Capture::Open());
   }
-  if (st) close_stream(st.get(), false);
+  if (open) close_stream(open.stream.get(), false);
 }
 
 }  // namespace armhive

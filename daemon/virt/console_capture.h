@@ -10,6 +10,7 @@
 
 #include "base/result.h"
 #include "base/thread_annotations.h"
+#include "daemon/virt/connection.h"
 
 namespace armhive {
 
@@ -33,12 +34,13 @@ class ConsoleCapture {
   ConsoleCapture(const ConsoleCapture&) = delete;
   ConsoleCapture& operator=(const ConsoleCapture&) = delete;
 
-  // Opens the domain's console (taking it over from any other reader: a restarted daemon
-  // reclaims its own) and captures from now on. Output already captured under `name` is kept,
-  // so a capture re-opened after libvirtd restarted continues the same tail. A domain started
-  // paused and resumed after this call is captured from its first byte. No-op if a capture of
-  // `name` is open already.
-  Status attach(virConnectPtr conn, virDomainPtr domain, const std::string& name);
+  // Opens the console of domain `name` (taking it over from any other reader: a restarted
+  // daemon reclaims its own) on a connection of the stream's own (Connection::open_dedicated:
+  // the stream is closed later from another thread, which no shared connection allows) and
+  // captures from now on. Output already captured under `name` is kept, so a capture re-opened
+  // after libvirtd restarted continues the same tail. A domain started paused and resumed after
+  // this call is captured from its first byte. No-op if a capture of `name` is open already.
+  Status attach(const Connection& connection, const std::string& name);
 
   // Whether output of `name` is being read now (false after the stream ended: the domain
   // stopped or the connection broke).

@@ -174,7 +174,7 @@ Result<std::optional<DhcpHost>> reserve_dhcp_host(const Connection& connection,
                                                   const std::string& network,
                                                   const std::string& name, const std::string& mac) {
   ARMHIVE_RETURN_IF_ERROR(validate_domain_name(name));
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   NetworkHandle net(virNetworkLookupByName(conn.get(), network.c_str()));
   if (!net) return libvirt_error("look up network", network);
   Status last = Status::ok();
@@ -203,7 +203,7 @@ Result<std::optional<DhcpHost>> reserve_dhcp_host(const Connection& connection,
 
 Status release_dhcp_host(const Connection& connection, const std::string& name) {
   ARMHIVE_RETURN_IF_ERROR(validate_domain_name(name));
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   Status error = Status::ok();
   std::vector<NetworkHandle> nets = active_networks(conn.get(), error);
   ARMHIVE_RETURN_IF_ERROR(error);
@@ -232,7 +232,7 @@ Status release_dhcp_host(const Connection& connection, const std::string& name) 
 Result<std::optional<DhcpHost>> find_dhcp_host(const Connection& connection,
                                                const std::string& network,
                                                const std::string& name) {
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   NetworkHandle net(virNetworkLookupByName(conn.get(), network.c_str()));
   if (!net) return libvirt_error("look up network", network);
   ARMHIVE_ASSIGN_OR_RETURN(std::string xml, network_xml(net.get(), network));
@@ -245,7 +245,7 @@ Result<std::optional<DhcpHost>> find_dhcp_host(const Connection& connection,
 
 Result<std::vector<std::string>> list_dhcp_host_names(const Connection& connection,
                                                       std::string_view prefix) {
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   Status error = Status::ok();
   std::vector<NetworkHandle> nets = active_networks(conn.get(), error);
   ARMHIVE_RETURN_IF_ERROR(error);

@@ -141,7 +141,9 @@ void DomainEvents::Subscribers::dispatch(const VmEvent& event) {
 
 Result<std::unique_ptr<DomainEvents>> DomainEvents::attach(const Connection& connection) {
   std::unique_ptr<DomainEvents> self(new DomainEvents());
-  self->conn_ = connection.get();
+  // Its own connection: registered here, deregistered by the destructor on whichever thread
+  // ends it, and used by nobody else meanwhile (connection.h says why that matters).
+  ARMHIVE_ASSIGN_OR_RETURN(self->conn_, connection.open_dedicated());
   self->subscribers_ = std::make_shared<Subscribers>();
   auto* op1 = new SubscribersPtr(self->subscribers_);
   self->lifecycle_id_ =
@@ -174,6 +176,12 @@ DomainEvents::~DomainEvents() noexcept {
   }
   // A callback already running on the loop thread still holds the subscribers.
   subscribers_->clear();
+}
+
+bool DomainEvents::alive() const {
+  int a = virConnectIsAlive(conn_.get());
+  if (a < 0) virResetLastError();
+  return a == 1;
 }
 
 int DomainEvents::subscribe(Handler handler) { return subscribers_->add(std::move(handler)); }

@@ -28,8 +28,9 @@ class DomainEvents {
  public:
   using Handler = std::function<void(const VmEvent&)>;
 
-  // Registers both callbacks on the connection's current virConnect. After
-  // Connection::reconnect() attach a new DomainEvents.
+  // Registers both callbacks on a connection of its own (Connection::open_dedicated). Once
+  // that connection is closed (libvirtd restarted, keepalive lost: alive() is false) no event
+  // arrives any more: attach a new DomainEvents.
   static Result<std::unique_ptr<DomainEvents>> attach(const Connection& connection);
   // Deregisters the callbacks and drops every handler, waiting for a dispatch in progress
   // (unless called from one): no handler runs after it returns, so what a handler captured may
@@ -38,6 +39,8 @@ class DomainEvents {
   DomainEvents(const DomainEvents&) = delete;
   DomainEvents& operator=(const DomainEvents&) = delete;
 
+  // Whether events still arrive: its connection is open.
+  bool alive() const;
   int subscribe(Handler handler);  // returns an id for unsubscribe()
   void unsubscribe(int id);
 

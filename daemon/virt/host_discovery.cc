@@ -174,7 +174,7 @@ Result<HostTopology> parse_capabilities(std::string_view capabilities_xml,
 
 Result<HostTopology> discover_host(const Connection& connection, const DiscoveryOptions& options,
                                    std::string* capabilities_xml) {
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   LibvirtString caps(virConnectGetCapabilities(conn.get()));
   if (!caps) return libvirt_error("get host capabilities", connection.uri());
   DiscoveryOptions opts = options;

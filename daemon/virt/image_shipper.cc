@@ -265,7 +265,7 @@ Result<ShippedVolume> ship_file(const Connection& connection, std::string_view p
   }
   const auto size = static_cast<uint64_t>(st.st_size);
 
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   ARMHIVE_ASSIGN_OR_RETURN(StoragePoolHandle p, lookup_pool(conn.get(), pool));
 
   StorageVolHandle existing(virStorageVolLookupByName(p.get(), name.c_str()));
@@ -319,7 +319,7 @@ Result<ShippedVolume> ship_file(const Connection& connection, std::string_view p
 Status remove_unused(const Connection& connection, std::string_view pool,
                      const std::set<std::string>& keep_volume_names,
                      std::vector<std::string>* removed) {
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   ARMHIVE_ASSIGN_OR_RETURN(StoragePoolHandle p, lookup_pool(conn.get(), pool));
   virStorageVolPtr* raw = nullptr;
   int n = virStoragePoolListAllVolumes(p.get(), &raw, 0);

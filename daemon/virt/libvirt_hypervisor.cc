@@ -77,7 +77,7 @@ LibvirtHypervisor::LibvirtHypervisor(LibvirtHypervisorOptions options, Connectio
                     : nullptr) {}
 
 LibvirtHypervisor::~LibvirtHypervisor() {
-  std::unique_ptr<DomainEvents> events;
+  std::shared_ptr<DomainEvents> events;
   {
     std::lock_guard lock(mu_);
     events = std::move(events_);
@@ -104,24 +104,29 @@ Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::open(
 }
 
 Status LibvirtHypervisor::ensure_connected() {
-  if (!connection_.disconnected()) return Status::ok();
+  std::shared_ptr<DomainEvents> events_now;
+  {
+    std::lock_guard lock(mu_);
+    events_now = events_;
+  }
+  if (events_now && events_now->alive()) return Status::ok();
+  // The events' connection is gone (libvirtd restarted or lost): subscribe again, on one
+  // thread at a time; calls racing with that get kUnavailable rather than wait behind an open
+  // that a stopped libvirtd may never answer. The calls' own connections (Connection::get)
+  // are replaced by the threads that find them closed.
   bool expected = false;
   if (!reconnecting_.compare_exchange_strong(expected, true)) {
     return unavailable("reconnecting to libvirt", connection_.uri());
   }
-  Status s = connection_.reconnect();
-  if (s.is_ok()) {
-    auto events = DomainEvents::attach(connection_);
-    if (events.is_ok()) {
-      std::unique_ptr<DomainEvents> fresh = std::move(events).value();
-      std::unique_ptr<DomainEvents> old;
-      {
-        std::lock_guard lock(mu_);
-        if (handler_) subscription_ = fresh->subscribe(handler_);
-        old = std::exchange(events_, std::move(fresh));
-      }
-    } else {
-      s = events.status();
+  auto events = DomainEvents::attach(connection_);
+  Status s = events.status();
+  if (events.is_ok()) {
+    std::shared_ptr<DomainEvents> fresh = std::move(events).value();
+    std::shared_ptr<DomainEvents> old;
+    {
+      std::lock_guard lock(mu_);
+      if (handler_) subscription_ = fresh->subscribe(handler_);
+      old = std::exchange(events_, std::move(fresh));
     }
   }
   reconnecting_.store(false);
@@ -166,10 +171,10 @@ Status LibvirtHypervisor::remove_files(const std::string& name) {
 }
 
 Status LibvirtHypervisor::start_captured(const std::string& xml, const std::string& name) {
-  ConnectPtr conn = connection_.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection_.get());
   DomainHandle dom(virDomainCreateXML(conn.get(), xml.c_str(), VIR_DOMAIN_START_PAUSED));
   if (!dom) return libvirt_error("start domain", name);
-  Status s = consoles_->attach(conn.get(), dom.get(), name);
+  Status s = consoles_->attach(connection_, name);
   if (s.is_ok() && virDomainResume(dom.get()) < 0) s = libvirt_error("resume domain", name);
   if (s.is_ok()) return s;
   // A VM whose console nobody can read is not handed out: diagnosing it would be impossible.
@@ -269,7 +274,12 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
     Status started = start_captured(*xml, spec.name);
     return started.is_ok() ? started : fail(started);
   }
-  ConnectPtr conn = connection_.get();
+  ConnectPtr conn;
+  if (auto c = connection_.get(); c.is_ok()) {
+    conn = std::move(c).value();
+  } else {
+    return fail(c.status());
+  }
   DomainHandle dom(virDomainCreateXML(conn.get(), xml->c_str(), 0));
   if (!dom) return fail(libvirt_error("start domain", spec.name));
   return Status::ok();
@@ -315,7 +325,7 @@ Status LibvirtHypervisor::destroy_vm(std::string_view name) {
 
 Result<std::vector<VmInfo>> LibvirtHypervisor::list_vms() {
   ARMHIVE_RETURN_IF_ERROR(ensure_connected());
-  ConnectPtr conn = connection_.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection_.get());
   virDomainPtr* doms = nullptr;
   int n = virConnectListAllDomains(conn.get(), &doms, 0);
   if (n < 0) return libvirt_error("list domains", connection_.uri());
@@ -357,7 +367,7 @@ Result<std::vector<VmInfo>> LibvirtHypervisor::list_vms() {
     // A VM this daemon did not start (adopted after a restart), or whose stream broke with the
     // connection: captured again from now on. Best effort: the listing is what was asked for.
     if (info.running && consoles_ && !consoles_->is_open(name)) {
-      if (!consoles_->attach(conn.get(), d.get(), name).is_ok()) virResetLastError();
+      if (!consoles_->attach(connection_, name).is_ok()) virResetLastError();
     }
     out.push_back(std::move(info));
   }

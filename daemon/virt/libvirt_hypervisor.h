@@ -56,12 +56,13 @@ struct LibvirtHypervisorOptions {
 // Ownership: owns its Connection and DomainEvents subscription; the caller owns the EventLoop,
 // which must be started before open() and outlive this object for events to arrive.
 //
-// Threading: every method may be called from any thread. One connection is shared; libvirt
-// calls are thread-safe and no lock of ours is held across a libvirt call (a mutex guards only
-// the event handler and the events object). Calls about the same VM must be serialised by the
-// caller (the engine's per-VM strand), as QEMU holds a per-domain job lock. Every guest-agent
-// call has a finite timeout. When the connection is found closed (libvirtd restarted), the
-// next call reconnects and re-registers events; calls racing with that get kUnavailable.
+// Threading: every method may be called from any thread. Each thread calls libvirt on a
+// connection of its own (Connection::get says why), events and console streams have theirs;
+// no lock of ours is held across a libvirt call (a mutex guards only the event handler and the
+// events object). Calls about the same VM must be serialised by the caller (the engine's
+// per-VM strand), as QEMU holds a per-domain job lock. Every guest-agent call has a finite
+// timeout. When the events' connection is found closed (libvirtd restarted), the next call
+// subscribes again; calls racing with that get kUnavailable.
 // Events are a hint, not a guarantee: libvirt 9.0 drops the STOPPED event of a domain destroyed
 // while a restarted libvirtd is still reconnecting to it. Reconcile with list_vms().
 class LibvirtHypervisor final : public Hypervisor {
@@ -125,8 +126,8 @@ class LibvirtHypervisor final : public Hypervisor {
   const bool remote_;
   const std::unique_ptr<ConsoleCapture> consoles_;  // null in ConsoleMode::kFile
   std::atomic<bool> reconnecting_{false};
-  std::mutex mu_;  // guards events_, handler_, subscription_
-  std::unique_ptr<DomainEvents> events_;
+  std::mutex mu_;                         // guards events_, handler_, subscription_
+  std::shared_ptr<DomainEvents> events_;  // copied out to call it without mu_
   std::function<void(const VmEvent&)> handler_;
   int subscription_ = 0;
 };

@@ -158,7 +158,7 @@ Result<std::string> build_network_xml(const NetworkSpec& spec) {
 
 Status ensure_network(const Connection& connection, const NetworkSpec& spec) {
   ARMHIVE_ASSIGN_OR_RETURN(std::string xml, build_network_xml(spec));
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   NetworkHandle net(virNetworkLookupByName(conn.get(), spec.name.c_str()));
   if (net) {
     int active = virNetworkIsActive(net.get());
@@ -181,7 +181,7 @@ Status ensure_network(const Connection& connection, const NetworkSpec& spec) {
 }
 
 Status remove_network(const Connection& connection, const std::string& name) {
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   NetworkHandle net(virNetworkLookupByName(conn.get(), name.c_str()));
   if (!net) {
     Status s = libvirt_error("look up network", name);

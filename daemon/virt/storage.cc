@@ -52,7 +52,7 @@ Result<std::vector<StorageVolHandle>> refreshed_volumes(virStoragePoolPtr pool) 
 
 Result<StoragePoolHandle> ensure_dir_pool(const Connection& connection, std::string_view name,
                                           std::string_view path) {
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   std::string n(name);
   std::error_code ec;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -116,7 +116,7 @@ Result<uint64_t> qcow2_virtual_size(const std::string& path) {
 }
 
 Result<uint64_t> volume_capacity(const Connection& connection, const std::string& path) {
-  ConnectPtr conn = connection.get();
+  ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection.get());
   StorageVolHandle vol(virStorageVolLookupByPath(conn.get(), path.c_str()));
   if (!vol) {
     Status s = libvirt_error("look up volume", path);

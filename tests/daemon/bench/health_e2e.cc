@@ -263,7 +263,7 @@ TEST_CASE("a health schedule marks a throttled host degraded", "[health-e2e]") {
     if (auto dom = conn->lookup_domain(vm); dom.is_ok()) (void)virDomainDestroy(dom->get());
   }
   if (virStoragePoolPtr p = virStoragePoolLookupByName(
-          conn->get().get(), ("armhive-e2e-" + std::to_string(kPort)).c_str())) {
+          conn->get()->get(), ("armhive-e2e-" + std::to_string(kPort)).c_str())) {
     (void)virStoragePoolDestroy(p);
     virStoragePoolFree(p);
   }

@@ -131,7 +131,7 @@ struct LabCleanup {
       }
       drop_lab_pool(*conn, kInstance, std::string(kVmDir) + "/overlays");
       drop_lab_pool(*conn, kImagePool, kImageDir);
-      NetworkHandle net(virNetworkLookupByName(conn->get().get(), "armhive"));
+      NetworkHandle net(virNetworkLookupByName(conn->get()->get(), "armhive"));
       if (net) virNetworkDestroy(net.get());
       virResetLastError();
     }

@@ -138,7 +138,7 @@ class ShipPool {
   std::string download_sha256(const std::string& volume) const {
     StorageVolHandle vol(virStorageVolLookupByName(pool_.pool.get(), volume.c_str()));
     REQUIRE(vol);
-    StreamHandle st(virStreamNew(conn_->get().get(), 0));
+    StreamHandle st(virStreamNew(conn_->get()->get(), 0));
     REQUIRE(st);
     REQUIRE(virStorageVolDownload(vol.get(), st.get(), 0, 0, 0) == 0);
     Sha256 sha;

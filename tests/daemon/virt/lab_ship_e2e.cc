@@ -166,7 +166,7 @@ TEST_CASE("a host that does not answer is an unavailable error naming its URI", 
   CHECK(c.status().context() == uri);
   // The other hosts are unaffected.
   LabHost h2(2);
-  CHECK(virConnectIsAlive(h2.conn->get().get()) == 1);
+  CHECK(virConnectIsAlive(h2.conn->get()->get()) == 1);
 }
 
 }  // namespace

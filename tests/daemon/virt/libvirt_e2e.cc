@@ -340,6 +340,33 @@ bool wait_until(const std::function<bool()>& cond, std::chrono::seconds limit) {
   return cond();
 }
 
+TEST_CASE(
+    "each thread calls libvirtd on a connection of its own and a dedicated one is nobody "
+    "else's",
+    "[virt][e2e][threads]") {
+  auto conn = Connection::open("qemu:///system");
+  REQUIRE(conn.is_ok());
+  auto mine = conn->get();
+  REQUIRE(mine.is_ok());
+  // The same thread is given the same connection again...
+  CHECK(conn->get().value() == *mine);
+  // ...another thread one of its own (libvirt 9.0's client must not be shared between threads:
+  // connection.h), and a dedicated user yet another.
+  ConnectPtr theirs;
+  std::thread([&] { theirs = conn->get().value(); }).join();
+  REQUIRE(theirs != nullptr);
+  CHECK(theirs != *mine);
+  auto dedicated = conn->open_dedicated();
+  REQUIRE(dedicated.is_ok());
+  CHECK(*dedicated != *mine);
+  CHECK(*dedicated != theirs);
+  // Each works: the other thread's answers as this one's does.
+  CHECK(virConnectIsAlive(theirs.get()) == 1);
+  LibvirtString host(virConnectGetHostname(theirs.get()));
+  CHECK(host);
+  CHECK_FALSE(conn->disconnected());
+}
+
 TEST_CASE("after libvirtd restarts, the hypervisor reconnects and still sees its running VM",
           "[virt][e2e][reconnect]") {
   TinyImage img = load_tiny_image();

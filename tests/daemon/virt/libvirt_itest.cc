@@ -103,12 +103,32 @@ TEST_CASE("Connection opens test:///default, keepalive unsupported is not fatal"
   auto conn = Connection::open("test:///default");
   REQUIRE(conn.is_ok());
   CHECK_FALSE(conn->disconnected());
-  CHECK(conn->get() != nullptr);
+  CHECK(conn->get().value() != nullptr);
   CHECK(conn->uri() == "test:///default");
   REQUIRE(conn->reconnect().is_ok());
   CHECK_FALSE(conn->disconnected());
   // test:///default always has the domain "test".
   CHECK(conn->lookup_domain("test").is_ok());
+}
+
+TEST_CASE("an in-process driver's connection is one for every thread and every user",
+          "[virt][libvirt]") {
+  // test:///PATH.xml keeps its state per connection: domains defined through one thread's
+  // connection must be seen from every other thread and by the event subscription.
+  TempDir tmp("itest-shared");
+  auto conn = Connection::open(private_test_uri(tmp.path));
+  REQUIRE(conn.is_ok());
+  ConnectPtr here = conn->get().value();
+  ConnectPtr there;
+  std::thread([&] { there = conn->get().value(); }).join();
+  CHECK(there == here);
+  CHECK(conn->open_dedicated().value() == here);
+  DomainHandle dom(virDomainDefineXML(here.get(), kDomainXml));
+  REQUIRE(dom);
+  bool seen = false;  // Catch2 assertions stay on the test's thread
+  std::thread([&] { seen = conn->lookup_domain("armhive-itest-1").is_ok(); }).join();
+  CHECK(seen);
+  REQUIRE(virDomainUndefine(dom.get()) == 0);
 }
 
 TEST_CASE("Connection::open of an unreachable URI is kUnavailable", "[virt][libvirt]") {
@@ -142,7 +162,7 @@ TEST_CASE("define, start, events, metadata round trip, destroy, undefine", "[vir
   REQUIRE(events.is_ok());
   (*events)->subscribe([&](const VmEvent& e) { rec.record(e); });
 
-  ConnectPtr c = conn->get();
+  ConnectPtr c = conn->get().value();
   DomainHandle dom(virDomainDefineXML(c.get(), kDomainXml));
   REQUIRE(dom);
   REQUIRE(virDomainCreate(dom.get()) == 0);
@@ -203,7 +223,7 @@ TEST_CASE("a storage pool of the same name on another directory is refused at op
   CHECK(second.status().message().find(a.path.string()) != std::string::npos);
   CHECK(second.status().message().find(b.path.string()) != std::string::npos);
   StoragePoolHandle pool(
-      virStoragePoolLookupByName(first.value()->connection().get().get(), "armhive-itest-clash"));
+      virStoragePoolLookupByName(first.value()->connection().get()->get(), "armhive-itest-clash"));
   REQUIRE(pool);
   virStoragePoolDestroy(pool.get());
 }
@@ -350,7 +370,7 @@ TEST_CASE("two armhiveds on one libvirtd neither list nor destroy each other's V
   CHECK(listed(**first).empty());
   for (const char* name : {"armhive-itest-inst-a", "armhive-itest-inst-b"}) {
     StoragePoolHandle pool(
-        virStoragePoolLookupByName(first.value()->connection().get().get(), name));
+        virStoragePoolLookupByName(first.value()->connection().get()->get(), name));
     if (pool) virStoragePoolDestroy(pool.get());
   }
 }
