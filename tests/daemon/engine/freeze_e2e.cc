@@ -88,11 +88,10 @@ std::string freeze_with_traffic(DaemonProcess& daemon, const std::string& ready,
   return created;
 }
 
-TEST_CASE(
-    "libvirtd frozen while leases are created, used and released, then continued, twice and "
-    "once past the grace: armhived stays up, the waiting lease becomes ready, released VMs go "
-    "and nothing leaks",
-    "[libvirtd-freeze]") {
+// What it asserts: armhived stays up, the waiting lease becomes ready, released VMs go and
+// nothing leaks.
+TEST_CASE("libvirtd frozen under traffic and continued, twice and once past the grace",
+          "[libvirtd-freeze]") {
   const std::string state = e2e_state() + "/lease-freeze";
   DaemonProcess daemon(state, e2e_state() + "/images", 18478, frozen_host_toml());
   daemon.set_host_keys("libvirt_timeout = \"5s\"\n");
