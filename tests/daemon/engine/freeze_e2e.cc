@@ -29,8 +29,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // The pool of one_core_pool_toml, reached through forwards ([access]: the access watcher reads
-// each ready lease's host keys through the agent every 2 s, more calls on the connection) and
-// with a grace a test can outlast.
+// each ready lease's host keys through the agent every 2 s, more calls on the connection).
 std::string frozen_host_toml() {
   return R"(
 [access]
@@ -38,10 +37,6 @@ listen = "127.0.0.1"
 port_min = 22200
 port_max = 22203
 
-[engine]
-host_probe_period = "2s"
-host_probe_timeout = "5s"
-unreachable_grace = "75s"
 )" + one_core_pool_toml(1);
 }
 
@@ -95,6 +90,9 @@ TEST_CASE("libvirtd frozen under traffic and continued, twice and once past the 
   const std::string state = e2e_state() + "/lease-freeze";
   DaemonProcess daemon(state, e2e_state() + "/images", 18478, frozen_host_toml());
   daemon.set_host_keys("libvirt_timeout = \"5s\"\n");
+  // A grace the third freeze outlasts.
+  daemon.set_engine_keys(
+      "host_probe_period = \"2s\"\nhost_probe_timeout = \"5s\"\nunreachable_grace = \"75s\"\n");
   REQUIRE(daemon.start().is_ok());
   auto api = daemon.client();
 
@@ -139,8 +137,8 @@ TEST_CASE("libvirtd frozen under traffic and continued, twice and once past the 
   REQUIRE(lost.is_ok());
   INFO(lost->reason);
   CHECK(lost->state == "lost");
-  CHECK(eventually([&] { return !vm_files(state).count(third_vm) && qemu_pid(third_vm) < 0; },
-                   120s));
+  CHECK(
+      eventually([&] { return !vm_files(state).count(third_vm) && qemu_pid(third_vm) < 0; }, 120s));
   CHECK(eventually(
       [&] {
         auto pools = api->pools();
