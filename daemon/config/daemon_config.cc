@@ -97,6 +97,7 @@ Status parse_pool(const toml::table& t, const std::string& prefix,
     return invalid_argument(r.field("cpu_policy"), "must be \"dedicated\" or \"shared\"");
   }
   ARMHIVE_RETURN_IF_ERROR(r.number("overcommit", p.overcommit, 1.0, 16.0));
+  ARMHIVE_RETURN_IF_ERROR(r.boolean("ssh", p.ssh));
   ARMHIVE_RETURN_IF_ERROR(r.labels("labels", p.labels));
   ARMHIVE_RETURN_IF_ERROR(r.labels("host_labels", p.host_labels));
   ARMHIVE_RETURN_IF_ERROR(validate_labels(r.field("host_labels"), p.host_labels));

@@ -66,6 +66,10 @@ struct Lease {
   std::string host;
   std::string address;
   std::string login_user;
+  // Its VM's SSH host keys ("TYPE BASE64"), set with the address when it turns ready: a ready
+  // lease of a pool with sshd always has them (the VM was not ready before they were read).
+  // Empty for pools without sshd (PoolConfig::ssh false).
+  std::vector<std::string> host_keys;
   std::vector<int> cpus;      // host CPUs pinned to it
   bool warm_handout = false;  // served from the warm pool
   std::vector<LeaseTransition> history;
@@ -130,6 +134,10 @@ struct PoolConfig {
   std::optional<int> max_extra_ports;
   FilePolicy files;
   HealthScheduleConfig health;
+  // Whether the pool's image runs sshd. True: a VM is warm (a cold lease ready) only once its
+  // SSH host keys have been read through the guest agent, and its leases offer SSH with them.
+  // False (an image without sshd): no keys are read and its leases offer no SSH.
+  bool ssh = true;
 };
 
 struct PoolStatus {

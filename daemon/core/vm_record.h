@@ -28,6 +28,10 @@ struct VmRecord {
   std::string address;
   std::vector<int> cpus;
   TimePoint created_at;
+  // The guest's SSH host keys ("TYPE BASE64", daemon/core/host_keys.h), read through the guest
+  // agent before the VM became warm or its lease ready; empty while booting and for pools
+  // without sshd (PoolConfig::ssh false).
+  std::vector<std::string> host_keys;
 };
 
 }  // namespace armhive

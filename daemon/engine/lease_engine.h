@@ -45,6 +45,9 @@ struct EngineOptions {
   std::chrono::milliseconds boot_timeout{std::chrono::minutes(3)};
   std::chrono::milliseconds agent_poll{std::chrono::milliseconds(250)};
   std::chrono::milliseconds agent_timeout{std::chrono::seconds(2)};
+  // Bounds each read of a booting VM's SSH host keys (a guest-exec; asked again every
+  // agent_poll until boot_timeout).
+  std::chrono::milliseconds host_keys_timeout{std::chrono::seconds(10)};
   std::chrono::milliseconds handout_wait{std::chrono::seconds(10)};  // create_lease's warm wait
   std::chrono::milliseconds reaper_period{std::chrono::seconds(1)};
   std::chrono::milliseconds schedule_period{std::chrono::seconds(2)};  // retries waiting leases
@@ -215,6 +218,7 @@ class LeaseEngine final : public LeaseService {
     bool cancelled = false;  // its boot must stop (lease cancelled, crash, shutdown)
     std::string failure;     // why, when cancelled by a crash
     TimePoint boot_started;
+    std::string boot_address;  // the address found while booting, kept between polls
     std::chrono::steady_clock::time_point phase_mark;  // end of the last recorded boot phase
     std::set<std::string> phases_seen;
     int destroy_failures = 0;

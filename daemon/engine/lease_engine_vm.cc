@@ -7,6 +7,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include "daemon/core/host_keys.h"
 #include "daemon/core/lease_rules.h"
 #include "daemon/core/retry_backoff.h"
 #include "daemon/engine/lease_engine.h"
@@ -21,6 +22,28 @@ double seconds_between(std::chrono::steady_clock::time_point a,
 
 void dequeue(std::deque<std::string>& queue, const std::string& lease_id) {
   queue.erase(std::remove(queue.begin(), queue.end(), lease_id), queue.end());
+}
+
+// The VM's SSH host keys through the guest agent (kHostKeysScript). An error says why there
+// are none yet: the agent's failure, the guest's malformed output, or no key at all (its sshd
+// has not written them yet); the caller asks again until its deadline.
+Result<std::vector<std::string>> read_host_keys(GuestAgent& agent, const std::string& vm_name,
+                                                std::chrono::milliseconds timeout) {
+  GuestExecRequest req;
+  req.argv = {"sh", "-c", kHostKeysScript};
+  req.timeout = timeout;
+  auto r = agent.exec(vm_name, req);
+  if (!r.is_ok()) return r.status();
+  if (r->timed_out)
+    return Status(ErrorCode::kTimeout, "the guest's key listing timed out", vm_name);
+  if (r->exit_code != 0) {
+    return unavailable("the guest's key listing exited " + std::to_string(r->exit_code) + ": " +
+                           r->err.substr(0, 200),
+                       vm_name);
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<std::string> keys, parse_host_keys(r->out));
+  if (keys.empty()) return unavailable("no SSH host keys in the guest yet (sshd not up)", vm_name);
+  return keys;
 }
 
 std::string join_cpus(const std::vector<int>& cpus) {
@@ -500,28 +523,58 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
     }
     record_phase(vm_name, "create", t0);  // overlay + define + start
   }
-  // Ready means: the guest agent answers and the guest has an address.
-  Status ping = hypervisor.ping_agent(vm_name, options_.agent_timeout);
+  // Ready means: the guest agent answers, the guest has an address and, in a pool with sshd,
+  // its SSH host keys have been read (a client handed the VM can verify it at once). Each step
+  // is asked again at the next poll until it answers; an address once known is kept.
   std::string address;
-  if (ping.is_ok()) {
-    record_phase(vm_name, "boot", {});  // started -> guest agent answers
-    auto addr = hypervisor.guest_address(vm_name);
-    if (addr.is_ok()) {
-      address = *addr;
-      record_phase(vm_name, "readiness", {});  // agent -> address known
+  bool want_keys = true;
+  {
+    MutexLock lock(mu_);
+    auto it = vms_.find(vm_name);
+    if (it == vms_.end()) return;
+    address = it->second.boot_address;
+    want_keys = pools_.at(it->second.record.pool).config.ssh;
+  }
+  Status ping = Status::ok();
+  if (address.empty()) {
+    ping = hypervisor.ping_agent(vm_name, options_.agent_timeout);
+    if (ping.is_ok()) {
+      record_phase(vm_name, "boot", {});  // started -> guest agent answers
+      auto addr = hypervisor.guest_address(vm_name);
+      if (addr.is_ok()) {
+        address = *addr;
+        record_phase(vm_name, "readiness", {});  // agent -> address known
+        MutexLock lock(mu_);
+        if (auto it = vms_.find(vm_name); it != vms_.end()) it->second.boot_address = address;
+      }
     }
   }
-  if (address.empty()) {
+  std::vector<std::string> host_keys;
+  std::string keys_problem;
+  if (!address.empty() && want_keys) {
+    auto keys = read_host_keys(hypervisor, vm_name, options_.host_keys_timeout);
+    if (keys.is_ok()) {
+      host_keys = std::move(keys).value();
+      record_phase(vm_name, "host_keys", {});  // address -> SSH host keys read
+    } else {
+      keys_problem = keys.status().message();
+    }
+  }
+  const bool ready = !address.empty() && (!want_keys || !host_keys.empty());
+  if (!ready) {
     if (clock_.now() >= deadline) {
       std::string tail;
       auto log = hypervisor.console_log(vm_name, 300);
       if (log.is_ok()) tail = *log;
+      std::string state =
+          address.empty()
+              ? (ping.is_ok() ? "agent answers, no address" : ping.to_string())
+              : "agent answers, address " + address + ", SSH host keys not read: " + keys_problem;
       boot_failed(
           vm_name,
           "guest not ready within " +
               std::to_string(std::chrono::duration_cast<Seconds>(options_.boot_timeout).count()) +
-              "s (agent " + (ping.is_ok() ? "answers, no address" : ping.to_string()) + ")" +
-              (tail.empty() ? "" : "; console tail: " + tail),
+              "s (" + state + ")" + (tail.empty() ? "" : "; console tail: " + tail),
           false);
       return;
     }
@@ -551,6 +604,7 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
       // Cancelled while we were polling: fall through to destroy below.
     } else {
       vm.record.address = address;
+      vm.record.host_keys = host_keys;
       if (metrics_) {
         metrics_->observe("armhive_provision_seconds",
                           {{"pool", vm.record.pool}, {"host", vm.record.host}},
@@ -666,12 +720,15 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
   std::vector<std::string> keys;
   std::string user;
   std::string host;
+  bool read_keys = false;  // a warm VM recorded before host keys were (an upgrade)
   {
     MutexLock lock(mu_);
     auto vit = vms_.find(vm_name);
     auto lit = leases_.find(lease_id);
     if (vit == vms_.end()) return;
     host = vit->second.record.host;
+    read_keys =
+        vit->second.record.host_keys.empty() && pools_.at(vit->second.record.pool).config.ssh;
     if (lit == leases_.end() || lit->second.lease.state == LeaseState::kReleasing ||
         vit->second.cancelled) {
       vit->second.record.state = VmState::kDestroying;
@@ -695,6 +752,15 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
   std::shared_ptr<HostIo> io = host_io(host);
   Status s = io == nullptr ? unavailable("host " + host + " is not driven by this armhived")
                            : Status::ok();
+  std::vector<std::string> host_keys;
+  if (s.is_ok() && read_keys) {
+    auto read = read_host_keys(*io->hypervisor, vm_name, options_.host_keys_timeout);
+    if (read.is_ok()) {
+      host_keys = std::move(read).value();
+    } else {
+      s = read.status().annotate("reading the VM's SSH host keys");
+    }
+  }
   if (s.is_ok() && !keys.empty()) {
     s = io->hypervisor->set_authorized_keys(vm_name, user, keys);
     io->health->failed("hypervisor.set_authorized_keys", s);
@@ -735,7 +801,9 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
       }
     } else {
       ActiveLease& al = lit->second;
+      if (!host_keys.empty()) vm.record.host_keys = host_keys;
       al.lease.address = vm.record.address;
+      al.lease.host_keys = vm.record.host_keys;
       al.lease.cpus = vm.record.cpus;
       al.lease.login_user = user;  // the user whose keys were just installed
       transition_locked(al, LeaseState::kReady,

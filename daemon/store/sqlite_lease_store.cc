@@ -4,6 +4,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "daemon/core/host_keys.h"
+
 namespace armhive {
 namespace {
 
@@ -68,11 +70,18 @@ CREATE TABLE host_admin (
     R"sql(
 ALTER TABLE leases ADD COLUMN host TEXT NOT NULL DEFAULT '';
 ALTER TABLE vms ADD COLUMN host TEXT NOT NULL DEFAULT '';
+)sql",
+    // Step 4: the VM's SSH host keys, read before it was ready, on the VM and its lease (a JSON
+    // array; '[]' in rows written before: such a warm VM has its keys read at hand-out).
+    R"sql(
+ALTER TABLE leases ADD COLUMN host_keys TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE vms ADD COLUMN host_keys TEXT NOT NULL DEFAULT '[]';
 )sql"};
 
 constexpr const char* kColumns =
     "id, pool, owner, purpose, ssh_keys, labels, idempotency_key, state, reason, ttl_s, "
-    "created_at, ready_at, expires_at, ended_at, vm_name, address, login_user, cpus, warm, host";
+    "created_at, ready_at, expires_at, ended_at, vm_name, address, login_user, cpus, warm, host, "
+    "host_keys";
 
 std::string json_text(const nlohmann::json& j) { return j.dump(); }
 
@@ -100,7 +109,8 @@ std::vector<SqlValue> lease_values(const Lease& l) {
           l.login_user,
           json_text(l.cpus),
           static_cast<int64_t>(l.warm_handout ? 1 : 0),
-          l.host};
+          l.host,
+          json_text(l.host_keys)};
 }
 
 // A stored row that does not say what the schema promises: an error naming the row, never a
@@ -117,6 +127,17 @@ Status json_column(const std::string& table, const std::string& key, const char*
     out = j.template get<T>();
   } catch (const nlohmann::json::exception& e) {
     return bad_row(table, key, std::string(column) + " is not valid (" + e.what() + ")");
+  }
+  return Status::ok();
+}
+
+// Keys came from a guest: a row whose keys are not what parse_host_keys accepted is refused
+// rather than handed to a client as trusted.
+Status stored_host_keys(const std::string& table, const std::string& key,
+                        const std::vector<std::string>& keys) {
+  if (keys.size() > kMaxHostKeys) return bad_row(table, key, "host_keys has too many keys");
+  for (const std::string& k : keys) {
+    if (!is_host_key(k)) return bad_row(table, key, "host_keys holds a malformed key");
   }
   return Status::ok();
 }
@@ -152,6 +173,8 @@ Result<Lease> lease_from_row(const SqlRow& r) {
   ARMHIVE_RETURN_IF_ERROR(json_column("lease", l.id, "cpus", sql_text(r[17]), l.cpus));
   l.warm_handout = sql_int(r[18]) != 0;
   l.host = sql_text(r[19]);
+  ARMHIVE_RETURN_IF_ERROR(json_column("lease", l.id, "host_keys", sql_text(r[20]), l.host_keys));
+  ARMHIVE_RETURN_IF_ERROR(stored_host_keys("lease", l.id, l.host_keys));
   return l;
 }
 
@@ -173,7 +196,8 @@ Status update_in(Database::Tx& tx, const Lease& lease) {
   ARMHIVE_RETURN_IF_ERROR(tx.execute(
       "UPDATE leases SET id=?, pool=?, owner=?, purpose=?, ssh_keys=?, labels=?, "
       "idempotency_key=?, state=?, reason=?, ttl_s=?, created_at=?, ready_at=?, expires_at=?, "
-      "ended_at=?, vm_name=?, address=?, login_user=?, cpus=?, warm=?, host=? WHERE id=?",
+      "ended_at=?, vm_name=?, address=?, login_user=?, cpus=?, warm=?, host=?, host_keys=? "
+      "WHERE id=?",
       values));
   if (tx.changes() != 1) return not_found("no such lease in the database", lease.id);
   auto stored = tx.query("SELECT COUNT(*) FROM lease_history WHERE lease_id = ?", {lease.id});
@@ -185,12 +209,13 @@ constexpr const char* kDeleteVm = "DELETE FROM vms WHERE name = ?";
 
 Status put_vm_in(Database::Tx& tx, const VmRecord& vm) {
   return tx.execute(
-      "INSERT INTO vms (name, vm_id, pool, state, lease_id, address, cpus, created_at, host) "
-      "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET vm_id=excluded.vm_id, "
-      "pool=excluded.pool, state=excluded.state, lease_id=excluded.lease_id, "
-      "address=excluded.address, cpus=excluded.cpus, host=excluded.host",
+      "INSERT INTO vms (name, vm_id, pool, state, lease_id, address, cpus, created_at, host, "
+      "host_keys) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(name) DO UPDATE SET "
+      "vm_id=excluded.vm_id, pool=excluded.pool, state=excluded.state, "
+      "lease_id=excluded.lease_id, address=excluded.address, cpus=excluded.cpus, "
+      "host=excluded.host, host_keys=excluded.host_keys",
       {vm.name, vm.vm_id, vm.pool, std::string(to_string(vm.state)), vm.lease_id, vm.address,
-       json_text(vm.cpus), to_unix_ms(vm.created_at), vm.host});
+       json_text(vm.cpus), to_unix_ms(vm.created_at), vm.host, json_text(vm.host_keys)});
 }
 
 }  // namespace
@@ -205,7 +230,7 @@ Result<std::unique_ptr<SqliteLeaseStore>> SqliteLeaseStore::open(Database& db) {
 Status SqliteLeaseStore::insert(const Lease& lease) {
   return db_.transaction([&](Database::Tx& tx) -> Status {
     std::string sql = std::string("INSERT INTO leases (") + kColumns +
-                      ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+                      ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     ARMHIVE_RETURN_IF_ERROR(tx.execute(sql, lease_values(lease)));
     return insert_history(tx, lease, 0);
   });
@@ -362,8 +387,8 @@ Status SqliteLeaseStore::write_batch(const std::map<std::string, Lease>& leases,
 Result<std::vector<VmRecord>> SqliteLeaseStore::vms() {
   ARMHIVE_ASSIGN_OR_RETURN(
       std::vector<SqlRow> rows,
-      db_.query("SELECT name, vm_id, pool, state, lease_id, address, cpus, created_at, host "
-                "FROM vms ORDER BY created_at"));
+      db_.query("SELECT name, vm_id, pool, state, lease_id, address, cpus, created_at, host, "
+                "host_keys FROM vms ORDER BY created_at"));
   std::vector<VmRecord> out;
   for (const SqlRow& r : rows) {
     VmRecord vm;
@@ -378,6 +403,8 @@ Result<std::vector<VmRecord>> SqliteLeaseStore::vms() {
     ARMHIVE_RETURN_IF_ERROR(json_column("vm", vm.name, "cpus", sql_text(r[6]), vm.cpus));
     vm.created_at = from_unix_ms(sql_int(r[7]));
     vm.host = sql_text(r[8]);
+    ARMHIVE_RETURN_IF_ERROR(json_column("vm", vm.name, "host_keys", sql_text(r[9]), vm.host_keys));
+    ARMHIVE_RETURN_IF_ERROR(stored_host_keys("vm", vm.name, vm.host_keys));
     out.push_back(std::move(vm));
   }
   return out;

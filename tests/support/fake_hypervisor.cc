@@ -1,5 +1,10 @@
 #include "tests/support/fake_hypervisor.h"
 
+#include <array>
+
+#include "base/base64.h"
+#include "daemon/core/host_keys.h"
+
 namespace armhive {
 
 Status FakeHypervisor::create_vm(const VmSpec& spec) {
@@ -8,7 +13,7 @@ Status FakeHypervisor::create_vm(const VmSpec& spec) {
   ++creates_;
   if (fail_create) return Status(fail_create_code, "injected create failure", spec.name);
   if (domains_.count(spec.name)) return conflict("domain exists", spec.name);
-  domains_[spec.name] = Domain{spec, {}, 0, {}, {}};
+  domains_[spec.name] = Domain{spec, {}, 0, {}, {}, 0};
   files_.insert(spec.name);
   return Status::ok();
 }
@@ -72,8 +77,43 @@ Status FakeHypervisor::set_authorized_keys(std::string_view name, std::string_vi
   return Status::ok();
 }
 
+std::string FakeHypervisor::host_key_of(const std::string& name) {
+  // An ed25519 public key blob (RFC 8709: the type string, then 32 key bytes) whose bytes
+  // come from the name, so each domain has its own well-formed key.
+  std::string blob("\0\0\0\x0bssh-ed25519\0\0\0\x20", 23);
+  std::array<char, 32> key{};
+  for (size_t i = 0; i < name.size(); ++i)
+    key[i % 32] = static_cast<char>(key[i % 32] * 31 + name[i]);
+  blob.append(key.data(), key.size());
+  return "ssh-ed25519 " + base64_encode(blob);
+}
+
+int FakeHypervisor::host_key_reads(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = domains_.find(name);
+  return it == domains_.end() ? 0 : it->second.host_key_reads;
+}
+
 Result<GuestExecResult> FakeHypervisor::exec(std::string_view name,
                                              const GuestExecRequest& request) {
+  if (request.argv.size() == 3 && request.argv[0] == "sh" && request.argv[1] == "-c" &&
+      request.argv[2] == kHostKeysScript) {
+    int reads = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = domains_.find(std::string(name));
+      if (it == domains_.end()) return not_found("no domain", std::string(name));
+      reads = ++it->second.host_key_reads;
+    }
+    GuestExecResult r;
+    r.exit_code = 0;
+    if (host_keys_output) {
+      r.out = host_keys_output(std::string(name));
+    } else if (host_key_reads_until_ready > 0 && reads >= host_key_reads_until_ready) {
+      r.out = host_key_of(std::string(name)) + " root@" + std::string(name) + "\n";
+    }
+    return r;
+  }
   {
     std::lock_guard lock(mu_);
     if (!domains_.count(std::string(name))) return not_found("no domain", std::string(name));

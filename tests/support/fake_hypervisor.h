@@ -16,8 +16,11 @@ namespace armhive {
 // The in-memory Hypervisor of every test that does not need libvirt (engine, benchmarks),
 // kept honest by tests/daemon/virt/hypervisor_conformance_itest.cc. Domains "boot" when the
 // agent has been pinged `pings_until_ready` times. Guest commands echo their argv unless
-// `exec_handler` answers them; every exec is recorded. Thread-safe. Failure knobs are plain
-// fields set by the test before the call they should affect.
+// `exec_handler` answers them; every exec is recorded. The SSH host key listing
+// (kHostKeysScript, daemon/core/host_keys.h) is answered by the guest's model of sshd instead:
+// one ed25519 key per domain (host_key_of), printed from the `host_key_reads_until_ready`-th
+// read on; those reads are counted (host_key_reads), not recorded in execs(). Thread-safe.
+// Failure knobs are plain fields set by the test before the call they should affect.
 class FakeHypervisor final : public Hypervisor {
  public:
   struct Domain {
@@ -26,6 +29,7 @@ class FakeHypervisor final : public Hypervisor {
     int pings = 0;
     std::vector<std::string> keys;
     std::string key_user;
+    int host_key_reads = 0;
   };
 
   Status create_vm(const VmSpec& spec) override;
@@ -56,6 +60,10 @@ class FakeHypervisor final : public Hypervisor {
   // "name: argv joined by spaces" of every exec, in order; helpers to look for one.
   std::vector<std::string> execs() const;
   bool saw(const std::string& needle) const;
+  // The domain's SSH host key as its guest prints it ("ssh-ed25519 BASE64"), and how many times
+  // its host keys were asked for (0 for an unknown domain).
+  static std::string host_key_of(const std::string& name);
+  int host_key_reads(const std::string& name) const;
   size_t index_of(const std::string& needle) const;  // SIZE_MAX when never seen
 
   // Ends a process started by exec_start with `exit_code`; false if no such process runs.
@@ -74,6 +82,11 @@ class FakeHypervisor final : public Hypervisor {
   std::atomic<ErrorCode> fail_create_code{ErrorCode::kInternal};
   std::atomic<bool> never_ready{false};
   std::atomic<bool> fail_keys{false};
+  // The guest's sshd: its keys are printed from this read on (earlier reads print nothing, as
+  // before sshd wrote its pid file); 0 or less: never. `host_keys_output`, when set, is what
+  // every read prints instead (a hostile guest).
+  std::atomic<int> host_key_reads_until_ready{1};
+  std::function<std::string(const std::string& name)> host_keys_output;
   // Answers guest commands (runs without the fake's lock); nullopt falls back to echo. Set
   // before the first exec.
   std::function<std::optional<Result<GuestExecResult>>(const std::vector<std::string>& argv)>

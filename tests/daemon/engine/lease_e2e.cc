@@ -22,23 +22,25 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// Runs a command over a real OpenSSH login (the guest's sshd may need a moment after ready).
-ProcessResult ssh(const std::string& key, const std::string& user, const std::string& host,
+// Runs a command over one real OpenSSH login as the lease's first response says to: the host
+// key checked strictly against `known_hosts` (the lease's ssh.known_hosts) under its
+// ssh.host_key_alias. No retry: a ready lease's sshd is up and its keys are known.
+ProcessResult ssh(const std::string& key, const std::string& known_hosts, const SshDto& s,
                   const std::string& command) {
   SubprocessRunner run;
-  ProcessResult last;
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    auto r =
-        run.run({.argv = {"ssh", "-i", key, "-o", "StrictHostKeyChecking=no", "-o",
-                          "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o",
-                          "ConnectTimeout=10", "-o", "LogLevel=ERROR", user + "@" + host, command},
-                 .timeout = 60s});
-    REQUIRE(r.is_ok());
-    last = *r;
-    if (last.ok()) return last;
-    std::this_thread::sleep_for(1s);
-  }
-  return last;
+  auto r = run.run({.argv = {"ssh", "-i", key, "-o", "HostKeyAlias=" + s.host_key_alias, "-o",
+                             "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=" + known_hosts,
+                             "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o",
+                             "LogLevel=ERROR", s.user + "@" + s.host, command},
+                    .timeout = 60s});
+  REQUIRE(r.is_ok());
+  return *r;
+}
+
+void append(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::app);
+  out << text;
+  REQUIRE(out.good());
 }
 
 TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill and expiry",
@@ -76,9 +78,19 @@ TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill an
   REQUIRE(again.is_ok());
   CHECK(again->id == lease->id);
 
-  // A real OpenSSH client logs in with the key installed through the guest agent, and the guest
-  // carries its own per-VM hostname.
-  auto login = ssh(state + "/id_ed25519", lease->vm->login_user, address,
+  // The pool has only just become warm, and the lease's first response already carries its
+  // VM's host keys (issue 28): a real OpenSSH client logs in at once with the key installed
+  // through the guest agent, verifying the host key strictly, and the guest carries its own
+  // per-VM hostname. The known_hosts file is one a user keeps adding leases to.
+  REQUIRE(lease->ssh.has_value());
+  REQUIRE_FALSE(lease->ssh->host_keys.empty());
+  CHECK(lease->ssh->host == address);
+  CHECK(lease->ssh->command.find("HostKeyAlias=" + lease->ssh->host_key_alias) !=
+        std::string::npos);
+  const std::string known_hosts = state + "/known_hosts";
+  std::filesystem::remove(known_hosts);
+  append(known_hosts, lease->ssh->known_hosts);
+  auto login = ssh(state + "/id_ed25519", known_hosts, *lease->ssh,
                    "hostname; iperf3 --version | head -1; zstd --version");
   INFO(login.err);
   REQUIRE(login.ok());
@@ -120,6 +132,15 @@ TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill an
   auto served = api->wait_lease(second->id, 240s);
   REQUIRE(served.is_ok());
   CHECK(served->state == "ready");
+  // A new VM with fresh host keys, perhaps at the first one's address: its own alias keeps the
+  // two leases' lines apart in the same known_hosts file, and its first response has them.
+  REQUIRE(served->ssh.has_value());
+  CHECK(served->ssh->host_keys != lease->ssh->host_keys);
+  append(known_hosts, served->ssh->known_hosts);
+  auto second_login = ssh(state + "/id_ed25519", known_hosts, *served->ssh, "hostname");
+  INFO(second_login.err);
+  CHECK(second_login.ok());
+  CHECK(second_login.out.find(served->vm->name) != std::string::npos);
   CHECK(qemu_pid(vm) < 0);
   CHECK_FALSE(vm_files(state).count(vm));
   CHECK(api->get_lease(lease->id)->state == "released");

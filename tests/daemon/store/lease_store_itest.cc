@@ -185,6 +185,7 @@ TEST_CASE("hosts: leases and VM records keep their host; older rows upgrade with
   REQUIRE(old.is_ok());
   REQUIRE(old->has_value());
   CHECK((*old)->host.empty());
+  CHECK((*old)->host_keys.empty());  // read at hand-out for such a VM
   CHECK((*old)->vm_name == "armhive-vm-old");
   CHECK((*old)->state == LeaseState::kReady);
   REQUIRE((*store)->vms()->size() == 1);
@@ -213,6 +214,53 @@ TEST_CASE("hosts: leases and VM records keep their host; older rows upgrade with
   REQUIRE(vms.is_ok());
   REQUIRE(vms->size() == 2);
   CHECK(vms->back().host == "tx1");
+}
+
+TEST_CASE("host keys: a VM's and its lease's survive a reopen; a tampered row is refused",
+          "[store][leases]") {
+  const std::string key =
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIL4VKYqD6zyeGmUdw5PnHb2hHd3HpM6d3ODBC8iXrGrg";
+  std::string path = "/tmp/armhive-hostkeys-" + std::to_string(::getpid()) + ".db";
+  std::remove(path.c_str());
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    auto store = SqliteLeaseStore::open(**db);
+    REQUIRE(store.is_ok());
+    Lease l = make_lease(1, LeaseState::kReady);
+    l.host_keys = {key};
+    REQUIRE((*store)->insert(l).is_ok());
+    VmRecord vm;
+    vm.name = "armhive-vm-k";
+    vm.pool = "ci";
+    vm.state = VmState::kWarm;
+    vm.host_keys = {key};
+    REQUIRE((*store)->put_vm(vm).is_ok());
+  }
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    auto store = SqliteLeaseStore::open(**db);
+    REQUIRE(store.is_ok());
+    auto l = (*store)->find(make_lease(1, LeaseState::kReady).id);
+    REQUIRE(l.is_ok());
+    REQUIRE(l->has_value());
+    CHECK((*l)->host_keys == std::vector<std::string>{key});
+    auto vms = (*store)->vms();
+    REQUIRE(vms.is_ok());
+    REQUIRE(vms->size() == 1);
+    CHECK(vms->front().host_keys == std::vector<std::string>{key});
+
+    // Keys came from a guest: a row holding something else is an error naming the row.
+    REQUIRE((*db)
+                ->execute("UPDATE vms SET host_keys = '[\"ssh-ed25519 AAAA root@evil\"]'", {})
+                .is_ok());
+    auto bad = (*store)->vms();
+    REQUIRE_FALSE(bad.is_ok());
+    CHECK(bad.status().code() == ErrorCode::kInternal);
+    CHECK_THAT(bad.status().to_string(), Catch::Contains("armhive-vm-k"));
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
 TEST_CASE("leases: a write batch lands whole or not at all", "[store][batch]") {
