@@ -34,6 +34,7 @@ Status parse_pool(const json& j, const std::string& prefix, PoolDto& p) {
   AH_TRY(r.integer("pending_leases", p.pending_leases));
   AH_TRY(r.integer("files_max_bytes", p.files_max_bytes));
   AH_TRY(r.str("files_path_prefix", p.files_path_prefix));
+  AH_TRY(r.boolean("ssh", p.ssh));
   return Status::ok();
 }
 
@@ -167,7 +168,8 @@ json to_json(const PoolDto& p) {
           {"leased", p.leased},
           {"pending_leases", p.pending_leases},
           {"files_max_bytes", p.files_max_bytes},
-          {"files_path_prefix", p.files_path_prefix}};
+          {"files_path_prefix", p.files_path_prefix},
+          {"ssh", p.ssh}};
 }
 
 Result<PoolDto> pool_from_json(const json& j) {

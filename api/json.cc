@@ -85,6 +85,7 @@ Status parse_ssh(const json& j, const std::string& prefix, SshDto& ssh) {
   AH_TRY(r.str("command", ssh.command));
   AH_TRY(r.str_list("host_keys", ssh.host_keys));
   AH_TRY(r.str("known_hosts", ssh.known_hosts));
+  AH_TRY(r.str("host_key_alias", ssh.host_key_alias));
   return Status::ok();
 }
 
@@ -407,11 +408,10 @@ json to_json(const LeaseDto& l) {
     j["ssh"] = {{"user", l.ssh->user},
                 {"host", l.ssh->host},
                 {"port", l.ssh->port},
-                {"command", l.ssh->command}};
-    if (!l.ssh->host_keys.empty()) {
-      j["ssh"]["host_keys"] = l.ssh->host_keys;
-      j["ssh"]["known_hosts"] = l.ssh->known_hosts;
-    }
+                {"command", l.ssh->command},
+                {"host_keys", l.ssh->host_keys},
+                {"known_hosts", l.ssh->known_hosts},
+                {"host_key_alias", l.ssh->host_key_alias}};
   }
   if (!l.forwards.empty()) {
     j["forwards"] = json::array();

@@ -115,10 +115,14 @@ struct SshDto {
   std::string host;
   int port = 22;
   std::string command;  // a ready-to-paste command line, for people
-  // The VM's SSH host public keys ("ssh-ed25519 AAAA…"), read through the guest agent; empty
-  // until known. known_hosts: the same as known_hosts lines for host:port.
+  // The VM's SSH host public keys ("ssh-ed25519 AAAA…"), read through the guest agent before
+  // the lease was ready (a server before that change may send none). known_hosts: the same as
+  // known_hosts lines for host_key_alias (host_key_alias(lease id), api/host_key_alias.h), the
+  // name ssh looks them up under (-o HostKeyAlias): addresses and ports are reused by later
+  // VMs with other keys, the alias never.
   std::vector<std::string> host_keys;
   std::string known_hosts;
+  std::string host_key_alias;
 };
 
 // A guest port the lease asked for, as the host forwards it.
@@ -189,6 +193,7 @@ struct PoolDto {
   // [pools.files]: what `armhive cp` may move (the CLI checks before sending a byte).
   int64_t files_max_bytes = 0;
   std::string files_path_prefix = "/";
+  bool ssh = true;  // its image runs sshd; false: its leases offer no SSH (no ssh block)
 };
 
 struct CoreDto {

@@ -439,12 +439,11 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
       }
       ARMHIVE_ASSIGN_OR_RETURN(std::optional<SshEndpoint> ep, access->ssh_endpoint(lease));
       if (!ep) return Status::ok();
+      // The keys and their known_hosts lines (for the lease's alias) stay as they are: the
+      // alias, not the forward's host:port, is what ssh looks them up under.
       dto.ssh->host = ep->host;
       dto.ssh->port = ep->port;
-      dto.ssh->host_keys = ep->host_keys;
-      dto.ssh->known_hosts = known_hosts_lines(ep->host, ep->port, ep->host_keys);
-      dto.ssh->command = ssh_command(dto.ssh->user, ep->host, ep->port,
-                                     ep->host_keys.empty() ? "" : lease.id + ".known_hosts");
+      dto.ssh->command = ssh_command(dto.ssh->user, ep->host, ep->port, lease.id);
       for (const ForwardInfo& f : ep->extra) dto.forwards.push_back({f.guest_port, f.host, f.port});
       return Status::ok();
     };

@@ -3,26 +3,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
-#include <sstream>
 
 #include "daemon/access/ssh_ca.h"
 
 namespace armhive {
 
 namespace {
-
-// Prints the guest's SSH host public keys: OpenSSH's .pub files (the tiny image makes them in
-// /run/ssh at boot), or dropbear's keys. A constant script: nothing from a request in it.
-// The tiny image's keys in /run/ssh count only once sshd has written its pid file, which it
-// does after binding port 22: the keys exist a moment before sshd listens, and a client given
-// them then would be refused.
-constexpr const char* kHostKeysScript =
-    "[ -s /run/sshd.pid ] && for k in /run/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && "
-    "cat \"$k\"; done; "
-    "for k in /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat \"$k\"; done; "
-    "for k in /run/dropbear/*_host_key /etc/dropbear/dropbear_*_host_key; do "
-    "[ -f \"$k\" ] && dropbearkey -y -f \"$k\"; done; true";
 
 // Writes the lease's SSH trust ($1: the CA public key, $2: the principal) where the tiny image's
 // sshd_config looks; each file is replaced whole (rename), so sshd never reads half of one. A
@@ -45,42 +31,7 @@ const Clock& system_clock_instance() {
   return kClock;
 }
 
-bool base64_text(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '=')) {
-      return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
-
-std::vector<std::string> parse_host_keys(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream fields(line);
-    std::string type;
-    std::string blob;
-    fields >> type >> blob;
-    bool known = type.rfind("ssh-", 0) == 0 || type.rfind("ecdsa-sha2-", 0) == 0;
-    if (!known || !base64_text(blob)) continue;
-    std::string key = type + " " + blob;
-    if (std::find(out.begin(), out.end(), key) == out.end()) out.push_back(key);
-  }
-  return out;
-}
-
-std::string known_hosts_lines(const std::string& host, int port,
-                              const std::vector<std::string>& keys) {
-  std::string name = port == 22 ? host : "[" + host + "]:" + std::to_string(port);
-  std::string out;
-  for (const std::string& k : keys) out += name + " " + k + "\n";
-  return out;
-}
 
 LeaseAccess::LeaseAccess(LeaseService& leases, ForwardTable& forwards, int max_extra_ports,
                          int guest_ssh_port, const Clock* clock)
@@ -172,11 +123,7 @@ Result<std::optional<SshEndpoint>> LeaseAccess::ssh_endpoint(const Lease& lease)
     }
   }
   if (ep.port == 0) return std::optional<SshEndpoint>();
-  {
-    // Read by the watcher thread: an HTTP worker never waits for a guest command.
-    std::lock_guard lock(mu_);
-    if (auto it = keys_.find(lease.id); it != keys_.end()) ep.host_keys = it->second;
-  }
+  ep.host_keys = lease.host_keys;  // read by the engine before the lease was ready
   return std::optional<SshEndpoint>(std::move(ep));
 }
 
@@ -205,32 +152,6 @@ Result<LeaseAccess::TunnelTarget> LeaseAccess::tunnel_target(const Lease& lease,
   ARMHIVE_ASSIGN_OR_RETURN(std::optional<SshEndpoint> ep, ssh_endpoint(lease));
   if (!ep) return conflict("lease " + lease.id + " is not ready: it has no address yet", lease.id);
   return TunnelTarget{lease.address, port};
-}
-
-std::vector<std::string> LeaseAccess::host_keys(const Lease& lease) {
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = keys_.find(lease.id); it != keys_.end()) return it->second;
-  }
-  GuestExecRequest req;
-  req.argv = {"sh", "-c", kHostKeysScript};
-  req.timeout = std::chrono::seconds(15);
-  auto r = leases_.exec(lease.id, req);
-  if (!r.is_ok() || r->exit_code != 0) {
-    spdlog::debug("lease {}: host keys not readable yet: {}", lease.id,
-                  r.is_ok() ? "exit " + std::to_string(r->exit_code) + ": " + r->err
-                            : r.status().to_string());
-    return {};
-  }
-  std::vector<std::string> keys = parse_host_keys(r->out);
-  if (keys.empty()) {  // sshd not up yet: ask again next time
-    spdlog::debug("lease {}: no host keys in the guest's answer yet", lease.id);
-    return {};
-  }
-  std::lock_guard lock(mu_);
-  // Only while its forward is open: a lease that ended meanwhile must not leave an entry.
-  if (!forwards_.find(lease.id).empty()) keys_[lease.id] = keys;
-  return keys;
 }
 
 void LeaseAccess::set_user_ca(std::string public_key) { user_ca_ = std::move(public_key); }
@@ -299,7 +220,6 @@ void LeaseAccess::on_event(const Event& event) {
   if (s && (*s == LeaseState::kReleasing || is_terminal(*s))) {
     forwards_.close(event.lease_id, state);
     std::lock_guard lock(mu_);
-    keys_.erase(event.lease_id);
     ports_.erase(event.lease_id);
     trusted_.erase(event.lease_id);
   }
@@ -329,36 +249,17 @@ void LeaseAccess::watch() {
     if (!l.is_ok() || l->state != LeaseState::kReady) {
       forwards_.close(id, "not ready");
       std::lock_guard lock(mu_);
-      keys_.erase(id);
       ports_.erase(id);
       trusted_.erase(id);
     }
   }
-  std::map<std::string, std::chrono::steady_clock::time_point> next_try;
   auto next_warning_check = std::chrono::steady_clock::now();
   while (!stop_) {
     for (const Event& e : leases_.events_since(seq, std::chrono::milliseconds(500))) {
       seq = std::max(seq, e.seq);
       on_event(e);
     }
-    // Host keys of leases with a forward but no keys yet (their sshd may still be starting).
     const auto now = std::chrono::steady_clock::now();
-    std::map<std::string, std::chrono::steady_clock::time_point> still;
-    for (const std::string& id : forwards_.leases()) {
-      {
-        std::lock_guard lock(mu_);
-        if (keys_.count(id)) continue;
-      }
-      auto it = next_try.find(id);
-      if (it != next_try.end() && it->second > now) {
-        still.insert(*it);
-        continue;
-      }
-      still[id] = now + std::chrono::seconds(2);
-      auto l = leases_.get_lease(id);
-      if (l.is_ok() && l->state == LeaseState::kReady) (void)host_keys(*l);
-    }
-    next_try.swap(still);
     if (now >= next_warning_check) {
       warn_expiring();
       next_warning_check = now + std::chrono::seconds(5);

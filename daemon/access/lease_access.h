@@ -20,19 +20,12 @@ namespace armhive {
 struct SshEndpoint {
   std::string host;
   int port = 0;
-  // The VM's SSH host public keys ("TYPE BASE64"), read through the guest agent; empty while
-  // the guest cannot tell them yet (its sshd still starting).
+  // The VM's SSH host public keys ("TYPE BASE64"): the lease's, read by the engine through the
+  // guest agent before it was ready (empty for a pool without sshd).
   std::vector<std::string> host_keys;
   // The forwards of the extra guest ports the lease asked for.
   std::vector<ForwardInfo> extra;
 };
-
-// known_hosts lines for `keys` at host:port ("[host]:port TYPE BASE64" unless port 22).
-std::string known_hosts_lines(const std::string& host, int port,
-                              const std::vector<std::string>& keys);
-// The "TYPE BASE64" host keys in a guest's output: OpenSSH .pub lines or `dropbearkey -y`
-// output; everything else is ignored.
-std::vector<std::string> parse_host_keys(const std::string& text);
 
 // Keeps the forwards in step with the leases, from the outside of the engine: it only reads
 // LeaseService (get_lease, list_leases, events_since).
@@ -59,9 +52,9 @@ class LeaseAccess {
   void stop();
 
   // The SSH endpoint of `lease` through the host: nullopt unless it is ready (and then opens
-  // the forwards if the watcher has not yet). Host keys are those the watcher has read through
-  // the guest agent so far (empty until the guest's sshd has made them); never waits for the
-  // guest. kUnavailable when no port is free.
+  // the forwards if the watcher has not yet). Host keys are the lease's own (the engine read
+  // them before the lease was ready); never waits for the guest. kUnavailable when no port is
+  // free.
   Result<std::optional<SshEndpoint>> ssh_endpoint(const Lease& lease);
 
   // Where an API tunnel to `port` of `lease` goes: the guest's bridge address and the port, which
@@ -111,7 +104,6 @@ class LeaseAccess {
 
  private:
   void watch();
-  std::vector<std::string> host_keys(const Lease& lease);
 
   LeaseService& leases_;
   ForwardTable& forwards_;
@@ -120,11 +112,10 @@ class LeaseAccess {
   const Clock& clock_;
   std::string user_ca_;                        // set before start(), read-only after
   std::function<Status(const Lease&)> reach_;  // likewise
-  std::mutex mu_;  // guards keys_, ports_ and trusted_; never held across a guest command or a bind
-  std::map<std::string, std::vector<std::string>> keys_;  // lease id -> host keys
-  std::map<std::string, std::vector<int>> ports_;         // lease id -> extra guest ports
-  std::set<std::string> trusted_;                         // leases whose guest has the CA
-  std::map<std::string, ExpiryWarningState> warned_;      // watcher thread only
+  std::mutex mu_;  // guards ports_ and trusted_; never held across a guest command or a bind
+  std::map<std::string, std::vector<int>> ports_;     // lease id -> extra guest ports
+  std::set<std::string> trusted_;                     // leases whose guest has the CA
+  std::map<std::string, ExpiryWarningState> warned_;  // watcher thread only
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

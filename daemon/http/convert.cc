@@ -1,18 +1,41 @@
 #include "daemon/http/convert.h"
 
+#include "api/host_key_alias.h"
+#include "daemon/core/host_keys.h"
+
 namespace armhive {
 
 std::string ssh_command(const std::string& user, const std::string& host, int port,
-                        const std::string& known_hosts_file) {
-  // Host keys are verified: against `known_hosts_file` (the lease's ssh.known_hosts) when
-  // given, otherwise by ssh's own prompt.
-  std::string cmd = "ssh";
-  if (!known_hosts_file.empty()) {
-    cmd += " -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" + known_hosts_file;
-  }
+                        const std::string& lease_id) {
+  // Every part is validated before it gets here (login user, address or advertised name, lease
+  // id): the command is for people to paste, never run by us.
+  std::string cmd =
+      "ssh -o HostKeyAlias=" + host_key_alias(lease_id) +
+      " -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" + lease_known_hosts_file(lease_id);
   if (port != 22) cmd += " -p " + std::to_string(port);
   cmd += " " + user + "@" + host;
   return cmd;
+}
+
+std::string lease_known_hosts_file(const std::string& lease_id) {
+  return lease_id + ".known_hosts";
+}
+
+std::optional<SshDto> ssh_dto(const Lease& l) {
+  // No keys: a pool without sshd (PoolConfig::ssh false), or a lease made ready before keys
+  // were read; either way nothing a client could verify, so no SSH is offered.
+  if (l.address.empty() || l.state != LeaseState::kReady || l.host_keys.empty()) {
+    return std::nullopt;
+  }
+  SshDto s;
+  s.user = l.login_user.empty() ? "root" : l.login_user;
+  s.host = l.address;
+  s.port = 22;
+  s.host_keys = l.host_keys;
+  s.host_key_alias = host_key_alias(l.id);
+  s.known_hosts = known_hosts_lines(s.host_key_alias, l.host_keys);
+  s.command = ssh_command(s.user, s.host, s.port, l.id);
+  return s;
 }
 
 LeaseRequest from_dto(const LeaseCreateRequest& in, const std::string& owner,
@@ -66,14 +89,7 @@ LeaseDto to_dto(const Lease& l) {
   if (!l.vm_name.empty()) {
     d.vm = VmDto{l.vm_name, l.address, l.login_user, l.cpus, l.host};
   }
-  if (!l.address.empty() && l.state == LeaseState::kReady) {
-    SshDto s;
-    s.user = l.login_user.empty() ? "root" : l.login_user;
-    s.host = l.address;
-    s.port = 22;
-    s.command = ssh_command(s.user, s.host, s.port);
-    d.ssh = s;
-  }
+  d.ssh = ssh_dto(l);
   for (const auto& t : l.history) {
     d.history.push_back(
         {std::string(to_string(t.from)), std::string(to_string(t.to)), to_rfc3339(t.at), t.reason});
@@ -101,6 +117,7 @@ PoolDto to_dto(const PoolStatus& p) {
   d.pending_leases = p.pending_leases;
   d.files_max_bytes = static_cast<int64_t>(p.config.files.max_bytes);
   d.files_path_prefix = p.config.files.path_prefix;
+  d.ssh = p.config.ssh;
   return d;
 }
 

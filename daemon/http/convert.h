@@ -24,9 +24,17 @@ HostDto to_dto(const HostView& host);
 HostSpec from_dto(const HostCreateDto& host);
 EventDto to_dto(const Event& event);
 
-// The ssh command line a person can paste (the CLI's `armhive ssh` builds the same argv).
-// With `known_hosts_file`, the command verifies the host key against that file.
+// The ssh command line a person can paste (the CLI's `armhive ssh` builds the same argv): it
+// verifies the host key strictly under the lease's HostKeyAlias against the file
+// lease_known_hosts_file(lease_id), which holds the lease's ssh.known_hosts (the client writes
+// it; the API doc says so). Never trust-on-first-use: the address is reused by later VMs.
 std::string ssh_command(const std::string& user, const std::string& host, int port,
-                        const std::string& known_hosts_file = {});
+                        const std::string& lease_id);
+// "LEASE.known_hosts": the file ssh_command names, in the current directory.
+std::string lease_known_hosts_file(const std::string& lease_id);
+// The ssh block of a lease: only when it is ready with an address and its VM's host keys
+// (known_hosts lines for host_key_alias(id)); nullopt otherwise (HttpOptions::lease_view may
+// then move host and port to a forward).
+std::optional<SshDto> ssh_dto(const Lease& lease);
 
 }  // namespace armhive

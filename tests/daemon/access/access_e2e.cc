@@ -109,31 +109,28 @@ void write(const std::string& path, const std::string& text) {
   REQUIRE(out.good());
 }
 
-// ssh from outside, verifying the host key against `known_hosts` only.
+// ssh from outside, verifying the host key against `known_hosts` only, looked up under `alias`
+// (the lease's ssh.host_key_alias, whose lines ssh.known_hosts holds) when given.
 std::vector<std::string> ssh_argv(const std::string& key, const std::string& known_hosts, int port,
-                                  const std::string& host, const std::string& cmd) {
-  return {"ssh",
-          "-i",
-          key,
-          "-o",
-          "IdentitiesOnly=yes",
-          "-o",
-          "StrictHostKeyChecking=yes",
-          "-o",
-          "UserKnownHostsFile=" + known_hosts,
-          "-o",
-          "BatchMode=yes",
-          "-o",
-          "ConnectTimeout=8",
-          "-o",
-          "LogLevel=ERROR",
-          "-p",
-          std::to_string(port),
-          "root@" + host,
-          cmd};
+                                  const std::string& host, const std::string& cmd,
+                                  const std::string& alias = {}) {
+  std::vector<std::string> argv{"ssh"};
+  if (!alias.empty()) argv.insert(argv.end(), {"-o", "HostKeyAlias=" + alias});
+  std::vector<std::string> rest{"-i",           key,
+                                "-o",           "IdentitiesOnly=yes",
+                                "-o",           "StrictHostKeyChecking=yes",
+                                "-o",           "UserKnownHostsFile=" + known_hosts,
+                                "-o",           "BatchMode=yes",
+                                "-o",           "ConnectTimeout=8",
+                                "-o",           "LogLevel=ERROR",
+                                "-p",           std::to_string(port),
+                                "root@" + host, cmd};
+  argv.insert(argv.end(), rest.begin(), rest.end());
+  return argv;
 }
 
-// A ready lease whose forward and host keys are known (the keys come once sshd is up).
+// A ready lease: its first ready response already names the forward and carries the VM's host
+// keys (the engine reads them before the VM is ready).
 LeaseDto ready_lease(Client& api, const std::string& pub) {
   LeaseCreateRequest req;
   req.pool = "ci";
@@ -144,16 +141,10 @@ LeaseDto ready_lease(Client& api, const std::string& pub) {
   auto ready = api.wait_lease(created->id, 300s);
   REQUIRE(ready.is_ok());
   REQUIRE(ready->state == "ready");
-  LeaseDto l = *ready;
-  REQUIRE(eventually(
-      [&] {
-        auto g = api.get_lease(l.id);
-        if (!g.is_ok() || !g->ssh || g->ssh->host_keys.empty()) return false;
-        l = *g;
-        return true;
-      },
-      120s));
-  return l;
+  REQUIRE(ready->ssh);
+  REQUIRE_FALSE(ready->ssh->host_keys.empty());
+  REQUIRE(ready->ssh->host_key_alias == "armhive-lease-" + ready->id);
+  return *ready;
 }
 
 // Runs argv in the guest through the agent.
@@ -257,16 +248,18 @@ TEST_CASE(
   write(kh_a, a.ssh->known_hosts);
 
   // From outside: a real OpenSSH login through the forward, host key verified.
-  auto login = out.run(ssh_argv(key_a, kh_a, a.ssh->port, a.ssh->host, "hostname"));
+  auto login =
+      out.run(ssh_argv(key_a, kh_a, a.ssh->port, a.ssh->host, "hostname", a.ssh->host_key_alias));
   INFO(login.err);
   REQUIRE(login.ok());
   CHECK(login.out.find(a.vm->name) != std::string::npos);
   // A host key other than the VM's is refused.
   const std::string kh_wrong = state + "/known_hosts_wrong";
   std::string other = make_key(state + "/not_the_host");
-  write(kh_wrong, "[" + a.ssh->host + "]:" + std::to_string(a.ssh->port) + " " +
-                      other.substr(0, other.rfind(' ')) + "\n");
-  CHECK_FALSE(out.run(ssh_argv(key_a, kh_wrong, a.ssh->port, a.ssh->host, "true")).ok());
+  write(kh_wrong, a.ssh->host_key_alias + " " + other.substr(0, other.rfind(' ')) + "\n");
+  CHECK_FALSE(
+      out.run(ssh_argv(key_a, kh_wrong, a.ssh->port, a.ssh->host, "true", a.ssh->host_key_alias))
+          .ok());
   // A certificate from the API for a key the lease never listed opens A, host key verified;
   // the same key without its certificate does not.
   const std::string cert_key_a = state + "/cert_a";
@@ -275,21 +268,26 @@ TEST_CASE(
   CHECK(cert_a->principal == "lease-" + a.id);
   CHECK(cert_a->user == "root");
   CHECK(cert_a->valid_before == a.expires_at);
-  auto refused_key = out.run(ssh_argv(cert_key_a, kh_a, a.ssh->port, a.ssh->host, "true"));
+  auto refused_key =
+      out.run(ssh_argv(cert_key_a, kh_a, a.ssh->port, a.ssh->host, "true", a.ssh->host_key_alias));
   CHECK_FALSE(refused_key.ok());
   CHECK(refused_key.err.find("Permission denied") != std::string::npos);
   write(cert_key_a + "-cert.pub", cert_a->certificate + "\n");
-  auto by_cert = out.run(ssh_argv(cert_key_a, kh_a, a.ssh->port, a.ssh->host, "hostname"));
+  auto by_cert = out.run(
+      ssh_argv(cert_key_a, kh_a, a.ssh->port, a.ssh->host, "hostname", a.ssh->host_key_alias));
   INFO(by_cert.err);
   CHECK(by_cert.ok());
   CHECK(by_cert.out.find(a.vm->name) != std::string::npos);
-  CHECK_FALSE(out.run(ssh_argv(cert_key_a, kh_wrong, a.ssh->port, a.ssh->host, "true")).ok());
+  CHECK_FALSE(out.run(ssh_argv(cert_key_a, kh_wrong, a.ssh->port, a.ssh->host, "true",
+                               a.ssh->host_key_alias))
+                  .ok());
   auto malformed = api->ssh_certificate(a.id, "ssh-ed25519 AAAA");
   REQUIRE_FALSE(malformed.is_ok());
   CHECK(malformed.status().field() == "public_key");
 
   // The guest's own address is not reachable from outside (routed via the host, not forwarded).
-  CHECK_FALSE(out.run(ssh_argv(key_a, kh_a, 22, a.vm->address, "true")).ok());
+  CHECK_FALSE(
+      out.run(ssh_argv(key_a, kh_a, 22, a.vm->address, "true", a.ssh->host_key_alias)).ok());
   // The API is reachable from outside (it listens on every address)...
   const std::string api_url = "http://10.78.0.1:" + std::to_string(api_port) + "/healthz";
   CHECK(out.run({"curl", "-sf", "--max-time", "5", api_url}).ok());
@@ -323,9 +321,9 @@ TEST_CASE(
   out.kill(www);
 
   // An open session is cut when the lease is released; the forward then refuses.
-  pid_t session =
-      out.spawn(ssh_argv(key_a, kh_a, a.ssh->port, a.ssh->host, "echo started; sleep 600"),
-                state + "/session.log");
+  pid_t session = out.spawn(ssh_argv(key_a, kh_a, a.ssh->port, a.ssh->host,
+                                     "echo started; sleep 600", a.ssh->host_key_alias),
+                            state + "/session.log");
   REQUIRE(eventually(
       [&] {
         std::ifstream in(state + "/session.log");
@@ -335,7 +333,8 @@ TEST_CASE(
       60s));
   REQUIRE(api->release_lease(a.id).is_ok());
   CHECK(eventually([&] { return out.exited(session); }, 60s));
-  auto after = out.run(ssh_argv(key_a, kh_a, a.ssh->port, a.ssh->host, "true"));
+  auto after =
+      out.run(ssh_argv(key_a, kh_a, a.ssh->port, a.ssh->host, "true", a.ssh->host_key_alias));
   CHECK_FALSE(after.ok());
   CHECK(after.err.find("refused") != std::string::npos);
 
@@ -351,12 +350,15 @@ TEST_CASE(
   CHECK(b.vm->name != a.vm->name);
   const std::string kh_b = state + "/known_hosts_b";
   write(kh_b, b.ssh->known_hosts);
-  auto with_a = out.run(ssh_argv(key_a, kh_b, b.ssh->port, b.ssh->host, "true"));
+  auto with_a =
+      out.run(ssh_argv(key_a, kh_b, b.ssh->port, b.ssh->host, "true", b.ssh->host_key_alias));
   CHECK_FALSE(with_a.ok());
   CHECK(with_a.err.find("Permission denied") != std::string::npos);
-  CHECK(out.run(ssh_argv(key_b, kh_b, b.ssh->port, b.ssh->host, "true")).ok());
+  CHECK(
+      out.run(ssh_argv(key_b, kh_b, b.ssh->port, b.ssh->host, "true", b.ssh->host_key_alias)).ok());
   // Nor does A's certificate, still within its validity: B's VM trusts the CA for B only.
-  auto cert_on_b = out.run(ssh_argv(cert_key_a, kh_b, b.ssh->port, b.ssh->host, "true"));
+  auto cert_on_b =
+      out.run(ssh_argv(cert_key_a, kh_b, b.ssh->port, b.ssh->host, "true", b.ssh->host_key_alias));
   CHECK_FALSE(cert_on_b.ok());
   CHECK(cert_on_b.err.find("Permission denied") != std::string::npos);
 
@@ -383,7 +385,8 @@ TEST_CASE(
     INFO(r.err);
     REQUIRE(r.ok());
   }
-  CHECK_FALSE(out.run(ssh_argv(key_b, kh_b, b.ssh->port, b.ssh->host, "true")).ok());
+  CHECK_FALSE(
+      out.run(ssh_argv(key_b, kh_b, b.ssh->port, b.ssh->host, "true", b.ssh->host_key_alias)).ok());
   const std::vector<std::string> env_b = {"env", "HOME=" + state + "/home",
                                           "ARMHIVE_SERVER=" + server,
                                           "ARMHIVE_TOKEN=" + daemon.token()};
@@ -452,9 +455,9 @@ TEST_CASE(
   auto cert_b = api->ssh_certificate(b.id, make_key(cert_key_b));
   REQUIRE(cert_b.is_ok());
   write(cert_key_b + "-cert.pub", cert_b->certificate + "\n");
-  pid_t held =
-      out.spawn(ssh_argv(cert_key_b, kh_b, b.ssh->port, b.ssh->host, "echo started; sleep 600"),
-                state + "/session_b.log");
+  pid_t held = out.spawn(ssh_argv(cert_key_b, kh_b, b.ssh->port, b.ssh->host,
+                                  "echo started; sleep 600", b.ssh->host_key_alias),
+                         state + "/session_b.log");
   REQUIRE(eventually(
       [&] {
         std::ifstream in(state + "/session_b.log");
@@ -496,7 +499,8 @@ TEST_CASE("isolated: the forward works, but the guest reaches neither outside no
   LeaseDto l = ready_lease(*api, make_key(key));
   const std::string kh = state + "/known_hosts";
   write(kh, l.ssh->known_hosts);
-  auto login = out.run(ssh_argv(key, kh, l.ssh->port, l.ssh->host, "hostname"));
+  auto login =
+      out.run(ssh_argv(key, kh, l.ssh->port, l.ssh->host, "hostname", l.ssh->host_key_alias));
   INFO(login.err);
   CHECK(login.ok());
 
@@ -634,8 +638,9 @@ bridge = "ahsite0"
   const std::string kh = state + "/known_hosts";
   write(kh, l.ssh->known_hosts);
   SubprocessRunner run;
-  auto login =
-      run.run({.argv = ssh_argv(key, kh, l.ssh->port, l.ssh->host, "hostname"), .timeout = 60s});
+  auto login = run.run(
+      {.argv = ssh_argv(key, kh, l.ssh->port, l.ssh->host, "hostname", l.ssh->host_key_alias),
+       .timeout = 60s});
   REQUIRE(login.is_ok());
   INFO(login->err);
   CHECK(login->ok());

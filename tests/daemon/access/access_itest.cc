@@ -321,7 +321,7 @@ class ScriptedLeases final : public LeaseService {
     return internal_error("unused");
   }
   Result<Lease> release_lease(const std::string&) override { return internal_error("unused"); }
-  // The guest's answer to the host-key script: one dropbear-style key.
+  // Records the guest commands (trust, warnings) and answers each with exit 0.
   Result<GuestExecResult> exec(const std::string& id, const GuestExecRequest& req) override {
     if (req.argv.empty() || req.argv[0] != "sh") return internal_error("unexpected command");
     {
@@ -330,7 +330,6 @@ class ScriptedLeases final : public LeaseService {
     }
     GuestExecResult r;
     r.exit_code = 0;
-    r.out = "Public key portion is:\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n";
     return r;
   }
   Result<std::string> console(const std::string&, size_t) override {
@@ -363,11 +362,15 @@ class ScriptedLeases final : public LeaseService {
   uint64_t next_seq_ = 1;
 };
 
+const std::string kHostKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIL4VKYqD6zyeGmUdw5PnHb2hHd3HpM6d3ODBC8iXrGrg";
+
 Lease lease(const std::string& id, LeaseState state) {
   Lease l;
   l.id = id;
   l.state = state;
   l.address = "127.0.0.1";
+  if (state == LeaseState::kReady) l.host_keys = {kHostKey};  // read by the engine
   return l;
 }
 
@@ -394,13 +397,8 @@ TEST_CASE("lease events open and close forwards; already ready leases get theirs
   REQUIRE(ep->has_value());
   CHECK((*ep)->host == "armhive.example");
   CHECK((*ep)->port == (*table)->find("l-new")[0].port);
-  // The watcher reads the host keys through the guest agent soon after.
-  CHECK(eventually([&] {
-    auto again = access.ssh_endpoint(lease("l-new", LeaseState::kReady));
-    return again.is_ok() && again->has_value() &&
-           (*again)->host_keys ==
-               std::vector<std::string>{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb"};
-  }));
+  // The host keys are the lease's own, there from the first look: no guest command for them.
+  CHECK((*ep)->host_keys == std::vector<std::string>{kHostKey});
 
   Client session((*ep)->port);
   REQUIRE(session.connected);
@@ -519,25 +517,6 @@ TEST_CASE("developer leases warn the guest's terminals 15 and 2 minutes before e
   access.warn_expiring();
   CHECK(scripts(leases, "l-dev", "/dev/pts").size() == 3);
   CHECK(scripts(leases, "l-ci", "/dev/pts").empty());  // CI leases are never warned
-}
-
-TEST_CASE("host keys are taken from OpenSSH .pub lines and dropbearkey output only", "[access]") {
-  const std::string out =
-      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n"
-      "Public key portion is:\n"
-      "ecdsa-sha2-nistp256 AAAAE2VjZHNh= root@vm\n"
-      "Fingerprint: sha1!! 00:11\n"
-      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb root@vm\n"  // the same key twice
-      "ssh-rsa not;base64\n";
-  auto keys = parse_host_keys(out);
-  REQUIRE(keys.size() == 2);
-  CHECK(keys[0] == "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb");
-  CHECK(keys[1] == "ecdsa-sha2-nistp256 AAAAE2VjZHNh=");
-  CHECK(known_hosts_lines("10.78.0.1", 22001, keys) ==
-        "[10.78.0.1]:22001 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb\n"
-        "[10.78.0.1]:22001 ecdsa-sha2-nistp256 AAAAE2VjZHNh=\n");
-  CHECK(known_hosts_lines("vm.example", 22, {keys[0]}) ==
-        "vm.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOb\n");
 }
 
 TEST_CASE("extra ports: checked against the pool, forwarded with SSH once the lease is ready",

@@ -65,6 +65,7 @@ void FakeLeaseService::transition_locked(Lease& l, LeaseState to, const std::str
     l.address = "192.168.122." + std::to_string(10 + leases_.size());
     l.login_user = "armhive";
     l.cpus = {2, 3};
+    l.host_keys = {kFakeHostKey};  // as the engine: a ready lease's VM's keys are known
   }
   if (is_terminal(to)) l.ended_at = now_;
   event_locked("lease." + std::string(to_string(to)), l);
@@ -162,6 +163,7 @@ Result<Lease> FakeLeaseService::wait_lease(const std::string& id,
     return nullptr;
   };
   if (find() == nullptr) return not_found("no lease \"" + id + "\"");
+  ++waits_;
   cv_.wait_for(lock, timeout, [&] {
     Lease* l = find();
     return l->state == LeaseState::kReady || is_terminal(l->state);
@@ -389,6 +391,11 @@ Status FakeLeaseService::set_host_admin(const std::string& host, HostHealthTrack
   }
   cv_.notify_all();
   return Status::ok();
+}
+
+int FakeLeaseService::waits() const {
+  std::lock_guard lock(mu_);
+  return waits_;
 }
 
 void FakeLeaseService::make_ready(const std::string& id) {

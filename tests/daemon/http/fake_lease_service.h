@@ -14,12 +14,17 @@ namespace armhive {
 // A hand-written LeaseService for API tests. Pools:
 //   "tiny": warm — leases are ready at once (vm + address), default ttl 1h, max ttl 8h
 //   "slow": leases stay pending until make_ready(id) (for long-poll tests), max ttl 2h
+// A ready lease carries its VM's host key (kFakeHostKey), as the engine's do.
 // Guest exec: "echo A B" -> "A B\n"; "cat" -> stdin; "false" -> exit 1; "binary" -> bytes
 // that are not UTF-8; "sleep" -> timed out; "exit N" -> exit N.
 // Guest files: one in-memory guest (tests/support/memory_guest_agent.h, shared by all leases)
 // behind the real transfer (daemon/virt/guest_file_transfer.h) and the real pool policy
 // (daemon/core/file_policy.h): "tiny" allows 1 MiB anywhere, "slow" 1 MiB under /work.
 // Thread-safe; waits are real condition-variable waits with the given timeouts.
+// The SSH host key of every ready lease's VM.
+inline const std::string kFakeHostKey =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIL4VKYqD6zyeGmUdw5PnHb2hHd3HpM6d3ODBC8iXrGrg";
+
 class FakeLeaseService final : public LeaseService {
  public:
   FakeLeaseService();
@@ -51,6 +56,8 @@ class FakeLeaseService final : public LeaseService {
   void make_ready(const std::string& id);
   void emit(const std::string& type, const std::string& lease_id, const std::string& owner);
   GuestExecRequest last_exec() const;
+  // How many wait_lease calls have begun (a client long-polling for readiness).
+  int waits() const;
   // Another warm pool like "tiny", named `name` (the README's pool "ci").
   void add_warm_pool(const std::string& name);
   // What hosts() reports as the host's state and last error.
@@ -78,6 +85,7 @@ class FakeLeaseService final : public LeaseService {
   HostHealthTracker::Admin host_admin_ = HostHealthTracker::Admin::kNone;
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;
+  int waits_ = 0;
   GuestExecRequest last_exec_;
   TimePoint now_;
   MemoryGuestAgent guest_;

@@ -97,6 +97,11 @@ TEST_CASE("http: creating a lease returns it ready with ssh details and audits i
   CHECK(l["vm"]["address"].get<std::string>().rfind("192.168.122.", 0) == 0);
   CHECK(l["ssh"]["user"] == "armhive");
   CHECK(l["ssh"]["command"].get<std::string>().find("armhive@192.168.122.") != std::string::npos);
+  // The VM's host keys from the first response, as known_hosts lines for the lease's alias.
+  const std::string alias = "armhive-lease-" + l["id"].get<std::string>();
+  CHECK(l["ssh"]["host_key_alias"] == alias);
+  CHECK(l["ssh"]["host_keys"] == json::array({kFakeHostKey}));
+  CHECK(l["ssh"]["known_hosts"] == alias + " " + kFakeHostKey + "\n");
   CHECK(l["history"].size() == 1);
   CHECK(l["expires_at"].get<std::string>().back() == 'Z');
 
