@@ -7,7 +7,9 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <thread>
 
+#include "api/host_key_alias.h"
 #include "api/json.h"
 #include "base/process_runner.h"
 #include "cli/command_group.h"
@@ -68,6 +70,14 @@ class GuestCommands final : public CommandGroup {
                    "reach the VM through the API (armhive tunnel as ssh's ProxyCommand), for "
                    "when only the API port is reachable");
     ssh_->add_flag("--dry-run", dry_run_, "print the ssh command instead of running it");
+    ssh_->add_option("--wait", ssh_wait_,
+                     "seconds to wait for the lease to be ready with its VM's host keys "
+                     "(default 300; 0: do not wait)")
+        ->check(CLI::Range(0, 24 * 3600));
+    ssh_->add_flag("--accept-new-host-key", accept_new_host_key_,
+                   "when the server knows no host keys for the VM, trust the key it shows on "
+                   "first use (ssh's StrictHostKeyChecking=accept-new, in a known_hosts file "
+                   "for this lease only)");
     ssh_->add_option("command", command_, "remote command (after --)");
 
     exec_ = app.add_subcommand("exec", "run a command in a VM through its guest agent");
@@ -97,25 +107,100 @@ class GuestCommands final : public CommandGroup {
   }
 
  private:
-  int ssh(Client& client, const ClientOptions& options) {
+  // The lease once it is ready with its VM's host keys, waiting up to --wait seconds (a line on
+  // stderr says so); otherwise as it stands when the wait ends.
+  Result<LeaseDto> lease_for_ssh(Client& client) {
     auto r = client.get_lease(id_);
+    if (!r.is_ok()) return r;
+    auto settled = [](const LeaseDto& l) {
+      bool waiting = l.state == "pending" || l.state == "provisioning";
+      bool keys_missing = l.state == "ready" && l.ssh && l.ssh->host_keys.empty();
+      return !waiting && !keys_missing;
+    };
+    if (settled(*r) || ssh_wait_ == 0) return r;
+    std::cerr << "armhive: waiting up to " << ssh_wait_ << " s for lease " << id_
+              << " to be ready with its VM's SSH host keys (" << r->state << ")...\n";
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(ssh_wait_);
+    while (!settled(*r)) {
+      auto left = std::chrono::duration_cast<std::chrono::seconds>(
+          until - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      if (r->state == "ready") {
+        // Ready without keys (a server that reads them later): look again in a second.
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        r = client.get_lease(id_);
+      } else {
+        r = client.wait_lease(id_, std::min(left, std::chrono::seconds(30)));
+      }
+      if (!r.is_ok()) return r;
+    }
+    return r;
+  }
+
+  // ssh's host key options for the lease: its keys, written to a known_hosts file of its own
+  // under its alias (addresses and forward ports are reused by later VMs with other keys, the
+  // alias never), checked strictly. Without keys only --accept-new-host-key goes on (trust on
+  // first use, into that file); otherwise an error saying why and what to do.
+  Result<std::vector<std::string>> host_key_args(const LeaseDto& l) {
+    const std::string alias =
+        l.ssh->host_key_alias.empty() ? host_key_alias(l.id) : l.ssh->host_key_alias;
+    if (!l.ssh->host_keys.empty()) {
+      std::string lines;
+      for (const auto& key : l.ssh->host_keys) lines += alias + " " + key + "\n";
+      ARMHIVE_ASSIGN_OR_RETURN(std::string file, write_known_hosts(l.id, lines));
+      return std::vector<std::string>{"-o", "HostKeyAlias=" + alias,
+                                      "-o", "StrictHostKeyChecking=yes",
+                                      "-o", "UserKnownHostsFile=" + file};
+    }
+    if (!accept_new_host_key_) {
+      return unavailable(
+          "the server does not know the host keys of lease " + l.id + "'s VM" +
+          (ssh_wait_ > 0 ? " after waiting " + std::to_string(ssh_wait_) + " s" : "") +
+          ", so ssh could not verify it is talking to that VM; retry later (armhive ssh " + l.id +
+          " --wait 600), or pass --accept-new-host-key to trust the key the VM shows on first "
+          "use");
+    }
+    std::cerr << "armhive: no host keys known for lease " << l.id
+              << "'s VM; trusting the one it shows now (--accept-new-host-key)\n";
+    ARMHIVE_ASSIGN_OR_RETURN(std::string file, write_known_hosts(l.id, ""));
+    return std::vector<std::string>{"-o", "HostKeyAlias=" + alias,
+                                    "-o", "StrictHostKeyChecking=accept-new",
+                                    "-o", "UserKnownHostsFile=" + file};
+  }
+
+  int ssh(Client& client, const ClientOptions& options) {
+    auto r = lease_for_ssh(client);
     if (!r.is_ok()) return report(r.status());
     if (r->state == "ready" && !r->ssh) {
-      // armhived leaves the ssh block out for a VM it cannot reach (another host's own network).
+      // No ssh block: the pool's image has no sshd (its `ssh = false`), or armhived cannot
+      // reach the VM (another host's own network).
+      std::string why =
+          " cannot be reached through armhived (a remote host's nat or isolated "
+          "network)";
+      if (auto pools = client.pools(); pools.is_ok()) {
+        for (const PoolDto& p : *pools) {
+          if (p.name == r->pool && !p.ssh) {
+            why = "'s image has no sshd (pool " + p.name + " says ssh = false)";
+          }
+        }
+      }
       std::cerr << "armhive: lease " << id_ << " offers no SSH: its VM"
-                << (r->vm && !r->vm->host.empty() ? " runs on host " + r->vm->host + " and" : "")
-                << " cannot be reached through armhived (a remote host's nat or isolated "
-                   "network); use `armhive exec "
-                << id_ << " -- CMD` or `armhive cp`, or a pool on a bridge network\n";
+                << (r->vm && !r->vm->host.empty() && why[0] == ' '
+                        ? " runs on host " + r->vm->host + " and"
+                        : "")
+                << why << "; use `armhive exec " << id_ << " -- CMD` or `armhive cp`"
+                << (why[0] == ' ' ? ", or a pool on a bridge network" : "") << "\n";
       return kExitApi;
     }
     if (r->state != "ready" || !r->ssh) {
+      const bool waiting = r->state == "pending" || r->state == "provisioning";
       std::cerr << "armhive: lease " << id_ << " is " << r->state << ", not ready for ssh"
-                << (r->state == "pending" || r->state == "provisioning"
-                        ? " (wait with `armhive lease show " + id_ + "`)"
+                << (waiting
+                        ? " (still waiting after " + std::to_string(ssh_wait_) +
+                              " s; wait longer with --wait, or `armhive lease show " + id_ + "`)"
                         : "")
                 << "\n";
-      return kExitApi;
+      return waiting ? kExitTimeout : kExitApi;
     }
     if (r->purpose == "dev" && !dry_run_) {
       // A developer's VM goes away at expiry with everything on it: say when, up front.
@@ -124,30 +209,14 @@ class GuestCommands final : public CommandGroup {
                 << " --ttl 1h`\n";
     }
     std::vector<std::string> args{"ssh"};
-    // Through the tunnel ssh dials no address: its host keys are looked up under an alias that
-    // names the lease, in a known_hosts file holding only that lease's keys.
-    const std::string alias = "armhive-lease-" + r->id;
-    if (tunnel_ && !r->ssh->host_keys.empty()) {
-      std::string lines;
-      for (const auto& key : r->ssh->host_keys) lines += alias + " " + key + "\n";
-      auto file = write_known_hosts(r->id, lines);
-      if (!file.is_ok()) return report(file.status());
-      args.insert(args.end(), {"-o", "StrictHostKeyChecking=yes", "-o",
-                               "UserKnownHostsFile=" + *file, "-o", "HostKeyAlias=" + alias});
-    } else if (tunnel_) {
-      std::cerr << "armhive: the server does not know this VM's host keys yet; ssh will ask you "
-                   "to confirm its fingerprint\n";
-    } else if (!r->ssh->known_hosts.empty()) {
-      // The VM's host keys as the server read them through the guest agent: ssh verifies them
-      // and trusts nothing else. The file is per lease (VMs and ports are reused).
-      auto file = write_known_hosts(r->id, r->ssh->known_hosts);
-      if (!file.is_ok()) return report(file.status());
-      args.insert(args.end(),
-                  {"-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=" + *file});
-    } else {
-      std::cerr << "armhive: the server does not know this VM's host keys yet; ssh will ask you "
-                   "to confirm its fingerprint\n";
+    auto keys = host_key_args(*r);
+    if (!keys.is_ok()) {
+      std::cerr << "armhive: " << keys.status().message() << "\n";
+      return kExitServer;
     }
+    args.insert(args.end(), keys->begin(), keys->end());
+    const std::string alias =
+        r->ssh->host_key_alias.empty() ? host_key_alias(r->id) : r->ssh->host_key_alias;
     args.insert(args.end(), {"-o", "LogLevel=ERROR"});
     if (!identity_.empty()) {
       args.push_back("-i");
@@ -279,6 +348,8 @@ class GuestCommands final : public CommandGroup {
   CLI::App* console_ = nullptr;
   std::string id_, identity_;
   bool dry_run_ = false;
+  int ssh_wait_ = 300;
+  bool accept_new_host_key_ = false;
   std::vector<std::string> command_;
   int exec_timeout_ = 0;
   bool with_stdin_ = false;

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -108,7 +109,9 @@ TEST_CASE("cli: lease create, ls, show, renew and rm against a real server", "[c
   auto show = cli.run({"lease", "show", id});
   CHECK(show.exit_code == 0);
   CHECK(show.out.find("State:    ready") != std::string::npos);
-  CHECK(show.out.find("SSH:      ssh armhive@") != std::string::npos);
+  CHECK(show.out.find("SSH:      ssh -o HostKeyAlias=armhive-lease-" + id +
+                      " -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" + id +
+                      ".known_hosts armhive@") != std::string::npos);
   CHECK(show.out.find("StrictHostKeyChecking=no") == std::string::npos);
 
   json renewed = cli.run_json({"lease", "renew", id, "--ttl", "3h"});
@@ -303,9 +306,16 @@ TEST_CASE("cli: exec propagates the remote exit code and output", "[cli]") {
 
   auto ssh = cli.run({"ssh", id, "-i", "~/.ssh/id_ed25519", "--dry-run", "--", "uname", "-a"});
   CHECK(ssh.exit_code == 0);
-  // This server knows no host keys: ssh's own prompt decides, never a blanket "no".
-  CHECK(ssh.out.rfind("ssh -o LogLevel=ERROR", 0) == 0);
-  CHECK(ssh.out.find("StrictHostKeyChecking=no") == std::string::npos);
+  // The VM's host key, from the lease, checked strictly under the lease's alias in a file of
+  // its own.
+  const fs::path known_hosts = cli.home / ".cache" / "armhive" / "known_hosts" / id;
+  CHECK(ssh.out.rfind("ssh -o HostKeyAlias=armhive-lease-" + id +
+                          " -o StrictHostKeyChecking=yes -o UserKnownHostsFile=" +
+                          known_hosts.string() + " -o LogLevel=ERROR",
+                      0) == 0);
+  std::ifstream kh_in(known_hosts);
+  std::string kh((std::istreambuf_iterator<char>(kh_in)), std::istreambuf_iterator<char>());
+  CHECK(kh == "armhive-lease-" + id + " " + kFakeHostKey + "\n");
   CHECK(ssh.out.find("-i " + (cli.home / ".ssh" / "id_ed25519").string()) != std::string::npos);
   CHECK(ssh.out.find(" armhive@192.168.122.") != std::string::npos);
   CHECK(ssh.out.find(" -- uname -a") != std::string::npos);
@@ -334,6 +344,76 @@ TEST_CASE("cli: ssh to a ready VM armhived cannot reach says what to use instead
   CHECK(cli.run({"exec", id, "--", "echo", "x"}).out == "x\n");  // the agent still works
   CHECK(cli.run({"lease", "show", id}).out.find("SSH:      none through armhived") !=
         std::string::npos);
+}
+
+TEST_CASE("cli: ssh waits for a provisioning lease to be ready with its host keys", "[cli][ssh]") {
+  ApiFixture f;
+  TempHome home("armhive-cli-ssh-wait");
+  Cli cli{f, f.ci_b, home.path};
+  std::string id = cli.run({"lease", "create", "--pool", "slow"}).out;
+  id.pop_back();
+  // Ready only once the CLI is waiting for it (it long-polls the server).
+  std::thread later([&] {
+    for (int i = 0; i < 30000 && f.leases.waits() == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    f.leases.make_ready(id);
+  });
+  auto ssh = cli.run({"ssh", id, "-i", "~/.ssh/id_ed25519", "--dry-run", "--wait", "60"});
+  later.join();
+  INFO(ssh.err);
+  CHECK(ssh.exit_code == 0);
+  CHECK(ssh.err.find("waiting up to 60 s for lease " + id +
+                     " to be ready with its VM's SSH host keys (pending)") != std::string::npos);
+  CHECK(ssh.out.find("StrictHostKeyChecking=yes") != std::string::npos);
+  CHECK(ssh.out.find("HostKeyAlias=armhive-lease-" + id) != std::string::npos);
+}
+
+TEST_CASE("cli: ssh to a lease that stays pending gives up after --wait, saying so", "[cli][ssh]") {
+  ApiFixture f;
+  TempHome home("armhive-cli-ssh-pending");
+  Cli cli{f, f.ci_b, home.path};
+  std::string id = cli.run({"lease", "create", "--pool", "slow"}).out;
+  id.pop_back();
+  auto ssh = cli.run({"ssh", id, "--dry-run", "--wait", "1"});
+  CHECK(ssh.exit_code == 4);
+  CHECK(ssh.out.empty());
+  CHECK(ssh.err.find("is pending, not ready for ssh (still waiting after 1 s") !=
+        std::string::npos);
+}
+
+TEST_CASE("cli: ssh without known host keys refuses, unless asked to trust on first use",
+          "[cli][ssh]") {
+  // A server that hands out a ready lease before it knows its VM's host keys.
+  ApiFixture f(true, [](HttpOptions& o) {
+    o.lease_view = [](const Lease&, LeaseDto& dto) {
+      if (dto.ssh) {
+        dto.ssh->host_keys.clear();
+        dto.ssh->known_hosts.clear();
+      }
+      return Status::ok();
+    };
+  });
+  TempHome home("armhive-cli-ssh-nokeys");
+  Cli cli{f, f.ci_b, home.path};
+  std::string id = cli.run({"lease", "create", "--pool", "tiny"}).out;
+  id.pop_back();
+  auto refused = cli.run({"ssh", id, "-i", "~/.ssh/id_ed25519", "--dry-run", "--wait", "1"});
+  CHECK(refused.exit_code == 3);
+  CHECK(refused.out.empty());
+  CHECK(refused.err.find("waiting up to 1 s for lease " + id) != std::string::npos);
+  CHECK(refused.err.find("does not know the host keys of lease " + id +
+                         "'s VM after waiting 1 s") != std::string::npos);
+  CHECK(refused.err.find("--accept-new-host-key") != std::string::npos);
+
+  auto tofu = cli.run(
+      {"ssh", id, "-i", "~/.ssh/id_ed25519", "--dry-run", "--wait", "0", "--accept-new-host-key"});
+  CHECK(tofu.exit_code == 0);
+  CHECK(tofu.err.find("trusting the one it shows now") != std::string::npos);
+  CHECK(tofu.out.rfind("ssh -o HostKeyAlias=armhive-lease-" + id +
+                           " -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile=",
+                       0) == 0);
+  CHECK(tofu.out.find("StrictHostKeyChecking=no") == std::string::npos);
 }
 
 TEST_CASE("cli: hosts drain, maintenance and undrain", "[cli][drain]") {
