@@ -122,8 +122,7 @@ class GuestCommands final : public CommandGroup {
               << " to be ready with its VM's SSH host keys (" << r->state << ")...\n";
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(ssh_wait_);
     while (!settled(*r)) {
-      auto left = std::chrono::duration_cast<std::chrono::seconds>(
-          until - std::chrono::steady_clock::now());
+      auto left = std::chrono::ceil<std::chrono::seconds>(until - std::chrono::steady_clock::now());
       if (left.count() <= 0) break;
       if (r->state == "ready") {
         // Ready without keys (a server that reads them later): look again in a second.
