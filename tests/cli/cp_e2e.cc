@@ -32,11 +32,14 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr int kApiPort = 18500;
-// The large file: the issue's 100 MiB, once each way (under TCG about 0.5–0.8 MiB/s in and
-// 1 MiB/s out on the shared 2-core host, BENCHMARKS.md: minutes; the case prints the CLI's rates).
-constexpr uint64_t kBigBytes = uint64_t{100} << 20;
+// The large file, once each way: 16 MiB by default, hundreds of 48 KiB writes and 16 reads of
+// 1 MiB through the agent and many redraws of the bar, the code paths the issue's 100 MiB takes;
+// ARMHIVE_E2E_CP_MIB=100 moves the issue's size (under TCG 0.5–0.8 MiB/s in and 1–1.7 MiB/s out
+// on the shared 2-core host, BENCHMARKS.md: over three minutes of the CI budget, issue 30).
+const uint64_t kBigMib = std::stoull(env_or("ARMHIVE_E2E_CP_MIB", "16"));
+const uint64_t kBigBytes = kBigMib << 20;
 // The pool's files.max_bytes: room for the large file, not for one byte more than this.
-constexpr uint64_t kMaxBytes = uint64_t{110} << 20;
+const uint64_t kMaxBytes = (kBigMib + 10) << 20;
 
 struct CliResult {
   int exit_code = -1;
@@ -249,7 +252,8 @@ TEST_CASE("armhive cp through the guest agent on a real guest", "[cp-e2e]") {
       INFO(in.out);
       REQUIRE(in.exit_code == 0);
       CHECK(in.out.find("big.bin  [") != std::string::npos);
-      CHECK(in.out.find("100%  100.0/100.0 MiB") != std::string::npos);
+      const std::string mib = std::to_string(kBigMib) + ".0";
+      CHECK(in.out.find("100%  " + mib + "/" + mib + " MiB") != std::string::npos);
       // Drawn while bytes moved, not only at the end: some redraw shows a share below 100 %.
       CHECK(in.out.find("\r") != std::string::npos);
       bool partial = false;
