@@ -465,7 +465,8 @@ TEST_CASE(
         return s.find("started") != std::string::npos;
       },
       60s));
-  REQUIRE(api->renew_lease(b.id, 60).is_ok());
+  // Both sessions are up: the lease ends 20 s from now (a shorter wait than a minute's, issue 30).
+  REQUIRE(api->renew_lease(b.id, 20).is_ok());
   CHECK(eventually([&] { return out.exited(held); }, 240s));
   CHECK(eventually([&] { return out.exited(held_tunnel); }, 60s));
   CHECK(eventually(
