@@ -80,7 +80,8 @@ Status FakeHypervisor::set_authorized_keys(std::string_view name, std::string_vi
 std::string FakeHypervisor::host_key_of(const std::string& name) {
   // An ed25519 public key blob (RFC 8709: the type string, then 32 key bytes) whose bytes
   // come from the name, so each domain has its own well-formed key.
-  std::string blob("\0\0\0\x0bssh-ed25519\0\0\0\x20", 23);
+  static constexpr char kHead[] = "\0\0\0\x0bssh-ed25519\0\0\0\x20";
+  std::string blob(kHead, sizeof kHead - 1);  // 4 + 11 + 4 bytes: the literal's NUL not in it
   std::array<char, 32> key{};
   for (size_t i = 0; i < name.size(); ++i)
     key[i % 32] = static_cast<char>(key[i % 32] * 31 + name[i]);
