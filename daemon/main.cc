@@ -163,6 +163,7 @@ NetworkSpec network_spec(const NetworkConfig& n) {
   NetworkSpec spec{n.name, n.bridge, n.cidr, n.dhcp_start, n.dhcp_end, n.mtu};
   spec.mode = network_mode_from_string(n.mode).value_or(NetworkMode::kIsolated);
   for (const EgressConfig& e : n.egress) spec.egress.push_back({e.cidr, e.ports});
+  spec.isolate_guests = n.isolate_guests;
   return spec;
 }
 
@@ -274,6 +275,7 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
     }
   }
   (*registry)->start_image_collection(pool_images, config.image_gc_period);
+  (*registry)->start_guard_watch(config.guard_check_period);
 
   Metrics metrics;
   EngineOptions engine_options;

@@ -331,6 +331,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.duration("host_probe_timeout", c.host_probe_timeout));
     ARMHIVE_RETURN_IF_ERROR(r.duration("unreachable_grace", c.unreachable_grace));
     ARMHIVE_RETURN_IF_ERROR(r.duration("image_gc_period", c.image_gc_period));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("guard_check_period", c.guard_check_period));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
   }
   ARMHIVE_RETURN_IF_ERROR(st);
@@ -421,6 +422,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
       ARMHIVE_RETURN_IF_ERROR(r.str("dhcp_end", net.dhcp_end));
       ARMHIVE_RETURN_IF_ERROR(r.integer_as("mtu", net.mtu, 576, 9216));
       ARMHIVE_RETURN_IF_ERROR(r.str("mode", net.mode));
+      ARMHIVE_RETURN_IF_ERROR(r.boolean("isolate_guests", net.isolate_guests));
       if (net.mode != "isolated" && net.mode != "nat" && net.mode != "bridge") {
         return invalid_argument(r.field("mode"), "must be \"isolated\", \"nat\" or \"bridge\"");
       }

@@ -31,6 +31,8 @@ struct NetworkConfig {
   std::string dhcp_end = "10.77.0.250";
   int mtu = 1500;
   std::vector<EgressConfig> egress;  // nat only; empty: any destination
+  // Each guest kept to its own MAC and address and away from the others (guest_filter.h).
+  bool isolate_guests = true;
 };
 
 // [access]: per-lease TCP forwards from the host to the guests (daemon/access).
@@ -105,6 +107,9 @@ struct DaemonConfig {
   // How often the images shipped to remote hosts that no pool or VM uses any more are deleted
   // there (daemon/fleet HostRegistry::collect_images). Zero: never.
   std::chrono::milliseconds image_gc_period{std::chrono::minutes(10)};
+  // How often this machine's network guards are checked and applied again if the host's
+  // firewall removed them (HostRegistry::restore_guards). Zero: never.
+  std::chrono::milliseconds guard_check_period{std::chrono::seconds(30)};
   AccessConfig access;
   GithubConfig github;
   // [[hosts]]; never empty after parsing: without [[hosts]], the one host of [host]. With a

@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 #include <thread>
 
 #include "base/deadline_worker.h"
 #include "base/libvirt_uri.h"
+#include "daemon/virt/guest_filter.h"
 #include "daemon/virt/host_discovery.h"
 #include "daemon/virt/image_shipper.h"
 #include "daemon/virt/network_guard.h"
@@ -60,8 +62,18 @@ Result<std::shared_ptr<Host>> bring_up(const HostRegistryOptions& options, const
                                          &host->capabilities));
   host->topology.hostname = setup.name;
 
+  bool filter_defined = false;
+  LibvirtHypervisorOptions hv;
   for (const NetworkSpec& n : options.networks) {
     ARMHIVE_RETURN_IF_ERROR(ensure_network(*host->connection, n).annotate("network " + n.name));
+    if (n.isolate_guests) {
+      if (!filter_defined) {
+        ARMHIVE_RETURN_IF_ERROR(ensure_guest_filter(*host->connection)
+                                    .annotate("isolating the guests of network " + n.name));
+        filter_defined = true;
+      }
+      hv.isolated_networks.insert(n.name);
+    }
     if (setup.guard_here && options.guard_runner != nullptr) {
       // armhive's own nftables table: guests never reach this host's services.
       ARMHIVE_RETURN_IF_ERROR(
@@ -69,7 +81,6 @@ Result<std::shared_ptr<Host>> bring_up(const HostRegistryOptions& options, const
     }
   }
 
-  LibvirtHypervisorOptions hv;
   hv.uri = setup.uri;
   hv.state_dir = setup.vm_dir;
   hv.storage_pool = options.storage_pool;
@@ -268,6 +279,7 @@ void HostRegistry::stop() {
   wake_.notify_all();
   if (collector_.joinable()) collector_.join();
   if (reconnector_.joinable()) reconnector_.join();
+  if (guard_watcher_.joinable()) guard_watcher_.join();
   MutexLock lock(mu_);
   drive_ = nullptr;
 }
@@ -331,6 +343,34 @@ void HostRegistry::start_image_collection(std::vector<std::string> images,
   if (period.count() <= 0 || collector_.joinable()) return;
   collector_ = std::thread([this, images = std::move(images), period] {
     while (sleep_for(period)) collect_images(images);
+  });
+}
+
+std::vector<std::string> HostRegistry::restore_guards() const {
+  std::vector<std::string> restored;
+  if (options_.guard_runner == nullptr) return restored;
+  const auto all = hosts();
+  const bool here = std::any_of(all.begin(), all.end(), [](const std::shared_ptr<Host>& h) {
+    return h->setup.guard_here && h->connected();
+  });
+  if (!here) return restored;
+  for (const NetworkSpec& n : options_.networks) {
+    Result<bool> r = restore_network_guard(*options_.guard_runner, n);
+    if (!r.is_ok()) {
+      spdlog::warn("network guard of {}: cannot check it: {}", n.name, r.status().to_string());
+    } else if (*r) {
+      spdlog::warn("network guard of {}: its rules were gone (a firewall reload?); applied again",
+                   n.name);
+      restored.push_back(n.name);
+    }
+  }
+  return restored;
+}
+
+void HostRegistry::start_guard_watch(std::chrono::milliseconds period) {
+  if (period.count() <= 0 || guard_watcher_.joinable()) return;
+  guard_watcher_ = std::thread([this, period] {
+    while (sleep_for(period)) (void)restore_guards();
   });
 }
 

@@ -160,6 +160,13 @@ class HostRegistry {
   void start_image_collection(std::vector<std::string> images, std::chrono::milliseconds period)
       EXCLUDES(mu_);
 
+  // This machine's network guards (network_guard.h), when a connected host has its guard here:
+  // each is applied again if the host's ruleset lost any of its rules (a firewall reload's
+  // `nft flush ruleset`). Returns the networks restored; logs each. Blocks on nft; any thread.
+  std::vector<std::string> restore_guards() const EXCLUDES(mu_);
+  // restore_guards() every `period` on a thread of the registry's, until it is destroyed.
+  void start_guard_watch(std::chrono::milliseconds period) EXCLUDES(mu_);
+
  private:
   explicit HostRegistry(HostRegistryOptions options) : options_(std::move(options)) {}
   // Publishes a host that came up (new, or replacing its not-connected Host) and attaches its
@@ -184,8 +191,9 @@ class HostRegistry {
   std::function<Status(EngineHost)> drive_ GUARDED_BY(mu_);
   bool stopping_ GUARDED_BY(mu_) = false;
   std::condition_variable_any wake_;
-  std::thread collector_;    // last: joined by the destructor
-  std::thread reconnector_;  // likewise
+  std::thread collector_;      // last: joined by the destructor
+  std::thread reconnector_;    // likewise
+  std::thread guard_watcher_;  // likewise
 };
 
 }  // namespace armhive

@@ -1,8 +1,11 @@
 #include "daemon/virt/domain_xml.h"
 
+#include <arpa/inet.h>
+
 #include <cctype>
 
 #include "base/utf8.h"
+#include "daemon/virt/guest_filter.h"
 #include "daemon/virt/xml.h"
 
 namespace armhive {
@@ -153,8 +156,12 @@ Result<std::string> build_metadata_xml(const VmMetadata& metadata, bool with_nam
 }
 
 Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& paths, Accel accel,
-                                     std::string_view instance) {
+                                     std::string_view instance,
+                                     const InterfaceIsolation& isolation) {
   ARMHIVE_RETURN_IF_ERROR(validate_vm_spec(spec));
+  if (in_addr a{}; !isolation.ipv4.empty() && inet_pton(AF_INET, isolation.ipv4.c_str(), &a) != 1) {
+    return invalid_argument("isolation.ipv4", "not an IPv4 address: " + isolation.ipv4);
+  }
   ARMHIVE_RETURN_IF_ERROR(check_path("overlay", paths.overlay, true));
   ARMHIVE_RETURN_IF_ERROR(check_path("console_log", paths.console_log, false));
   ARMHIVE_RETURN_IF_ERROR(check_path("emulator", paths.emulator, false));
@@ -247,6 +254,16 @@ Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& path
   w.start("driver").attr("queues", spec.net_queues).end();
   w.start("mtu").attr("size", spec.mtu).end();
   w.start("rom").attr("enabled", "no").end();
+  if (isolation.enabled) {
+    w.start("filterref").attr("filter", kGuestFilterName);
+    if (isolation.ipv4.empty()) {
+      w.start("parameter").attr("name", "CTRL_IP_LEARNING").attr("value", "dhcp").end();
+    } else {
+      w.start("parameter").attr("name", "IP").attr("value", isolation.ipv4).end();
+    }
+    w.end();
+    w.start("port").attr("isolated", "yes").end();
+  }
   w.end();  // interface
 
   w.start("serial").attr("type", "pty");

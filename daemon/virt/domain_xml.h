@@ -42,6 +42,15 @@ struct DomainPaths {
   std::string emulator;  // empty: libvirt's default qemu-system-aarch64
 };
 
+// How a VM's interface is kept to its own identity and away from other guests (guest_filter.h):
+// the nwfilter bound to its MAC and address, and an isolated bridge port.
+struct InterfaceIsolation {
+  bool enabled = false;
+  // The address reserved for the VM, which the filter allows as its only source; empty: libvirt
+  // learns it from the guest's DHCP exchange (bridge mode, the site's DHCP).
+  std::string ipv4;
+};
+
 // Validates a VmSpec for the builder: name [a-z0-9-] (1-63, starting alnum), network name
 // [A-Za-z0-9_.-], absolute paths without control characters, vcpus 1-512, memory >= 64 MiB,
 // MTU 68-65535, queues 1-256, MAC empty or six lower-case hex pairs (unicast), one pin per vCPU
@@ -53,10 +62,13 @@ Status validate_vm_spec(const VmSpec& spec);
 // forbid); direct kernel boot when spec.kernel is set, else UEFI (AAVMF, secure boot off,
 // per-VM nvram); virtio disk on the overlay; virtio-net on spec.network with <mtu>, <driver
 // queues> and no option ROM; a serial console logged to paths.console_log; the guest agent
-// channel; <cputune> pins, <numatune> strict, armhive <metadata>.
-// Every value is written through libxml2's text writer (escaped). Pure function.
+// channel; <cputune> pins, <numatune> strict, armhive <metadata>; with `isolation` enabled the
+// interface's <filterref> and <port isolated='yes'/> (kInvalidArgument "isolation.ipv4" for an
+// address that is not IPv4). Every value is written through libxml2's text writer (escaped). Pure
+// function.
 Result<std::string> build_domain_xml(const VmSpec& spec, const DomainPaths& paths, Accel accel,
-                                     std::string_view instance = {});
+                                     std::string_view instance = {},
+                                     const InterfaceIsolation& isolation = {});
 
 // The metadata element alone, as virDomainSetMetadata wants it (`with_namespace` false: a bare
 // <vm> that libvirt puts into kMetadataUri) or as it appears inside <metadata> (true).

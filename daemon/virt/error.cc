@@ -26,6 +26,7 @@ ErrorCode libvirt_error_code(int number) {
     case VIR_ERR_NO_DOMAIN_SNAPSHOT:
     case VIR_ERR_NO_SECRET:
     case VIR_ERR_NO_NODE_DEVICE:
+    case VIR_ERR_NO_NWFILTER:
       return ErrorCode::kNotFound;
     case VIR_ERR_OPERATION_INVALID:
       return ErrorCode::kConflict;

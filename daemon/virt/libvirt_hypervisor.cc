@@ -268,7 +268,10 @@ Status LibvirtHypervisor::create_vm(const VmSpec& spec) {
     if (ec)
       return fail(unavailable("cannot copy UEFI vars: " + ec.message(), paths.uefi_vars_template));
   }
-  auto xml = build_domain_xml(vm, paths, options_.accel, options_.storage_pool);
+  InterfaceIsolation isolation;
+  isolation.enabled = options_.isolated_networks.count(spec.network) > 0;
+  if (isolation.enabled && reserved->has_value()) isolation.ipv4 = (*reserved)->ip;
+  auto xml = build_domain_xml(vm, paths, options_.accel, options_.storage_pool, isolation);
   if (!xml.is_ok()) return fail(xml.status());
   if (streams_console()) {
     Status started = start_captured(*xml, spec.name);

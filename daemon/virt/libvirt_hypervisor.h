@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "daemon/core/hypervisor.h"
@@ -45,6 +46,10 @@ struct LibvirtHypervisorOptions {
   // guest_address() knows it at once. false: the guest takes a dynamic lease, found only after
   // its DHCP exchange (the behaviour before; kept for the cold-lease benchmark's comparison).
   bool reserve_addresses = true;
+  // Networks whose guests are isolated (guest_filter.h): their VMs' interfaces get the
+  // `armhive-guest` nwfilter (bound to the reserved address) and an isolated bridge port. The
+  // filter must be defined on the host first (ensure_guest_filter()).
+  std::set<std::string> isolated_networks;
 };
 
 // Hypervisor on one libvirt connection: qemu:///system of the local host, or a remote host's

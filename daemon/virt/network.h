@@ -39,6 +39,9 @@ struct NetworkSpec {
   // nat only: when non-empty, guests may open connections to these destinations only (enforced
   // by the network guard, see network_guard.h). Empty: any destination.
   std::vector<EgressRule> egress;
+  // Guests are kept to their own identity and apart (guest_filter.h): their interfaces get the
+  // nwfilter and isolated ports, and the guard drops what the host would route between them.
+  bool isolate_guests = true;
 };
 
 // Validates `spec`; starts the network if it exists but is inactive, creates it transient

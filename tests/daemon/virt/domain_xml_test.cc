@@ -99,6 +99,35 @@ TEST_CASE("domain XML devices: overlay disk, network, console log, agent channel
   CHECK(d.str("string(/domain/devices/channel/target/@type)") == "virtio");
 }
 
+TEST_CASE(
+    "an isolated guest's interface carries the filter bound to its reserved address and an "
+    "isolated port; without an address the filter learns it from DHCP",
+    "[virt][domain_xml]") {
+  XmlDoc plain = parse(*build_domain_xml(direct_boot_spec(), paths(), Accel::kTcg));
+  CHECK(plain.nodes("/domain/devices/interface/filterref").empty());
+  CHECK(plain.nodes("/domain/devices/interface/port").empty());
+
+  InterfaceIsolation bound{true, "10.77.0.23"};
+  auto xml = build_domain_xml(direct_boot_spec(), paths(), Accel::kTcg, {}, bound);
+  REQUIRE(xml.is_ok());
+  XmlDoc d = parse(*xml);
+  CHECK(d.str("string(/domain/devices/interface/filterref/@filter)") == "armhive-guest");
+  CHECK(d.str("string(/domain/devices/interface/filterref/parameter[@name='IP']/@value)") ==
+        "10.77.0.23");
+  CHECK(d.str("string(/domain/devices/interface/port/@isolated)") == "yes");
+
+  InterfaceIsolation learned{true, ""};
+  XmlDoc l = parse(*build_domain_xml(direct_boot_spec(), paths(), Accel::kTcg, {}, learned));
+  CHECK(l.str("string(/domain/devices/interface/filterref/parameter[@name='CTRL_IP_LEARNING']/"
+              "@value)") == "dhcp");
+  CHECK(l.nodes("/domain/devices/interface/filterref/parameter[@name='IP']").empty());
+
+  InterfaceIsolation bad{true, "10.77.0.23'/><x"};
+  auto refused = build_domain_xml(direct_boot_spec(), paths(), Accel::kTcg, {}, bad);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().field() == "isolation.ipv4");
+}
+
 TEST_CASE("a domain whose console is streamed has a serial console and no log file",
           "[virt][domain_xml]") {
   DomainPaths p = paths();

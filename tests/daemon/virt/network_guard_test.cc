@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "base/process_runner.h"
+
 namespace armhive {
 namespace {
 
@@ -66,7 +68,18 @@ TEST_CASE("the guard replaces its own table atomically and admits only DHCP/DNS 
   CHECK(matches_port(input[2], "tcp", 53));
   CHECK_FALSE(matches_port(input[2], "tcp", 8470));
   for (const json& r : input) CHECK(r[0]["match"]["right"] == "ahbr0");
-  CHECK(rules(doc, "forward").empty());  // nat without an allow-list: any destination
+  // nat without an allow-list: any destination, but never back onto the bridge (guest to guest
+  // through the host)...
+  auto forward = rules(doc, "forward");
+  REQUIRE(forward.size() == 1);
+  CHECK(forward[0].dump().find(
+            R"({"match":{"left":{"meta":{"key":"oifname"}},"op":"==","right":"ahbr0"}})") !=
+        std::string::npos);
+  CHECK(has_verdict(forward[0], "drop"));
+  // ...unless the network does not isolate its guests.
+  NetworkSpec open = spec(NetworkMode::kNat);
+  open.isolate_guests = false;
+  CHECK(rules(json::parse(*build_guard_ruleset(open)), "forward").empty());
 }
 
 TEST_CASE("isolated networks forward nothing; nat allow-lists accept only listed destinations",
@@ -77,6 +90,7 @@ TEST_CASE("isolated networks forward nothing; nat allow-lists accept only listed
   CHECK(has_verdict(fwd[0], "drop"));
 
   NetworkSpec s = spec(NetworkMode::kNat);
+  s.isolate_guests = false;  // the guest-to-guest rule is the test above's
   s.egress = {{"192.0.2.7/24", {80, 443}}, {"198.51.100.1", {}}};
   json nat = json::parse(*build_guard_ruleset(s));
   fwd = rules(nat, "forward");
@@ -88,17 +102,93 @@ TEST_CASE("isolated networks forward nothing; nat allow-lists accept only listed
   CHECK(has_verdict(fwd[3], "drop"));
 }
 
-TEST_CASE("bridge mode guards only libvirt guest MACs and offers no host DHCP/DNS",
-          "[virt][network][guard]") {
+TEST_CASE(
+    "bridge mode guards what comes through a guest's tap, whatever MAC it claims, and offers no "
+    "host DHCP/DNS",
+    "[virt][network][guard]") {
   NetworkSpec s = spec(NetworkMode::kBridge);
   s.bridge = "br0";
   json doc = json::parse(*build_guard_ruleset(s));
+  // A bridge-family twin marks every frame arriving through a libvirt guest tap.
+  auto marking = rules(doc, "prerouting");
+  REQUIRE(marking.size() == 1);
+  CHECK(marking[0].dump().find(R"("right":"vnet*")") != std::string::npos);
+  CHECK(marking[0].dump().find("mangle") != std::string::npos);
+  bool bridge_family = false;
+  for (const json& cmd : doc.at("nftables")) {
+    if (cmd.contains("add") && cmd["add"].contains("chain") &&
+        cmd["add"]["chain"]["name"] == "prerouting") {
+      bridge_family = cmd["add"]["chain"]["family"] == "bridge";
+    }
+  }
+  CHECK(bridge_family);
+  // The inet rules match that mark on the bridge, never a source MAC (the guest chooses it).
   auto input = rules(doc, "input");
   REQUIRE(input.size() == 2);  // established replies, drop
   for (const json& r : input) {
-    CHECK(r.dump().find("52:54:00:00:00:00") != std::string::npos);
+    CHECK(r.dump().find(R"({"meta":{"key":"mark"}})") != std::string::npos);
+    CHECK(r.dump().find("ether") == std::string::npos);
   }
   CHECK(has_verdict(input[1], "drop"));
+  // What the rule count says is what the ruleset holds (restore_network_guard compares them).
+  CHECK(guard_rule_count(s) == 3);
+}
+
+// nft as a host's firewall leaves it: `list` answers the rules still there; `-f` records a
+// ruleset applied.
+class FakeNft final : public ProcessRunner {
+ public:
+  int listed_rules = 0;
+  bool table_exists = true;
+  std::vector<std::string> applied;
+
+  Result<ProcessResult> run(const ProcessRequest& request) override {
+    ProcessResult r;
+    if (request.argv.size() > 2 && request.argv[2] == "list") {
+      if (!table_exists) {
+        r.exit_code = 1;
+        r.err = "Error: No such file or directory";
+        return r;
+      }
+      json items = json::array({json{{"metainfo", {{"version", "1.0.6"}}}},
+                                json{{"table", {{"family", "inet"}, {"name", "t"}}}}});
+      for (int i = 0; i < listed_rules; ++i) items.push_back(json{{"rule", {{"handle", i}}}});
+      r.exit_code = 0;
+      r.out = json{{"nftables", items}}.dump();
+      return r;
+    }
+    applied.push_back(request.stdin_data);
+    r.exit_code = 0;
+    return r;
+  }
+};
+
+TEST_CASE(
+    "a guard a firewall reload removed, or cut short, is applied again; an intact one is left",
+    "[virt][network][guard]") {
+  const NetworkSpec s = spec(NetworkMode::kNat);
+  const int all = guard_rule_count(s);
+  REQUIRE(all > 0);
+  FakeNft nft;
+  nft.listed_rules = all;
+  auto intact = restore_network_guard(nft, s);
+  REQUIRE(intact.is_ok());
+  CHECK_FALSE(*intact);
+  CHECK(nft.applied.empty());
+
+  nft.table_exists = false;  // `nft flush ruleset`
+  auto gone = restore_network_guard(nft, s);
+  REQUIRE(gone.is_ok());
+  CHECK(*gone);
+  REQUIRE(nft.applied.size() == 1);
+  CHECK(nft.applied[0] == *build_guard_ruleset(s));
+
+  nft.table_exists = true;  // someone deleted one rule
+  nft.listed_rules = all - 1;
+  auto cut = restore_network_guard(nft, s);
+  REQUIRE(cut.is_ok());
+  CHECK(*cut);
+  CHECK(nft.applied.size() == 2);
 }
 
 TEST_CASE("table names never carry characters nft would reject", "[virt][network][guard]") {
