@@ -155,8 +155,9 @@ ExecResultDto guest(Client& api, const std::string& lease, std::vector<std::stri
 }
 
 // How a TCP connection from the guest to host:port ends (busybox nc, 5 s): "connected",
-// "refused" (reached, nothing listening) or "timed out" (dropped on the way). Only "timed out"
-// shows a filter at work, so a broken tool cannot pass for a guard.
+// "refused" (reached, nothing listening), "timed out" (dropped on the way) or "no route" (on
+// the guest's own link: nobody answered its ARP request). Only "timed out" and "no route" show
+// a filter at work, so a broken tool cannot pass for a guard.
 std::string guest_connect(Client& api, const std::string& lease, const std::string& host,
                           int port) {
   auto r = guest(api, lease,
@@ -164,8 +165,12 @@ std::string guest_connect(Client& api, const std::string& lease, const std::stri
   if (r.exit_code == 0) return "connected";
   if (r.err.find("refused") != std::string::npos) return "refused";
   if (r.err.find("timed out") != std::string::npos) return "timed out";
+  if (r.err.find("No route to host") != std::string::npos) return "no route";
   return "other: " + r.err;
 }
+
+// A connection that a filter stopped, at the host or on the guest's link.
+bool dropped(const std::string& how) { return how == "timed out" || how == "no route"; }
 
 // An HTTP/1.0 GET from the guest (busybox nc); the response, or empty.
 std::string guest_http_get(Client& api, const std::string& lease, const std::string& host, int port,
@@ -489,15 +494,82 @@ TEST_CASE(
   remove_network_and_guard("ahnat");
 }
 
-TEST_CASE("isolated: the forward works, but the guest reaches neither outside nor the host",
-          "[access-e2e][isolated]") {
+// The host's neighbour entry for `address` on the isolated network: its MAC, or empty.
+std::string host_neighbour(const std::string& address) {
+  SubprocessRunner run;
+  auto r = run.run({.argv = {"ip", "neigh", "show", address}});
+  REQUIRE(r.is_ok());
+  size_t at = r->out.find("lladdr ");
+  return at == std::string::npos ? std::string() : r->out.substr(at + 7, 17);
+}
+
+// Sets net.bridge.bridge-nf-call-iptables to 0 in this namespace for its lifetime (when the
+// kernel has br_netfilter at all), and back to what it was.
+class BridgeNetfilterOff {
+ public:
+  BridgeNetfilterOff() {
+    std::ifstream in(kPath);
+    if (in >> was_) set("0");
+  }
+  ~BridgeNetfilterOff() {
+    if (!was_.empty()) set(was_);
+  }
+  BridgeNetfilterOff(const BridgeNetfilterOff&) = delete;
+  BridgeNetfilterOff& operator=(const BridgeNetfilterOff&) = delete;
+
+ private:
+  static constexpr const char* kPath = "/proc/sys/net/bridge/bridge-nf-call-iptables";
+  static void set(const std::string& value) {
+    std::ofstream out(kPath);
+    out << value << "\n";
+  }
+  std::string was_;
+};
+
+TEST_CASE(
+    "isolated: the forward works, but the guest reaches neither outside, the host, nor its "
+    "neighbour, whatever MAC or address it claims",
+    "[access-e2e][isolated]") {
   const std::string state = e2e_state() + "/access-isolated";
   OutsideNamespace out("armhive-e2e-out", "10.77.0.0/24");
   const int api_port = kIsolatedApiPort;
-  DaemonProcess daemon(state, e2e_state() + "/images", api_port, config("armhive"));
+  // Two guests side by side on the one shared core: neighbours on the isolated network. The
+  // guard is checked every 2 s so that a removed guard comes back within the test.
+  DaemonProcess daemon(state, e2e_state() + "/images", api_port, R"(
+[access]
+listen = "10.78.0.1"
+port_min = 22100
+port_max = 22104
+
+[host.cpus]
+housekeeping = "0"
+shared = "1"
+
+[[pools]]
+name = "ci"
+image = "tiny"
+vcpus = 1
+memory_mib = 384
+max = 2
+max_starting = 2
+min_warm = 2
+default_ttl = "10m"
+cpu_policy = "shared"
+overcommit = 2.0
+network = "armhive"
+)");
+  daemon.set_engine_keys("guard_check_period = \"2s\"\n");
+  // A host without br_netfilter (Debian's default) switches frames between guests at layer 2
+  // without nftables ever seeing them; this machine's kernel has it, so the sandbox turns it
+  // off for its bridges (a per-namespace setting) to be such a host.
+  BridgeNetfilterOff layer2_only;
   auto api = start_on_every_address(daemon);
   const std::string key = state + "/id";
-  LeaseDto l = ready_lease(*api, make_key(key));
+  const std::string pub = make_key(key);
+  LeaseDto l = ready_lease(*api, pub);
+  LeaseDto b = ready_lease(*api, pub);
+  REQUIRE(l.vm);
+  REQUIRE(b.vm);
   const std::string kh = state + "/known_hosts";
   write(kh, l.ssh->known_hosts);
   auto login =
@@ -525,10 +597,73 @@ TEST_CASE("isolated: the forward works, but the guest reaches neither outside no
   CHECK(guest_connect(*api, l.id, "10.78.0.1", api_port).find("unreachable") != std::string::npos);
   CHECK(guest_connect(*api, l.id, "10.77.0.1", 16509) == "timed out");
   CHECK(guest_connect(*api, l.id, "10.77.0.1", 22) == "timed out");
+
+  // The network's DNS is the one host service a guest reaches (so "timed out" below is a filter
+  // at work, not a broken tool)...
+  CHECK(guest_connect(*api, l.id, "10.77.0.1", 53) == "connected");
+  // ...and its neighbour's sshd is not: on isolated bridge ports their ARP requests never meet.
+  CHECK(dropped(guest_connect(*api, l.id, b.vm->address, 22)));
+  CHECK(dropped(guest_connect(*api, b.id, l.vm->address, 22)));
+
+  // Lease A's guest claims B's address and tells the host so (gratuitous ARP): the host's entry
+  // for B stays B's, and B's forward still lands on B (its host key, its name).
+  const std::string kh_b = state + "/known_hosts_b";
+  write(kh_b, b.ssh->known_hosts);
+  auto on_b = [&] {
+    return out.run(
+        ssh_argv(key, kh_b, b.ssh->port, b.ssh->host, "hostname", b.ssh->host_key_alias));
+  };
+  auto before = on_b();
+  INFO(before.err);
+  REQUIRE(before.ok());
+  const std::string b_mac = host_neighbour(b.vm->address);
+  REQUIRE_FALSE(b_mac.empty());
+  auto claimed = guest(*api, l.id,
+                       {"sh", "-c",
+                        "ip addr add \"$0\"/24 dev eth0 && arping -U -c 3 -I eth0 -s \"$0\" "
+                        "\"$0\"; arping -A -c 3 -I eth0 -s \"$0\" \"$0\"; ip addr del \"$0\"/24 "
+                        "dev eth0",
+                        b.vm->address});
+  INFO("arping in A: " << claimed.out << claimed.err);
+  CHECK(host_neighbour(b.vm->address) == b_mac);
+  auto after = on_b();
+  INFO(after.err);
+  CHECK(after.ok());
+  CHECK(after.out.find(b.vm->name) != std::string::npos);
+
+  // A's guest takes another MAC: its frames go nowhere, not even to the DNS it reached before.
+  auto mac = guest(*api, l.id,
+                   {"sh", "-c",
+                    "cat /sys/class/net/eth0/address && ip link set dev eth0 address "
+                    "52:54:00:0b:ad:01"});
+  INFO(mac.err);
+  REQUIRE(mac.exit_code == 0);
+  const std::string own_mac = mac.out.substr(0, 17);
+  CHECK(dropped(guest_connect(*api, l.id, "10.77.0.1", 53)));
+  CHECK(dropped(guest_connect(*api, l.id, b.vm->address, 22)));
+  REQUIRE(guest(*api, l.id, {"ip", "link", "set", "dev", "eth0", "address", own_mac}).exit_code ==
+          0);
+  CHECK(eventually([&] { return guest_connect(*api, l.id, "10.77.0.1", 53) == "connected"; }, 60s));
+
+  // The host's firewall is reloaded and the guard's table goes with it: armhived puts it back,
+  // and the guest reaches the API no more than before.
+  SubprocessRunner run;
+  auto dropped = run.run({.argv = {"nft", "delete", "table", "inet", "armhive_armhive"}});
+  REQUIRE(dropped.is_ok());
+  REQUIRE(dropped->ok());
+  CHECK(eventually(
+      [&] {
+        auto listed = run.run({.argv = {"nft", "list", "table", "inet", "armhive_armhive"}});
+        return listed.is_ok() && listed->ok();
+      },
+      60s));
+  CHECK(guest_connect(*api, l.id, "10.77.0.1", api_port) == "timed out");
+  CHECK(daemon.log().find("network guard of armhive: its rules were gone") != std::string::npos);
+
   REQUIRE(api->release_lease(l.id).is_ok());
+  REQUIRE(api->release_lease(b.id).is_ok());
   daemon.kill(SIGTERM);
   // The "armhive" network stays for the other e2e tests; its guard goes with the daemon's rules.
-  SubprocessRunner run;
   CHECK(remove_network_guard(run, "armhive").is_ok());
 }
 
