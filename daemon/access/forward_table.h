@@ -14,18 +14,27 @@
 #include <thread>
 #include <vector>
 
+#include "base/metrics.h"
 #include "base/result.h"
 #include "daemon/access/tcp_forward.h"
 
 namespace armhive {
 
 struct AccessOptions {
-  std::string listen_address = "0.0.0.0";  // where forwards listen
-  std::string advertise_host;              // what clients dial (ssh.host); empty: listen_address
+  std::string listen_address = "127.0.0.1";  // where forwards listen ([access] listen)
+  std::string advertise_host;                // what clients dial (ssh.host); empty: listen_address
   int port_min = 22000;
   int port_max = 22999;
   int threads = 2;  // io_context threads relaying the forwarded connections
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  // Session caps: per forward, and for every forward of the host together. A connection over
+  // either is accepted and closed at once, counted in armhive_forward_sessions_refused_total
+  // {cap="forward"|"host"} and logged at most once per kRefusalLogPeriod (never audited: a
+  // stranger's flood must not write rows).
+  int max_sessions_per_forward = 64;
+  int max_sessions = 1024;
+  // A session that carries nothing either way for this long is closed. Zero: never.
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(15)};
 };
 
 // One open forward of a lease: advertise_host:port on the host -> guest_port in the VM.
@@ -60,7 +69,9 @@ using AccessEventSink = std::function<void(const AccessEvent&)>;
 // with one port left in the range the second failed as "no free port".
 class ForwardTable {
  public:
-  static Result<std::unique_ptr<ForwardTable>> start(AccessOptions options, AccessEventSink sink);
+  // `metrics` (borrowed, may be null) counts the connections refused over the session caps.
+  static Result<std::unique_ptr<ForwardTable>> start(AccessOptions options, AccessEventSink sink,
+                                                     Metrics* metrics = nullptr);
   ~ForwardTable() noexcept;  // stop()
   ForwardTable(const ForwardTable&) = delete;
   ForwardTable& operator=(const ForwardTable&) = delete;
@@ -90,14 +101,24 @@ class ForwardTable {
     ForwardInfo info;
     std::shared_ptr<TcpForward> forward;
   };
-  explicit ForwardTable(AccessOptions options, AccessEventSink sink);
+  explicit ForwardTable(AccessOptions options, AccessEventSink sink, Metrics* metrics);
   void emit(AccessEvent event);
+  // A connection refused over a cap (on a forward's strand): counted, logged now and then.
+  void refused(const std::string& lease_id, const std::string& where, const ForwardConnection& c);
   void deliver_loop();
   Result<Open> open_one(const std::string& lease_id, const std::string& guest_address,
                         int guest_port);
 
   AccessOptions options_;
   AccessEventSink sink_;
+  Metrics* metrics_;
+  std::shared_ptr<SessionBudget> budget_;  // the host-wide cap, shared by every forward
+
+  // The rate-limited log line of refusals.
+  static constexpr std::chrono::seconds kRefusalLogPeriod{10};
+  std::mutex refusal_mu_;
+  std::chrono::steady_clock::time_point refusal_logged_{};  // never: the first one is logged
+  uint64_t refusals_unlogged_ = 0;
   boost::asio::io_context io_;
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;

@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "base/metrics.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
 #include "tests/support/manual_clock.h"
@@ -277,6 +278,89 @@ TEST_CASE("a connection to an unreachable guest is reported and closed", "[acces
   auto failed = events.wait("forward.connection_failed");
   REQUIRE(failed);
   CHECK(failed->detail.find("127.0.0.1:" + std::to_string(dead)) != std::string::npos);
+}
+
+// Whether a new connection to `port` relays (the echo comes back).
+bool relays(int port) {
+  Client c(port);
+  return c.connected && c.send("ping") && c.recv(4) == "ping";
+}
+
+TEST_CASE("a forward relays at most its cap of sessions: one more is closed and counted",
+          "[access][hostile]") {
+  EchoServer echo;
+  Metrics metrics;
+  int base = free_base(2);
+  AccessOptions o = options(base, 2);
+  o.max_sessions_per_forward = 3;
+  auto table = ForwardTable::start(o, {}, &metrics);
+  REQUIRE(table.is_ok());
+  auto fw = (*table)->open("l-1", "127.0.0.1", {echo.port()});
+  REQUIRE(fw.is_ok());
+  const int port = (*fw)[0].port;
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<Client>(port));
+    REQUIRE(held.back()->send("hi"));
+    REQUIRE(held.back()->recv(2) == "hi");  // relaying: the session is counted
+  }
+  Client over(port);
+  REQUIRE(over.connected);  // the kernel accepted it; the forward closes it at once
+  CHECK(over.ended());
+  CHECK(metrics.value("armhive_forward_sessions_refused_total", {{"cap", "forward"}}) == 1);
+  CHECK(metrics.value("armhive_forward_sessions_refused_total", {{"cap", "host"}}) == 0);
+  // A session that ends gives its place back.
+  held.pop_back();
+  CHECK(eventually([&] { return relays(port); }));
+  // Another lease's forward has caps of its own.
+  auto other = (*table)->open("l-2", "127.0.0.1", {echo.port()});
+  REQUIRE(other.is_ok());
+  CHECK(relays((*other)[0].port));
+}
+
+TEST_CASE("the forwards of a host together relay at most max_sessions", "[access][hostile]") {
+  EchoServer echo;
+  Metrics metrics;
+  int base = free_base(2);
+  AccessOptions o = options(base, 2);
+  o.max_sessions = 3;
+  auto table = ForwardTable::start(o, {}, &metrics);
+  REQUIRE(table.is_ok());
+  auto a = (*table)->open("l-a", "127.0.0.1", {echo.port()});
+  auto b = (*table)->open("l-b", "127.0.0.1", {echo.port()});
+  REQUIRE(a.is_ok());
+  REQUIRE(b.is_ok());
+  std::vector<std::unique_ptr<Client>> held;
+  for (int p : {(*a)[0].port, (*a)[0].port, (*b)[0].port}) {
+    held.push_back(std::make_unique<Client>(p));
+    REQUIRE(held.back()->send("hi"));
+    REQUIRE(held.back()->recv(2) == "hi");
+  }
+  Client over((*b)[0].port);
+  REQUIRE(over.connected);
+  CHECK(over.ended());
+  CHECK(metrics.value("armhive_forward_sessions_refused_total", {{"cap", "host"}}) == 1);
+  // Closing a lease's forward gives its sessions' places back to the others.
+  (*table)->close("l-a", "released");
+  CHECK(eventually([&] { return relays((*b)[0].port); }));
+}
+
+TEST_CASE("a forwarded session idle for the idle timeout is closed", "[access][hostile]") {
+  EchoServer echo;
+  int base = free_base(1);
+  AccessOptions o = options(base, 1);
+  o.idle_timeout = 300ms;  // armhived's is [access] forward_idle_timeout, 15 minutes
+  auto table = ForwardTable::start(o, {});
+  REQUIRE(table.is_ok());
+  auto fw = (*table)->open("l-1", "127.0.0.1", {echo.port()});
+  REQUIRE(fw.is_ok());
+  Client quiet((*fw)[0].port);
+  REQUIRE(quiet.send("hello"));
+  REQUIRE(quiet.recv(5) == "hello");
+  // Then nothing either way: the forward ends it (ended() waits up to 5 s for EOF or reset).
+  CHECK(quiet.ended());
+  CHECK_FALSE((*table)->find("l-1").empty());  // the forward itself stays open
+  CHECK(relays((*fw)[0].port));
 }
 
 // A LeaseService with leases and events set by the test.
