@@ -154,7 +154,7 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
         });
     if (f.is_ok()) {
       emit({"forward.opened", lease_id, where + " -> " + target});
-      return Open{{lease_id, guest_port, options_.advertise_host, port}, *f};
+      return Open{{lease_id, guest_port, options_.advertise_host, port, guest_address}, *f};
     }
     {
       std::lock_guard lock(mu_);
@@ -168,9 +168,38 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
                      "access.port_min");
 }
 
+ForwardTable::Ticket::Ticket(ForwardTable* table, std::string lease_id, uint64_t closes_seen)
+    : table_(table), lease_id_(std::move(lease_id)), closes_seen_(closes_seen) {}
+
+ForwardTable::Ticket::Ticket(Ticket&& other) noexcept
+    : table_(std::exchange(other.table_, nullptr)),
+      lease_id_(std::move(other.lease_id_)),
+      closes_seen_(other.closes_seen_) {}
+
+ForwardTable::Ticket::~Ticket() noexcept {
+  if (table_ == nullptr) return;
+  std::lock_guard lock(table_->mu_);
+  auto it = table_->tickets_.find(lease_id_);
+  if (it != table_->tickets_.end() && --it->second.out == 0) table_->tickets_.erase(it);
+}
+
+ForwardTable::Ticket ForwardTable::ticket(const std::string& lease_id) {
+  std::lock_guard lock(mu_);
+  Tickets& t = tickets_[lease_id];
+  ++t.out;
+  return Ticket(this, lease_id, t.closes);
+}
+
 Result<std::vector<ForwardInfo>> ForwardTable::open(const std::string& lease_id,
                                                     const std::string& guest_address,
                                                     const std::vector<int>& guest_ports) {
+  return open(ticket(lease_id), guest_address, guest_ports);
+}
+
+Result<std::vector<ForwardInfo>> ForwardTable::open(const Ticket& ticket,
+                                                    const std::string& guest_address,
+                                                    const std::vector<int>& guest_ports) {
+  const std::string& lease_id = ticket.lease_id();
   std::lock_guard one_at_a_time(open_mu_);
   std::vector<int> missing;
   {
@@ -205,6 +234,16 @@ Result<std::vector<ForwardInfo>> ForwardTable::open(const std::string& lease_id,
     for (Open& o : opened) release(o);
     return unavailable("access forwards are stopping");
   }
+  // Checked under the same lock close() counts under: a close before this point refuses the
+  // open, one after it closes what opens here.
+  if (auto t = tickets_.find(lease_id);
+      t != tickets_.end() && t->second.closes != ticket.closes_seen_) {
+    for (Open& o : opened) release(o);
+    return conflict("lease " + lease_id +
+                        "'s forwards were closed while they opened (the lease "
+                        "ended or its VM changed): not reopened from an older reading of it",
+                    lease_id);
+  }
   auto& slot = leases_[lease_id];
   for (Open& o : opened) {
     bool raced = std::any_of(slot.begin(), slot.end(),
@@ -224,6 +263,7 @@ void ForwardTable::close(const std::string& lease_id, const std::string& reason)
   std::map<uint64_t, std::function<void()>> cuts;
   {
     std::lock_guard lock(mu_);
+    if (auto t = tickets_.find(lease_id); t != tickets_.end()) ++t->second.closes;
     if (auto a = attached_.find(lease_id); a != attached_.end()) {
       cuts = std::move(a->second);
       attached_.erase(a);

@@ -41,8 +41,9 @@ struct AccessOptions {
 struct ForwardInfo {
   std::string lease_id;
   int guest_port = 0;
-  std::string host;  // the advertised host
-  int port = 0;      // the host port
+  std::string host;           // the advertised host
+  int port = 0;               // the host port
+  std::string guest_address;  // where it relays to (the VM's address when it opened)
 };
 
 // What the forwards did, for the audit log and the daemon's log.
@@ -76,8 +77,34 @@ class ForwardTable {
   ForwardTable(const ForwardTable&) = delete;
   ForwardTable& operator=(const ForwardTable&) = delete;
 
+  // Marks when a caller read the lease it is about to open forwards for. Take it *before*
+  // reading the lease: open() with it then refuses when close() of that lease came after it,
+  // so a reader whose lease was released meanwhile (or whose VM address changed) never
+  // reopens the forward that close() just closed. Move-only; lives until the open is done.
+  class Ticket {
+   public:
+    Ticket(Ticket&& other) noexcept;
+    Ticket& operator=(Ticket&&) = delete;
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+    ~Ticket() noexcept;
+    const std::string& lease_id() const { return lease_id_; }
+
+   private:
+    friend class ForwardTable;
+    Ticket(ForwardTable* table, std::string lease_id, uint64_t closes_seen);
+    ForwardTable* table_;
+    std::string lease_id_;
+    uint64_t closes_seen_;
+  };
+  Ticket ticket(const std::string& lease_id);
+
   // Opens one forward per guest port (the first is SSH, by convention) to guest_address, or
   // returns the lease's forwards when they are open already. On failure nothing stays open.
+  // kConflict (nothing opened) when close() of the lease came after `ticket` was taken.
+  Result<std::vector<ForwardInfo>> open(const Ticket& ticket, const std::string& guest_address,
+                                        const std::vector<int>& guest_ports);
+  // The same with a ticket taken now: for callers whose guest_address is current (tests).
   Result<std::vector<ForwardInfo>> open(const std::string& lease_id,
                                         const std::string& guest_address,
                                         const std::vector<int>& guest_ports);
@@ -127,6 +154,13 @@ class ForwardTable {
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Open>> leases_;
   std::set<int> reserved_;  // ports held by open (or opening) forwards
+  // Leases with tickets out: how many, and how many close() calls came since the first was
+  // taken (an entry lives while tickets do, so the map holds only leases being opened).
+  struct Tickets {
+    int out = 0;
+    uint64_t closes = 0;
+  };
+  std::map<std::string, Tickets> tickets_;
   // lease id -> attachment id -> cut (tunnels through the API)
   std::map<std::string, std::map<uint64_t, std::function<void()>>> attached_;
   uint64_t next_attachment_ = 1;

@@ -376,6 +376,11 @@ class ScriptedLeases final : public LeaseService {
     events_.push_back(e);
     cv_.notify_all();
   }
+  // Changes a lease with no event: one the watcher missed (the engine's buffer is bounded).
+  void set_silently(Lease l) {
+    std::lock_guard lock(mu_);
+    leases_[l.id] = l;
+  }
   Result<Lease> get_lease(const std::string& id) override {
     std::lock_guard lock(mu_);
     auto it = leases_.find(id);
@@ -638,6 +643,106 @@ TEST_CASE("extra ports: checked against the pool, forwarded with SSH once the le
   CHECK((*ep)->extra[0].guest_port == 8080);
   CHECK((*ep)->extra[0].port != (*ep)->port);
   CHECK((*table)->find("l-1").size() == 2);
+}
+
+}  // namespace
+}  // namespace armhive
+
+namespace armhive {
+namespace {
+
+TEST_CASE("a lease that ended without an event the watcher saw loses its forward at the sweep",
+          "[access][hostile]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 4, echo.port());
+  access.set_sweep_period(50ms);  // armhived's is LeaseAccess::kSweepPeriod
+  access.start();
+  leases.set(lease("l-1", LeaseState::kReady), "lease.ready");
+  leases.set(lease("l-2", LeaseState::kReady), "lease.ready");
+  REQUIRE(eventually([&] { return !(*table)->find("l-1").empty(); }));
+  REQUIRE(eventually([&] { return !(*table)->find("l-2").empty(); }));
+  Client session((*table)->find("l-1")[0].port);
+  REQUIRE(session.send("hi"));
+  REQUIRE(session.recv(2) == "hi");
+  // Released, and the events said nothing: the periodic sweep still cuts it.
+  leases.set_silently(lease("l-1", LeaseState::kReleased));
+  CHECK(eventually([&] { return (*table)->find("l-1").empty(); }));
+  CHECK(session.ended());
+  // A lease whose host stopped answering keeps its forward: its VM keeps the address.
+  leases.set_silently(lease("l-2", LeaseState::kHostUnreachable));
+  access.sweep();
+  CHECK_FALSE((*table)->find("l-2").empty());
+  access.stop();
+}
+
+TEST_CASE("a sweep moves the forwards of a lease whose VM address changed", "[access][hostile]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 4, echo.port());
+  leases.set(lease("l-1", LeaseState::kReady), "lease.ready");
+  REQUIRE(access.ssh_endpoint(lease("l-1", LeaseState::kReady)).is_ok());
+  REQUIRE((*table)->find("l-1").size() == 1);
+  Client session((*table)->find("l-1")[0].port);
+  REQUIRE(session.send("hi"));
+  REQUIRE(session.recv(2) == "hi");
+  Lease moved = lease("l-1", LeaseState::kReady);
+  moved.address = "127.0.0.2";  // the old address may be another VM's by now
+  leases.set_silently(moved);
+  access.sweep();
+  CHECK(session.ended());
+  auto now = (*table)->find("l-1");
+  REQUIRE(now.size() == 1);
+  CHECK(now[0].guest_address == "127.0.0.2");
+}
+
+TEST_CASE("a lease read before its release never reopens the forward the release closed",
+          "[access][hostile]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 4, echo.port());
+  const Lease read_before = lease("l-1", LeaseState::kReady);  // an API handler's copy
+  leases.set(read_before, "lease.ready");
+  REQUIRE(access.ssh_endpoint(read_before).is_ok());
+  REQUIRE_FALSE((*table)->find("l-1").empty());
+  Event released;
+  released.lease_id = "l-1";
+  released.type = "lease.released";
+  leases.set(lease("l-1", LeaseState::kReleased), released.type);
+  access.on_event(released);
+  REQUIRE((*table)->find("l-1").empty());
+  // The handler goes on with its copy (the lease view, a tunnel): no forward, none opened.
+  auto late = access.ssh_endpoint(read_before);
+  REQUIRE(late.is_ok());
+  CHECK_FALSE(late->has_value());
+  CHECK((*table)->find("l-1").empty());
+  CHECK(access.tunnel_target(read_before, echo.port()).status().code() == ErrorCode::kConflict);
+  CHECK((*table)->find("l-1").empty());
+}
+
+TEST_CASE("an open whose ticket predates a close of its lease is refused", "[access][hostile]") {
+  EchoServer echo;
+  int base = free_base(2);
+  auto table = ForwardTable::start(options(base, 2), {});
+  REQUIRE(table.is_ok());
+  // Read, then the close runs (the lease ended), then the open of what was read.
+  ForwardTable::Ticket before = (*table)->ticket("l-1");
+  (*table)->close("l-1", "released");
+  auto stale = (*table)->open(before, "127.0.0.1", {echo.port()});
+  CHECK(stale.status().code() == ErrorCode::kConflict);
+  CHECK((*table)->find("l-1").empty());
+  // A reading after the close opens as usual.
+  CHECK((*table)->open((*table)->ticket("l-1"), "127.0.0.1", {echo.port()}).is_ok());
+  CHECK((*table)->find("l-1").size() == 1);
 }
 
 }  // namespace
