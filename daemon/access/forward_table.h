@@ -80,7 +80,8 @@ class ForwardTable {
   // Marks when a caller read the lease it is about to open forwards for. Take it *before*
   // reading the lease: open() with it then refuses when close() of that lease came after it,
   // so a reader whose lease was released meanwhile (or whose VM address changed) never
-  // reopens the forward that close() just closed. Move-only; lives until the open is done.
+  // reopens the forward that close() just closed. Move-only; lives until the open is done and
+  // never outlives the table. Memory: an entry per lease with tickets out, none after.
   class Ticket {
    public:
     Ticket(Ticket&& other) noexcept;
