@@ -1,7 +1,8 @@
 // `armhive cp SRC DST`: files and directories into and out of a leased VM through the API's
 // streamed file endpoints (PUT/GET /v1/leases/{id}/files). One side is LEASE:/PATH. Files are
-// streamed, never read whole; a directory travels as a tar stream (made and unpacked with the
-// system tar in a temporary file, so its size is known up front). Checksums end to end: the
+// streamed, never read whole; a directory travels as a tar stream in a temporary file, so its
+// size is known up front (made with the system tar; a guest's is unpacked in-process, every
+// member checked first: cli/tar_extract.h). Checksums end to end: the
 // CLI's sha256 of what it sends or receives is compared with the server's and the guest's.
 #include <openssl/evp.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include "base/process_runner.h"
 #include "cli/command_group.h"
 #include "cli/output.h"
+#include "cli/tar_extract.h"
 #include "cli/transfer_progress.h"
 
 namespace armhive {
@@ -252,6 +254,13 @@ class CpCommand final : public CommandGroup {
         from.lease, from.path,
         [&](const std::string& k, uint64_t size, const std::string& sum) -> Status {
           kind = k;
+          if (kind == "tar") {
+            ARMHIVE_RETURN_IF_ERROR(check_tar_target(target, from.lease + ":" + from.path));
+          }
+          if (kind != "tar" && kind != "file") {
+            return invalid_argument("kind", "the server announced a transfer of kind '" + kind +
+                                                "' (expected file or tar): nothing was written");
+          }
           announced = size;
           guest_sum = sum;
           auto t = kind == "tar" ? TempFile::make(temp_dir() + "/armhive-cp-XXXXXX.tar")
@@ -284,9 +293,8 @@ class CpCommand final : public CommandGroup {
                                 " bytes with sha256 " + guest_sum + " (nothing was written)"));
     }
     if (kind == "tar") {
-      fs::create_directories(target, ec);
-      if (ec) return report(unavailable("cannot create " + target + ": " + ec.message()));
-      Status t = run_tar({"tar", "-xf", part->path(), "-C", target});
+      // In-process, member by member (cli/tar_extract.h): the guest made this stream.
+      Status t = extract_tar(part->path(), target);
       if (!t.is_ok()) return report(t);
     } else {
       fs::rename(part->path(), target, ec);

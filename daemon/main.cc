@@ -375,12 +375,17 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
     access_options.advertise_host = config.access.advertise;
     access_options.port_min = config.access.port_min;
     access_options.port_max = config.access.port_max;
-    auto table =
-        ForwardTable::start(access_options, [&audit = **audit, &engine](const AccessEvent& e) {
+    access_options.max_sessions_per_forward = config.access.max_sessions_per_forward;
+    access_options.max_sessions = config.access.max_sessions;
+    access_options.idle_timeout = config.access.forward_idle_timeout;
+    auto table = ForwardTable::start(
+        access_options,
+        [&audit = **audit, &engine](const AccessEvent& e) {
           spdlog::info("lease {}: {} {}", e.lease_id, e.type, e.detail);
           (void)audit.record("armhived", e.type, e.lease_id, e.detail);
           engine.record_event(e.lease_id, e.type, e.detail);
-        });
+        },
+        &metrics);
     if (!table.is_ok()) {
       engine.stop();
       return fail(table.status(), "access forwards");

@@ -1,19 +1,40 @@
 #include "daemon/access/forward_table.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+#include <utility>
 
 namespace armhive {
 
-ForwardTable::ForwardTable(AccessOptions options, AccessEventSink sink)
-    : options_(std::move(options)), sink_(std::move(sink)), next_port_(options_.port_min) {}
+namespace {
+
+constexpr const char* kRefusedMetric = "armhive_forward_sessions_refused_total";
+
+}  // namespace
+
+ForwardTable::ForwardTable(AccessOptions options, AccessEventSink sink, Metrics* metrics)
+    : options_(std::move(options)),
+      sink_(std::move(sink)),
+      metrics_(metrics),
+      budget_(options_.max_sessions > 0 ? std::make_shared<SessionBudget>(options_.max_sessions)
+                                        : nullptr),
+      next_port_(options_.port_min) {}
 
 Result<std::unique_ptr<ForwardTable>> ForwardTable::start(AccessOptions options,
-                                                          AccessEventSink sink) {
+                                                          AccessEventSink sink, Metrics* metrics) {
   if (options.port_min < 1 || options.port_max > 65535 || options.port_min > options.port_max) {
     return invalid_argument("access.port_min", "port range must lie in 1-65535, min <= max");
   }
   if (options.advertise_host.empty()) options.advertise_host = options.listen_address;
-  std::unique_ptr<ForwardTable> t(new ForwardTable(std::move(options), std::move(sink)));
+  if (metrics != nullptr) {
+    metrics->describe_counter(kRefusedMetric,
+                              "Connections to access forwards closed at once because the forward "
+                              "(cap=\"forward\") or the host (cap=\"host\") had its most "
+                              "sessions open");
+    for (const char* cap : {"forward", "host"}) metrics->inc(kRefusedMetric, {{"cap", cap}}, 0);
+  }
+  std::unique_ptr<ForwardTable> t(new ForwardTable(std::move(options), std::move(sink), metrics));
   t->work_ =
       std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
           t->io_.get_executor());
@@ -63,6 +84,28 @@ void ForwardTable::emit(AccessEvent event) {
   events_cv_.notify_one();
 }
 
+void ForwardTable::refused(const std::string& lease_id, const std::string& where,
+                           const ForwardConnection& c) {
+  if (metrics_ != nullptr) metrics_->inc(kRefusedMetric, {{"cap", c.cap}});
+  uint64_t count = 0;
+  {
+    std::lock_guard lock(refusal_mu_);
+    ++refusals_unlogged_;
+    const auto now = std::chrono::steady_clock::now();
+    if (refusal_logged_ != std::chrono::steady_clock::time_point{} &&
+        now - refusal_logged_ < kRefusalLogPeriod) {
+      return;
+    }
+    refusal_logged_ = now;
+    count = std::exchange(refusals_unlogged_, 0);
+  }
+  // The peer's address is the client's own text from accept (an address and a port).
+  spdlog::warn(
+      "access forwards: {} connection(s) refused over a session cap since the last such "
+      "line; the latest from {} to lease {}'s {} ({})",
+      count, c.peer, lease_id, where, c.error);
+}
+
 void ForwardTable::deliver_loop() {
   std::unique_lock lock(events_mu_);
   for (;;) {
@@ -95,15 +138,23 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
     }
     std::string where = options_.advertise_host + ":" + std::to_string(port);
     std::string target = guest_address + ":" + std::to_string(guest_port);
+    TcpForward::Options fo{options_.listen_address, port, guest_address, guest_port,
+                           options_.connect_timeout};
+    fo.max_sessions = options_.max_sessions_per_forward;
+    fo.budget = budget_;
+    fo.idle_timeout = options_.idle_timeout;
     auto f = TcpForward::open(
-        io_, {options_.listen_address, port, guest_address, guest_port, options_.connect_timeout},
-        [this, lease_id, target](const ForwardConnection& c) {
+        io_, std::move(fo), [this, lease_id, target, where](const ForwardConnection& c) {
+          if (c.refused) {
+            refused(lease_id, where, c);
+            return;
+          }
           emit({c.connected ? "forward.connection" : "forward.connection_failed", lease_id,
                 "from " + c.peer + " to " + target + (c.connected ? "" : ": " + c.error)});
         });
     if (f.is_ok()) {
       emit({"forward.opened", lease_id, where + " -> " + target});
-      return Open{{lease_id, guest_port, options_.advertise_host, port}, *f};
+      return Open{{lease_id, guest_port, options_.advertise_host, port, guest_address}, *f};
     }
     {
       std::lock_guard lock(mu_);
@@ -117,9 +168,38 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
                      "access.port_min");
 }
 
+ForwardTable::Ticket::Ticket(ForwardTable* table, std::string lease_id, uint64_t closes_seen)
+    : table_(table), lease_id_(std::move(lease_id)), closes_seen_(closes_seen) {}
+
+ForwardTable::Ticket::Ticket(Ticket&& other) noexcept
+    : table_(std::exchange(other.table_, nullptr)),
+      lease_id_(std::move(other.lease_id_)),
+      closes_seen_(other.closes_seen_) {}
+
+ForwardTable::Ticket::~Ticket() noexcept {
+  if (table_ == nullptr) return;
+  std::lock_guard lock(table_->mu_);
+  auto it = table_->tickets_.find(lease_id_);
+  if (it != table_->tickets_.end() && --it->second.out == 0) table_->tickets_.erase(it);
+}
+
+ForwardTable::Ticket ForwardTable::ticket(const std::string& lease_id) {
+  std::lock_guard lock(mu_);
+  Tickets& t = tickets_[lease_id];
+  ++t.out;
+  return Ticket(this, lease_id, t.closes);
+}
+
 Result<std::vector<ForwardInfo>> ForwardTable::open(const std::string& lease_id,
                                                     const std::string& guest_address,
                                                     const std::vector<int>& guest_ports) {
+  return open(ticket(lease_id), guest_address, guest_ports);
+}
+
+Result<std::vector<ForwardInfo>> ForwardTable::open(const Ticket& ticket,
+                                                    const std::string& guest_address,
+                                                    const std::vector<int>& guest_ports) {
+  const std::string& lease_id = ticket.lease_id();
   std::lock_guard one_at_a_time(open_mu_);
   std::vector<int> missing;
   {
@@ -154,6 +234,16 @@ Result<std::vector<ForwardInfo>> ForwardTable::open(const std::string& lease_id,
     for (Open& o : opened) release(o);
     return unavailable("access forwards are stopping");
   }
+  // Checked under the same lock close() counts under: a close before this point refuses the
+  // open, one after it closes what opens here.
+  if (auto t = tickets_.find(lease_id);
+      t != tickets_.end() && t->second.closes != ticket.closes_seen_) {
+    for (Open& o : opened) release(o);
+    return conflict("lease " + lease_id +
+                        "'s forwards were closed while they opened (the lease "
+                        "ended or its VM changed): not reopened from an older reading of it",
+                    lease_id);
+  }
   auto& slot = leases_[lease_id];
   for (Open& o : opened) {
     bool raced = std::any_of(slot.begin(), slot.end(),
@@ -173,6 +263,7 @@ void ForwardTable::close(const std::string& lease_id, const std::string& reason)
   std::map<uint64_t, std::function<void()>> cuts;
   {
     std::lock_guard lock(mu_);
+    if (auto t = tickets_.find(lease_id); t != tickets_.end()) ++t->second.closes;
     if (auto a = attached_.find(lease_id); a != attached_.end()) {
       cuts = std::move(a->second);
       attached_.erase(a);

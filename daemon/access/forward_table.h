@@ -14,26 +14,36 @@
 #include <thread>
 #include <vector>
 
+#include "base/metrics.h"
 #include "base/result.h"
 #include "daemon/access/tcp_forward.h"
 
 namespace armhive {
 
 struct AccessOptions {
-  std::string listen_address = "0.0.0.0";  // where forwards listen
-  std::string advertise_host;              // what clients dial (ssh.host); empty: listen_address
+  std::string listen_address = "127.0.0.1";  // where forwards listen ([access] listen)
+  std::string advertise_host;                // what clients dial (ssh.host); empty: listen_address
   int port_min = 22000;
   int port_max = 22999;
   int threads = 2;  // io_context threads relaying the forwarded connections
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+  // Session caps: per forward, and for every forward of the host together. A connection over
+  // either is accepted and closed at once, counted in armhive_forward_sessions_refused_total
+  // {cap="forward"|"host"} and logged at most once per kRefusalLogPeriod (never audited: a
+  // stranger's flood must not write rows).
+  int max_sessions_per_forward = 64;
+  int max_sessions = 1024;
+  // A session that carries nothing either way for this long is closed. Zero: never.
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(15)};
 };
 
 // One open forward of a lease: advertise_host:port on the host -> guest_port in the VM.
 struct ForwardInfo {
   std::string lease_id;
   int guest_port = 0;
-  std::string host;  // the advertised host
-  int port = 0;      // the host port
+  std::string host;           // the advertised host
+  int port = 0;               // the host port
+  std::string guest_address;  // where it relays to (the VM's address when it opened)
 };
 
 // What the forwards did, for the audit log and the daemon's log.
@@ -60,13 +70,42 @@ using AccessEventSink = std::function<void(const AccessEvent&)>;
 // with one port left in the range the second failed as "no free port".
 class ForwardTable {
  public:
-  static Result<std::unique_ptr<ForwardTable>> start(AccessOptions options, AccessEventSink sink);
+  // `metrics` (borrowed, may be null) counts the connections refused over the session caps.
+  static Result<std::unique_ptr<ForwardTable>> start(AccessOptions options, AccessEventSink sink,
+                                                     Metrics* metrics = nullptr);
   ~ForwardTable() noexcept;  // stop()
   ForwardTable(const ForwardTable&) = delete;
   ForwardTable& operator=(const ForwardTable&) = delete;
 
+  // Marks when a caller read the lease it is about to open forwards for. Take it *before*
+  // reading the lease: open() with it then refuses when close() of that lease came after it,
+  // so a reader whose lease was released meanwhile (or whose VM address changed) never
+  // reopens the forward that close() just closed. Move-only; lives until the open is done and
+  // never outlives the table. Memory: an entry per lease with tickets out, none after.
+  class Ticket {
+   public:
+    Ticket(Ticket&& other) noexcept;
+    Ticket& operator=(Ticket&&) = delete;
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+    ~Ticket() noexcept;
+    const std::string& lease_id() const { return lease_id_; }
+
+   private:
+    friend class ForwardTable;
+    Ticket(ForwardTable* table, std::string lease_id, uint64_t closes_seen);
+    ForwardTable* table_;
+    std::string lease_id_;
+    uint64_t closes_seen_;
+  };
+  Ticket ticket(const std::string& lease_id);
+
   // Opens one forward per guest port (the first is SSH, by convention) to guest_address, or
   // returns the lease's forwards when they are open already. On failure nothing stays open.
+  // kConflict (nothing opened) when close() of the lease came after `ticket` was taken.
+  Result<std::vector<ForwardInfo>> open(const Ticket& ticket, const std::string& guest_address,
+                                        const std::vector<int>& guest_ports);
+  // The same with a ticket taken now: for callers whose guest_address is current (tests).
   Result<std::vector<ForwardInfo>> open(const std::string& lease_id,
                                         const std::string& guest_address,
                                         const std::vector<int>& guest_ports);
@@ -90,14 +129,24 @@ class ForwardTable {
     ForwardInfo info;
     std::shared_ptr<TcpForward> forward;
   };
-  explicit ForwardTable(AccessOptions options, AccessEventSink sink);
+  explicit ForwardTable(AccessOptions options, AccessEventSink sink, Metrics* metrics);
   void emit(AccessEvent event);
+  // A connection refused over a cap (on a forward's strand): counted, logged now and then.
+  void refused(const std::string& lease_id, const std::string& where, const ForwardConnection& c);
   void deliver_loop();
   Result<Open> open_one(const std::string& lease_id, const std::string& guest_address,
                         int guest_port);
 
   AccessOptions options_;
   AccessEventSink sink_;
+  Metrics* metrics_;
+  std::shared_ptr<SessionBudget> budget_;  // the host-wide cap, shared by every forward
+
+  // The rate-limited log line of refusals.
+  static constexpr std::chrono::seconds kRefusalLogPeriod{10};
+  std::mutex refusal_mu_;
+  std::chrono::steady_clock::time_point refusal_logged_{};  // never: the first one is logged
+  uint64_t refusals_unlogged_ = 0;
   boost::asio::io_context io_;
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
@@ -106,6 +155,13 @@ class ForwardTable {
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Open>> leases_;
   std::set<int> reserved_;  // ports held by open (or opening) forwards
+  // Leases with tickets out: how many, and how many close() calls came since the first was
+  // taken (an entry lives while tickets do, so the map holds only leases being opened).
+  struct Tickets {
+    int out = 0;
+    uint64_t closes = 0;
+  };
+  std::map<std::string, Tickets> tickets_;
   // lease id -> attachment id -> cut (tunnels through the API)
   std::map<std::string, std::map<uint64_t, std::function<void()>>> attached_;
   uint64_t next_attachment_ = 1;

@@ -111,10 +111,29 @@ Result<std::optional<SshEndpoint>> LeaseAccess::ssh_endpoint(const Lease& lease)
       wanted.insert(wanted.end(), it->second.begin(), it->second.end());
     }
   }
-  auto open = forwards_.open(lease.id, lease.address, wanted);
-  if (!open.is_ok()) return open.status();
+  std::vector<ForwardInfo> open = forwards_.find(lease.id);
+  const bool all_open = std::all_of(wanted.begin(), wanted.end(), [&](int port) {
+    return std::any_of(open.begin(), open.end(),
+                       [&](const ForwardInfo& f) { return f.guest_port == port; });
+  });
+  if (!all_open) {
+    // `lease` may be a reader's old copy (an API handler's, read before a release): open only
+    // from a reading made after the ticket, so a close between the two refuses the open.
+    ForwardTable::Ticket ticket = forwards_.ticket(lease.id);
+    auto now = leases_.get_lease(lease.id);
+    if (!now.is_ok() || now->state != LeaseState::kReady || now->address.empty() ||
+        (reach_ && !reach_(*now).is_ok())) {
+      return std::optional<SshEndpoint>();
+    }
+    auto opened = forwards_.open(ticket, now->address, wanted);
+    if (!opened.is_ok()) {
+      if (opened.status().code() == ErrorCode::kConflict) return std::optional<SshEndpoint>();
+      return opened.status();
+    }
+    open = std::move(opened).value();
+  }
   SshEndpoint ep;
-  for (const ForwardInfo& f : *open) {
+  for (const ForwardInfo& f : open) {
     if (f.guest_port == guest_ssh_port_) {
       ep.host = f.host;
       ep.port = f.port;
@@ -219,9 +238,54 @@ void LeaseAccess::on_event(const Event& event) {
   auto s = lease_state_from_string(state);
   if (s && (*s == LeaseState::kReleasing || is_terminal(*s))) {
     forwards_.close(event.lease_id, state);
-    std::lock_guard lock(mu_);
-    ports_.erase(event.lease_id);
-    trusted_.erase(event.lease_id);
+    forget(event.lease_id);
+  }
+}
+
+void LeaseAccess::forget(const std::string& lease_id) {
+  std::lock_guard lock(mu_);
+  ports_.erase(lease_id);
+  trusted_.erase(lease_id);
+}
+
+void LeaseAccess::sweep() {
+  for (const std::string& id : forwards_.leases()) {
+    auto l = leases_.get_lease(id);
+    if (!l.is_ok()) {
+      // A lease the engine no longer knows has ended; a store that fails to answer is no
+      // reason to cut anyone: the next sweep looks again.
+      if (l.status().code() != ErrorCode::kNotFound) continue;
+      forwards_.close(id, "lease gone (sweep)");
+      forget(id);
+      continue;
+    }
+    if (l->state != LeaseState::kReady && l->state != LeaseState::kHostUnreachable) {
+      forwards_.close(id, std::string(to_string(l->state)) + " (sweep)");
+      forget(id);
+      continue;
+    }
+    if (reach_ && !reach_(*l).is_ok()) {
+      forwards_.close(id, "unreachable (sweep)");
+      continue;
+    }
+    const std::vector<ForwardInfo> open = forwards_.find(id);
+    const bool moved = std::any_of(open.begin(), open.end(), [&](const ForwardInfo& f) {
+      return f.guest_address != l->address;
+    });
+    if (!moved) continue;
+    // Another VM answers at the old address now, or none: the forwards follow the lease.
+    forwards_.close(id, "VM address changed (sweep)");
+    {
+      std::lock_guard lock(mu_);
+      trusted_.erase(id);
+    }
+    if (l->state != LeaseState::kReady) continue;
+    if (auto ep = ssh_endpoint(*l); !ep.is_ok()) {
+      spdlog::warn("lease {}: no SSH forward: {}", id, ep.status().to_string());
+    }
+    if (Status st = install_trust(*l); !st.is_ok()) {
+      spdlog::warn("lease {}: SSH trust not written yet: {}", id, st.to_string());
+    }
   }
 }
 
@@ -244,22 +308,22 @@ void LeaseAccess::watch() {
     }
   }
   // Forwards of leases that are no longer ready (ended while the watcher was not looking).
-  for (const std::string& id : forwards_.leases()) {
-    auto l = leases_.get_lease(id);
-    if (!l.is_ok() || l->state != LeaseState::kReady) {
-      forwards_.close(id, "not ready");
-      std::lock_guard lock(mu_);
-      ports_.erase(id);
-      trusted_.erase(id);
-    }
-  }
+  sweep();
   auto next_warning_check = std::chrono::steady_clock::now();
+  auto next_sweep = next_warning_check + sweep_period_;
   while (!stop_) {
-    for (const Event& e : leases_.events_since(seq, std::chrono::milliseconds(500))) {
+    const std::vector<Event> events = leases_.events_since(seq, std::chrono::milliseconds(500));
+    // The engine keeps a bounded buffer: a gap in the sequence means events were lost.
+    const bool lost = !events.empty() && seq != 0 && events.front().seq > seq + 1;
+    for (const Event& e : events) {
       seq = std::max(seq, e.seq);
       on_event(e);
     }
     const auto now = std::chrono::steady_clock::now();
+    if (lost || now >= next_sweep) {
+      sweep();
+      next_sweep = now + sweep_period_;
+    }
     if (now >= next_warning_check) {
       warn_expiring();
       next_warning_check = now + std::chrono::seconds(5);

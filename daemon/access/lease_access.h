@@ -34,7 +34,12 @@ struct SshEndpoint {
 //                      carries the forward)
 //   lease ends      -> its forwards are closed and their connections cut (releasing, released,
 //                      expired, failed)
-// At start every ready lease gets its forward back (after a daemon restart).
+// At start every ready lease gets its forward back (after a daemon restart). Events can be
+// missed (the engine's event buffer is bounded; a watcher that falls behind loses the oldest),
+// so sweep() also runs every sweep period, and at once when the event sequence skips: it closes
+// the forwards (and tunnels) of every lease that ended, or whose VM address changed. A forward
+// never opens from a lease read older than its last close (ForwardTable::Ticket): a reader
+// racing a release gets no forward rather than reopening the one the release closed.
 //
 // Ownership: borrows the LeaseService and the ForwardTable (both outlive it); owns one watcher
 // thread. Threading: ssh_endpoint() is thread-safe (HTTP workers); start()/stop() from the
@@ -102,16 +107,29 @@ class LeaseAccess {
   // Handles one engine event (exposed for tests that drive it without the thread).
   void on_event(const Event& event);
 
+  // Closes the forwards, and so the tunnels, of every lease that is no longer ready (ended,
+  // gone, never ready) or whose VM address is no longer the one they relay to (reopened at the
+  // new one), or that this machine can no longer reach. A lease whose host is unreachable keeps
+  // them: its VM keeps its address until the lease ends (`lost` closes them). Reads the leases
+  // of open forwards only; runs guest commands only for a changed VM. Called by the watcher
+  // every sweep period (exposed for tests).
+  void sweep();
+  // How often the watcher sweeps; set before start(). Default kSweepPeriod.
+  static constexpr std::chrono::seconds kSweepPeriod{10};
+  void set_sweep_period(std::chrono::milliseconds period) { sweep_period_ = period; }
+
  private:
   void watch();
+  void forget(const std::string& lease_id);  // its extra ports and trust, once it ended
 
   LeaseService& leases_;
   ForwardTable& forwards_;
   int max_extra_ports_;
   int guest_ssh_port_;
   const Clock& clock_;
-  std::string user_ca_;                        // set before start(), read-only after
-  std::function<Status(const Lease&)> reach_;  // likewise
+  std::string user_ca_;                                   // set before start(), read-only after
+  std::function<Status(const Lease&)> reach_;             // likewise
+  std::chrono::milliseconds sweep_period_{kSweepPeriod};  // likewise
   std::mutex mu_;  // guards ports_ and trusted_; never held across a guest command or a bind
   std::map<std::string, std::vector<int>> ports_;     // lease id -> extra guest ports
   std::set<std::string> trusted_;                     // leases whose guest has the CA

@@ -23,14 +23,38 @@ std::string endpoint_text(const tcp::socket& s) {
 }  // namespace
 
 // One relayed connection: client <-> upstream, two half-duplex pumps. Ends (both sockets
-// closed) when either side closes or fails, or when the forward is closed.
+// closed) when either side closes or fails, when it carried nothing for the idle timeout, or
+// when the forward is closed. Its share of the host-wide budget goes back when it is destroyed
+// (after its last handler ran), exactly once.
 struct TcpForward::Session : std::enable_shared_from_this<Session> {
   static constexpr size_t kBuffer = 64 * 1024;
-  Session(std::shared_ptr<TcpForward> forward, tcp::socket client)
+  Session(std::shared_ptr<TcpForward> forward, tcp::socket client, bool budgeted)
       : owner(std::move(forward)),
         client(std::move(client)),
         upstream(owner->strand_),
-        timer(owner->strand_) {}
+        timer(owner->strand_),
+        budgeted(budgeted) {}
+  ~Session() {
+    if (budgeted && owner->options_.budget) owner->options_.budget->give_back();
+  }
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // The idle check: the timer is not re-armed for every piece relayed, only when it fires
+  // (at the latest last_activity + idle), so a busy session costs no timer operations.
+  void watch_idle() {
+    const auto idle = owner->options_.idle_timeout;
+    if (idle.count() <= 0 || !client.is_open()) return;
+    timer.expires_at(last_activity + idle);
+    timer.async_wait([self = shared_from_this(), idle](boost::system::error_code e) {
+      if (e || !self->client.is_open()) return;
+      if (std::chrono::steady_clock::now() - self->last_activity >= idle) {
+        self->stop();
+        return;
+      }
+      self->watch_idle();
+    });
+  }
 
   void stop() {
     boost::system::error_code ec;
@@ -45,6 +69,7 @@ struct TcpForward::Session : std::enable_shared_from_this<Session> {
   void pump(tcp::socket& from, tcp::socket& to, std::array<char, kBuffer>& buf) {
     from.async_read_some(asio::buffer(buf), [self = shared_from_this(), &from, &to, &buf](
                                                 boost::system::error_code ec, size_t n) {
+      self->last_activity = std::chrono::steady_clock::now();
       if (ec) {
         // Half-close: pass the EOF on, keep the other direction until it ends too.
         if (ec == asio::error::eof && to.is_open()) {
@@ -72,6 +97,8 @@ struct TcpForward::Session : std::enable_shared_from_this<Session> {
   asio::steady_timer timer;
   int eofs = 0;
   bool relaying = false;
+  const bool budgeted;  // holds a share of options_.budget
+  std::chrono::steady_clock::time_point last_activity = std::chrono::steady_clock::now();
   std::array<char, kBuffer> up_buf{};
   std::array<char, kBuffer> down_buf{};
 };
@@ -115,13 +142,33 @@ void TcpForward::accept() {
   acceptor_.async_accept(
       strand_, [self = shared_from_this()](boost::system::error_code ec, tcp::socket client) {
         if (self->closed_) return;
-        if (!ec) self->start_session(std::move(client));
+        if (!ec) {
+          const Options& o = self->options_;
+          if (o.max_sessions > 0 && self->sessions_.size() >= static_cast<size_t>(o.max_sessions)) {
+            self->refuse(std::move(client), "forward",
+                         "the forward's cap of " + std::to_string(o.max_sessions) + " sessions");
+          } else if (o.budget && !o.budget->try_take()) {
+            self->refuse(
+                std::move(client), "host",
+                "the host's cap of " + std::to_string(o.budget->max()) + " forwarded sessions");
+          } else {
+            self->start_session(std::move(client), o.budget != nullptr);
+          }
+        }
         self->accept();
       });
 }
 
-void TcpForward::start_session(tcp::socket client) {
-  auto session = std::make_shared<Session>(shared_from_this(), std::move(client));
+void TcpForward::refuse(tcp::socket client, const char* cap, std::string why) {
+  ForwardConnection info{endpoint_text(client), false, std::move(why), true, cap};
+  boost::system::error_code ignored;
+  client.shutdown(tcp::socket::shutdown_both, ignored);
+  client.close(ignored);
+  if (observer_) observer_(info);
+}
+
+void TcpForward::start_session(tcp::socket client, bool budgeted) {
+  auto session = std::make_shared<Session>(shared_from_this(), std::move(client), budgeted);
   sessions_.insert(session);
   ForwardConnection info{endpoint_text(session->client), false, {}};
   tcp::endpoint target(asio::ip::make_address(options_.target_address),
@@ -151,6 +198,8 @@ void TcpForward::start_session(tcp::socket client) {
         session->client.set_option(tcp::no_delay(true), ignored);
         session->pump(session->client, session->upstream, session->up_buf);
         session->pump(session->upstream, session->client, session->down_buf);
+        session->last_activity = std::chrono::steady_clock::now();
+        session->watch_idle();
       });
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
@@ -14,15 +15,42 @@
 namespace armhive {
 
 // What a forward reports: a connection accepted (from which address), one that could not reach
-// the target, and how much it carried when it ended.
+// the target, and one refused over a session cap.
 struct ForwardConnection {
   std::string peer;  // "ADDRESS:PORT" of the client
   bool connected = false;
-  std::string error;  // why the target could not be reached (connected == false)
+  std::string error;  // why the target could not be reached, or the cap (connected == false)
+  // Closed at once because the forward or the host had its most sessions open; `cap` says which
+  // ("forward" or "host").
+  bool refused = false;
+  std::string cap;
+};
+
+// The sessions every forward of a host may hold together: a counter shared by the forwards
+// (the host-wide cap). Thread-safe (an atomic); shared by the forwards and their sessions.
+class SessionBudget {
+ public:
+  explicit SessionBudget(int max) : max_(max) {}
+  // Takes a session's share; false when `max` are taken already.
+  bool try_take() {
+    int n = used_.load();
+    while (n < max_) {
+      if (used_.compare_exchange_weak(n, n + 1)) return true;
+    }
+    return false;
+  }
+  void give_back() { used_.fetch_sub(1); }
+  int used() const { return used_.load(); }
+  int max() const { return max_; }
+
+ private:
+  const int max_;
+  std::atomic<int> used_{0};
 };
 using ForwardObserver = std::function<void(const ForwardConnection&)>;
 
-// One listening TCP port relaying every accepted connection to target:port (the guest).
+// One listening TCP port relaying every accepted connection to target:port (the guest), at
+// most Options::max_sessions at once (and within the shared budget), each closed when idle.
 //
 // Ownership: shared (the acceptor's and the connections' handlers keep it alive); close()
 // ends it. Threading: everything runs on the forward's strand over a borrowed io_context;
@@ -37,6 +65,14 @@ class TcpForward : public std::enable_shared_from_this<TcpForward> {
     std::string target_address;
     int target_port = 0;
     std::chrono::milliseconds connect_timeout{std::chrono::seconds(10)};
+    // Sessions this forward relays at once; a connection beyond it is accepted and closed at
+    // once (reported with refused, cap "forward"). Zero or less: no cap of its own.
+    int max_sessions = 64;
+    // The host-wide cap shared with other forwards (cap "host"); null: none.
+    std::shared_ptr<SessionBudget> budget;
+    // A relaying session that carries no byte either way for this long is closed (a client that
+    // went away without closing, or one holding a slot). Zero: never.
+    std::chrono::milliseconds idle_timeout{std::chrono::minutes(15)};
   };
 
   // kConflict when the port is taken (the caller tries another), kInvalidArgument for a bad
@@ -55,7 +91,8 @@ class TcpForward : public std::enable_shared_from_this<TcpForward> {
   struct Session;
   TcpForward(boost::asio::io_context& io, Options options, ForwardObserver observer);
   void accept();
-  void start_session(boost::asio::ip::tcp::socket client);
+  void start_session(boost::asio::ip::tcp::socket client, bool budgeted);
+  void refuse(boost::asio::ip::tcp::socket client, const char* cap, std::string why);
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   boost::asio::ip::tcp::acceptor acceptor_;

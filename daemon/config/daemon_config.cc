@@ -1,5 +1,7 @@
 #include "daemon/config/daemon_config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <toml++/toml.h>
 
 #include <cctype>
@@ -243,6 +245,13 @@ Status check_pools_have_hosts(const DaemonConfig& c) {
   return Status::ok();
 }
 
+// An IPv4 or IPv6 literal (what a forward can bind).
+bool is_ip_address(const std::string& text) {
+  in6_addr buf{};
+  return ::inet_pton(AF_INET, text.c_str(), &buf) == 1 ||
+         ::inet_pton(AF_INET6, text.c_str(), &buf) == 1;
+}
+
 }  // namespace
 
 Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
@@ -345,9 +354,33 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("port_max", c.access.port_max, 1, 65535));
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_extra_ports", c.access.max_extra_ports, 0, 64));
     ARMHIVE_RETURN_IF_ERROR(r.str("ssh_ca_key", c.access.ssh_ca_key));
+    ARMHIVE_RETURN_IF_ERROR(
+        r.integer_as("max_sessions_per_forward", c.access.max_sessions_per_forward, 1, 65535));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_sessions", c.access.max_sessions, 1, 1000000));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("forward_idle_timeout", c.access.forward_idle_timeout));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     if (c.access.port_min > c.access.port_max) {
       return invalid_argument("access.port_max", "must not be below port_min");
+    }
+    if (!c.access.listen.empty() && !is_ip_address(c.access.listen)) {
+      return invalid_argument("access.listen",
+                              "must be an IP address (\"0.0.0.0\" for every "
+                              "address), got \"" +
+                                  c.access.listen + "\"");
+    }
+    if (c.access.listen.empty()) {
+      // The access address: where clients are told to dial, else where the API already
+      // listens; every address only when written (it includes the guests' own bridges).
+      if (is_ip_address(c.access.advertise)) {
+        c.access.listen = c.access.advertise;
+      } else if (is_ip_address(c.bind) && c.bind != "0.0.0.0" && c.bind != "::") {
+        c.access.listen = c.bind;
+      } else {
+        return invalid_argument(
+            "access.listen",
+            "no address to listen on: set [access] listen to the address runners reach (the "
+            "forwards no longer listen on every address unless told: \"0.0.0.0\")");
+      }
     }
   }
   ARMHIVE_RETURN_IF_ERROR(st);

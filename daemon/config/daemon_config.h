@@ -37,12 +37,21 @@ struct NetworkConfig {
 
 // [access]: per-lease TCP forwards from the host to the guests (daemon/access).
 struct AccessConfig {
-  bool enabled = false;            // the [access] table is present
-  std::string listen = "0.0.0.0";  // address the forwards listen on
-  std::string advertise;           // host name clients use (ssh.host); empty: `listen`
-  int port_min = 22000;            // forwards take ports from [port_min, port_max]
+  bool enabled = false;  // the [access] table is present
+  // Address the forwards listen on. Not set: `advertise` when it is an IP address, else
+  // [server] bind when that is one address (not 0.0.0.0 / ::); never every address unless
+  // written ("0.0.0.0" listens on the guests' bridges too).
+  std::string listen;
+  std::string advertise;  // host name clients use (ssh.host); empty: `listen`
+  int port_min = 22000;   // forwards take ports from [port_min, port_max]
   int port_max = 22999;
   int max_extra_ports = 4;  // guest ports besides SSH one lease may ask for (pools' access_ports)
+  // Sessions relayed at once by one forward, and by every forward of the host together; a
+  // connection over either cap is closed at once (and counted).
+  int max_sessions_per_forward = 64;
+  int max_sessions = 1024;
+  // A forwarded session carrying nothing either way for this long is closed.
+  std::chrono::milliseconds forward_idle_timeout{std::chrono::minutes(15)};
   // The SSH user CA's private key (0600; created on first start). Empty: <state_dir>/ssh_ca_key.
   std::string ssh_ca_key;
 };

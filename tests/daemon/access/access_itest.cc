@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "base/metrics.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
 #include "tests/support/manual_clock.h"
@@ -279,6 +280,89 @@ TEST_CASE("a connection to an unreachable guest is reported and closed", "[acces
   CHECK(failed->detail.find("127.0.0.1:" + std::to_string(dead)) != std::string::npos);
 }
 
+// Whether a new connection to `port` relays (the echo comes back).
+bool relays(int port) {
+  Client c(port);
+  return c.connected && c.send("ping") && c.recv(4) == "ping";
+}
+
+TEST_CASE("a forward relays at most its cap of sessions: one more is closed and counted",
+          "[access][hostile]") {
+  EchoServer echo;
+  Metrics metrics;
+  int base = free_base(2);
+  AccessOptions o = options(base, 2);
+  o.max_sessions_per_forward = 3;
+  auto table = ForwardTable::start(o, {}, &metrics);
+  REQUIRE(table.is_ok());
+  auto fw = (*table)->open("l-1", "127.0.0.1", {echo.port()});
+  REQUIRE(fw.is_ok());
+  const int port = (*fw)[0].port;
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<Client>(port));
+    REQUIRE(held.back()->send("hi"));
+    REQUIRE(held.back()->recv(2) == "hi");  // relaying: the session is counted
+  }
+  Client over(port);
+  REQUIRE(over.connected);  // the kernel accepted it; the forward closes it at once
+  CHECK(over.ended());
+  CHECK(metrics.value("armhive_forward_sessions_refused_total", {{"cap", "forward"}}) == 1);
+  CHECK(metrics.value("armhive_forward_sessions_refused_total", {{"cap", "host"}}) == 0);
+  // A session that ends gives its place back.
+  held.pop_back();
+  CHECK(eventually([&] { return relays(port); }));
+  // Another lease's forward has caps of its own.
+  auto other = (*table)->open("l-2", "127.0.0.1", {echo.port()});
+  REQUIRE(other.is_ok());
+  CHECK(relays((*other)[0].port));
+}
+
+TEST_CASE("the forwards of a host together relay at most max_sessions", "[access][hostile]") {
+  EchoServer echo;
+  Metrics metrics;
+  int base = free_base(2);
+  AccessOptions o = options(base, 2);
+  o.max_sessions = 3;
+  auto table = ForwardTable::start(o, {}, &metrics);
+  REQUIRE(table.is_ok());
+  auto a = (*table)->open("l-a", "127.0.0.1", {echo.port()});
+  auto b = (*table)->open("l-b", "127.0.0.1", {echo.port()});
+  REQUIRE(a.is_ok());
+  REQUIRE(b.is_ok());
+  std::vector<std::unique_ptr<Client>> held;
+  for (int p : {(*a)[0].port, (*a)[0].port, (*b)[0].port}) {
+    held.push_back(std::make_unique<Client>(p));
+    REQUIRE(held.back()->send("hi"));
+    REQUIRE(held.back()->recv(2) == "hi");
+  }
+  Client over((*b)[0].port);
+  REQUIRE(over.connected);
+  CHECK(over.ended());
+  CHECK(metrics.value("armhive_forward_sessions_refused_total", {{"cap", "host"}}) == 1);
+  // Closing a lease's forward gives its sessions' places back to the others.
+  (*table)->close("l-a", "released");
+  CHECK(eventually([&] { return relays((*b)[0].port); }));
+}
+
+TEST_CASE("a forwarded session idle for the idle timeout is closed", "[access][hostile]") {
+  EchoServer echo;
+  int base = free_base(1);
+  AccessOptions o = options(base, 1);
+  o.idle_timeout = 300ms;  // armhived's is [access] forward_idle_timeout, 15 minutes
+  auto table = ForwardTable::start(o, {});
+  REQUIRE(table.is_ok());
+  auto fw = (*table)->open("l-1", "127.0.0.1", {echo.port()});
+  REQUIRE(fw.is_ok());
+  Client quiet((*fw)[0].port);
+  REQUIRE(quiet.send("hello"));
+  REQUIRE(quiet.recv(5) == "hello");
+  // Then nothing either way: the forward ends it (ended() waits up to 5 s for EOF or reset).
+  CHECK(quiet.ended());
+  CHECK_FALSE((*table)->find("l-1").empty());  // the forward itself stays open
+  CHECK(relays((*fw)[0].port));
+}
+
 // A LeaseService with leases and events set by the test.
 class ScriptedLeases final : public LeaseService {
  public:
@@ -291,6 +375,11 @@ class ScriptedLeases final : public LeaseService {
     e.lease_id = l.id;
     events_.push_back(e);
     cv_.notify_all();
+  }
+  // Changes a lease with no event: one the watcher missed (the engine's buffer is bounded).
+  void set_silently(Lease l) {
+    std::lock_guard lock(mu_);
+    leases_[l.id] = l;
   }
   Result<Lease> get_lease(const std::string& id) override {
     std::lock_guard lock(mu_);
@@ -554,6 +643,106 @@ TEST_CASE("extra ports: checked against the pool, forwarded with SSH once the le
   CHECK((*ep)->extra[0].guest_port == 8080);
   CHECK((*ep)->extra[0].port != (*ep)->port);
   CHECK((*table)->find("l-1").size() == 2);
+}
+
+}  // namespace
+}  // namespace armhive
+
+namespace armhive {
+namespace {
+
+TEST_CASE("a lease that ended without an event the watcher saw loses its forward at the sweep",
+          "[access][hostile]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 4, echo.port());
+  access.set_sweep_period(50ms);  // armhived's is LeaseAccess::kSweepPeriod
+  access.start();
+  leases.set(lease("l-1", LeaseState::kReady), "lease.ready");
+  leases.set(lease("l-2", LeaseState::kReady), "lease.ready");
+  REQUIRE(eventually([&] { return !(*table)->find("l-1").empty(); }));
+  REQUIRE(eventually([&] { return !(*table)->find("l-2").empty(); }));
+  Client session((*table)->find("l-1")[0].port);
+  REQUIRE(session.send("hi"));
+  REQUIRE(session.recv(2) == "hi");
+  // Released, and the events said nothing: the periodic sweep still cuts it.
+  leases.set_silently(lease("l-1", LeaseState::kReleased));
+  CHECK(eventually([&] { return (*table)->find("l-1").empty(); }));
+  CHECK(session.ended());
+  // A lease whose host stopped answering keeps its forward: its VM keeps the address.
+  leases.set_silently(lease("l-2", LeaseState::kHostUnreachable));
+  access.sweep();
+  CHECK_FALSE((*table)->find("l-2").empty());
+  access.stop();
+}
+
+TEST_CASE("a sweep moves the forwards of a lease whose VM address changed", "[access][hostile]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 4, echo.port());
+  leases.set(lease("l-1", LeaseState::kReady), "lease.ready");
+  REQUIRE(access.ssh_endpoint(lease("l-1", LeaseState::kReady)).is_ok());
+  REQUIRE((*table)->find("l-1").size() == 1);
+  Client session((*table)->find("l-1")[0].port);
+  REQUIRE(session.send("hi"));
+  REQUIRE(session.recv(2) == "hi");
+  Lease moved = lease("l-1", LeaseState::kReady);
+  moved.address = "127.0.0.2";  // the old address may be another VM's by now
+  leases.set_silently(moved);
+  access.sweep();
+  CHECK(session.ended());
+  auto now = (*table)->find("l-1");
+  REQUIRE(now.size() == 1);
+  CHECK(now[0].guest_address == "127.0.0.2");
+}
+
+TEST_CASE("a lease read before its release never reopens the forward the release closed",
+          "[access][hostile]") {
+  EchoServer echo;
+  ScriptedLeases leases;
+  int base = free_base(4);
+  auto table = ForwardTable::start(options(base, 4), {});
+  REQUIRE(table.is_ok());
+  LeaseAccess access(leases, **table, 4, echo.port());
+  const Lease read_before = lease("l-1", LeaseState::kReady);  // an API handler's copy
+  leases.set(read_before, "lease.ready");
+  REQUIRE(access.ssh_endpoint(read_before).is_ok());
+  REQUIRE_FALSE((*table)->find("l-1").empty());
+  Event released;
+  released.lease_id = "l-1";
+  released.type = "lease.released";
+  leases.set(lease("l-1", LeaseState::kReleased), released.type);
+  access.on_event(released);
+  REQUIRE((*table)->find("l-1").empty());
+  // The handler goes on with its copy (the lease view, a tunnel): no forward, none opened.
+  auto late = access.ssh_endpoint(read_before);
+  REQUIRE(late.is_ok());
+  CHECK_FALSE(late->has_value());
+  CHECK((*table)->find("l-1").empty());
+  CHECK(access.tunnel_target(read_before, echo.port()).status().code() == ErrorCode::kConflict);
+  CHECK((*table)->find("l-1").empty());
+}
+
+TEST_CASE("an open whose ticket predates a close of its lease is refused", "[access][hostile]") {
+  EchoServer echo;
+  int base = free_base(2);
+  auto table = ForwardTable::start(options(base, 2), {});
+  REQUIRE(table.is_ok());
+  // Read, then the close runs (the lease ended), then the open of what was read.
+  ForwardTable::Ticket before = (*table)->ticket("l-1");
+  (*table)->close("l-1", "released");
+  auto stale = (*table)->open(before, "127.0.0.1", {echo.port()});
+  CHECK(stale.status().code() == ErrorCode::kConflict);
+  CHECK((*table)->find("l-1").empty());
+  // A reading after the close opens as usual.
+  CHECK((*table)->open((*table)->ticket("l-1"), "127.0.0.1", {echo.port()}).is_ok());
+  CHECK((*table)->find("l-1").size() == 1);
 }
 
 }  // namespace

@@ -343,6 +343,52 @@ cidr = "198.51.100.7"
   CHECK(field("[access]\nlisten_port = 1\n") == "access.listen_port");
 }
 
+TEST_CASE("[access] listens on the access address by default, never every address unasked",
+          "[config][access]") {
+  const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
+  auto listen = [&](const std::string& text) {
+    auto c = parse_daemon_config(text + pools);
+    INFO(c.status().to_string());
+    REQUIRE(c.is_ok());
+    return c->access.listen;
+  };
+  CHECK(listen("[access]\nadvertise = \"192.0.2.10\"\n") == "192.0.2.10");
+  CHECK(listen("[server]\nbind = \"192.0.2.7\"\n[access]\nadvertise = \"a.example\"\n") ==
+        "192.0.2.7");
+  CHECK(listen("[access]\n") == "127.0.0.1");  // the API's own default bind
+  CHECK(listen("[server]\nbind = \"0.0.0.0\"\n[access]\nlisten = \"0.0.0.0\"\n") ==
+        "0.0.0.0");  // written: kept
+  CHECK(listen("[access]\nlisten = \"::1\"\n") == "::1");
+  auto wildcard = parse_daemon_config("[server]\nbind = \"0.0.0.0\"\n[access]\n" + pools);
+  CHECK(wildcard.status().field() == "access.listen");
+  CHECK_THAT(wildcard.status().message(), Catch::Contains("address runners reach"));
+  CHECK(parse_daemon_config("[access]\nlisten = \"eth0\"\n" + pools).status().field() ==
+        "access.listen");
+}
+
+TEST_CASE("[access] session caps and the idle timeout are read and checked", "[config][access]") {
+  const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
+  auto defaults = parse_daemon_config("[access]\n" + pools);
+  REQUIRE(defaults.is_ok());
+  CHECK(defaults->access.max_sessions_per_forward == 64);
+  CHECK(defaults->access.max_sessions == 1024);
+  CHECK(defaults->access.forward_idle_timeout == std::chrono::minutes(15));
+  auto c = parse_daemon_config(
+      "[access]\nmax_sessions_per_forward = 8\nmax_sessions = 100\nforward_idle_timeout = "
+      "\"90s\"\n" +
+      pools);
+  REQUIRE(c.is_ok());
+  CHECK(c->access.max_sessions_per_forward == 8);
+  CHECK(c->access.max_sessions == 100);
+  CHECK(c->access.forward_idle_timeout == std::chrono::seconds(90));
+  auto field = [&](const std::string& text) {
+    return parse_daemon_config(text + pools).status().field();
+  };
+  CHECK(field("[access]\nmax_sessions_per_forward = 0\n") == "access.max_sessions_per_forward");
+  CHECK(field("[access]\nmax_sessions = 0\n") == "access.max_sessions");
+  CHECK(field("[access]\nforward_idle_timeout = \"soon\"\n") == "access.forward_idle_timeout");
+}
+
 TEST_CASE("a pool's max_extra_ports narrows [access] max_extra_ports, never widens it",
           "[config]") {
   auto pool = [](const std::string& keys) {
