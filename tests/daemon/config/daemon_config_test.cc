@@ -343,6 +343,25 @@ cidr = "198.51.100.7"
   CHECK(field("[access]\nlisten_port = 1\n") == "access.listen_port");
 }
 
+TEST_CASE("networks isolate their guests unless told not to; the guard check period is read",
+          "[config]") {
+  const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
+  auto c = parse_daemon_config("[[networks]]\nname = \"a\"\n[[networks]]\nname = \"b\"\n"
+                               "isolate_guests = false\n" +
+                               pools);
+  REQUIRE(c.is_ok());
+  REQUIRE(c->networks.size() == 2);
+  CHECK(c->networks[0].isolate_guests);
+  CHECK_FALSE(c->networks[1].isolate_guests);
+  CHECK(c->guard_check_period == std::chrono::seconds(30));
+  auto every = parse_daemon_config("[engine]\nguard_check_period = \"5s\"\n" + pools);
+  REQUIRE(every.is_ok());
+  CHECK(every->guard_check_period == std::chrono::seconds(5));
+  auto bad = parse_daemon_config("[[networks]]\nisolate_guests = \"yes\"\n" + pools);
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().field() == "networks[0].isolate_guests");
+}
+
 TEST_CASE("[access] listens on the access address by default, never every address unasked",
           "[config][access]") {
   const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
