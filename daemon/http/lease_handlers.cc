@@ -131,9 +131,12 @@ class LongPoll : public std::enable_shared_from_this<LongPoll> {
   std::optional<std::stop_callback<std::function<void()>>> on_stop_;
 };
 
-// SHA-256 of the request as parsed and re-serialised (members sorted, no whitespace), so a
-// retry that formats the same request differently is still the same request.
-std::string fingerprint(const json& body) { return hash_token(dump_json(body)); }
+// The keyed fingerprint (TokenStore::request_fingerprint_of) of the request as parsed and
+// re-serialised (members sorted, no whitespace), so a retry that formats the same request
+// differently is still the same request.
+std::string fingerprint(ServerContext& ctx, const json& body) {
+  return ctx.tokens.request_fingerprint_of(dump_json(body));
+}
 
 Status key_reused(const std::string& key) {
   return Status(ErrorCode::kUnprocessable,
@@ -169,7 +172,7 @@ Status create_lease(ServerContext& ctx, Call& c) {
   // for kIdempotencyWindow.
   // Checked before creating and remembered only after a lease was made, so a refused first
   // attempt does not pin its key to a request that never succeeded.
-  std::string print = key.empty() ? std::string() : fingerprint(body);
+  std::string print = key.empty() ? std::string() : fingerprint(ctx, body);
   if (!key.empty()) {
     ARMHIVE_ASSIGN_OR_RETURN(auto first, ctx.tokens.request_fingerprint(who.name, key));
     if (first && *first != print) return key_reused(key);
