@@ -310,7 +310,20 @@ Status list_leases(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(size_t limit,
                            parse_size_param(req, "limit", kDefaultListLimit, kMaxListLimit));
   f.limit = limit;
-  if (req.has_param("cursor")) f.after_id = req.param("cursor");
+  if (req.has_param("cursor")) {
+    // A cursor is the id of the last lease of the previous page. One that names no lease the
+    // caller can see (corrupted, truncated, another owner's) used to give a 200 with an empty
+    // page, so a client paging with it silently saw nothing (issue 33 finding 11). Another
+    // owner's lease is refused like an unknown id: a cursor cannot probe ids.
+    f.after_id = req.param("cursor");
+    auto at = ctx.visible_lease(c.who, f.after_id);
+    if (!at.is_ok()) {
+      if (at.status().code() != ErrorCode::kNotFound) return at.status();
+      return invalid_argument("cursor",
+                              "names no lease of this listing; pass the next_cursor of the "
+                              "previous page, or no cursor for the first page");
+    }
+  }
   ARMHIVE_ASSIGN_OR_RETURN(auto list, ctx.leases.list_leases(f));
   LeasePage page;
   for (const Lease& l : list) {

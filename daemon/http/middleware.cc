@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "api/json.h"
+#include "base/utf8.h"
 
 namespace armhive {
 namespace {
@@ -31,6 +32,18 @@ bool is_json_media_type(std::string_view type) {
          strncasecmp(type.data(), kApp.data(), kApp.size()) == 0 &&
          strncasecmp(type.data() + type.size() - kSuffix.size(), kSuffix.data(), kSuffix.size()) ==
              0;
+}
+
+// The method as a metric label: the ones HTTP defines, else "other". The method is whatever
+// the client sent (Beast accepts any token), and every distinct label value is a series kept
+// for the daemon's lifetime: without this, each invented method was a new series, from anyone
+// without a token (issue 33 finding 2).
+std::string_view method_label(std::string_view method) {
+  for (std::string_view known :
+       {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"}) {
+    if (method == known) return known;
+  }
+  return "other";
 }
 
 // Records the reply's status once it is known, then forwards to the connection.
