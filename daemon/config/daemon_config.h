@@ -105,6 +105,8 @@ struct DaemonConfig {
   // How often the images shipped to remote hosts that no pool or VM uses any more are deleted
   // there (daemon/fleet HostRegistry::collect_images). Zero: never.
   std::chrono::milliseconds image_gc_period{std::chrono::minutes(10)};
+  // [audit] keep: audit rows older than this are deleted (hourly, by the audit writer).
+  std::chrono::milliseconds audit_keep{std::chrono::hours(90 * 24)};
   AccessConfig access;
   GithubConfig github;
   // [[hosts]]; never empty after parsing: without [[hosts]], the one host of [host]. With a

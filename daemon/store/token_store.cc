@@ -90,17 +90,6 @@ const std::vector<std::string> kTokenSteps = {
     "CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
 };
 
-const std::vector<std::string> kAuditSteps = {
-    "CREATE TABLE IF NOT EXISTS audit ("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " at INTEGER NOT NULL,"
-    " actor TEXT NOT NULL,"
-    " action TEXT NOT NULL,"
-    " lease_id TEXT NOT NULL DEFAULT '',"
-    " detail TEXT NOT NULL DEFAULT '');"
-    "CREATE INDEX IF NOT EXISTS audit_lease ON audit(lease_id, id)",
-};
-
 }  // namespace
 
 std::string_view to_string(TokenRole role) {
@@ -329,43 +318,6 @@ Result<std::optional<std::string>> TokenStore::request_fingerprint(std::string_v
                            {std::string(token), std::string(key), oldest}));
   if (rows.empty()) return std::optional<std::string>();
   return std::optional<std::string>(sql_text(rows[0][0]));
-}
-
-Result<std::unique_ptr<AuditLog>> AuditLog::open(Database& db, const Clock& clock) {
-  ARMHIVE_RETURN_IF_ERROR(db.migrate("audit", kAuditSteps));
-  return std::unique_ptr<AuditLog>(new AuditLog(db, clock));
-}
-
-Status AuditLog::record(std::string_view actor, std::string_view action, std::string_view lease_id,
-                        std::string_view detail) {
-  return db_.execute(
-      "INSERT INTO audit (at, actor, action, lease_id, detail) VALUES (?, ?, ?, ?, ?)",
-      {to_unix_ms(clock_.now()), std::string(actor), std::string(action), std::string(lease_id),
-       std::string(detail)});
-}
-
-Result<std::vector<AuditEntry>> AuditLog::recent(size_t limit, const std::string& lease_id) {
-  std::string sql = "SELECT id, at, actor, action, lease_id, detail FROM audit";
-  std::vector<SqlValue> params;
-  if (!lease_id.empty()) {
-    sql += " WHERE lease_id = ?";
-    params.emplace_back(lease_id);
-  }
-  sql += " ORDER BY id DESC LIMIT ?";
-  params.emplace_back(static_cast<int64_t>(limit));
-  ARMHIVE_ASSIGN_OR_RETURN(auto rows, db_.query(sql, params));
-  std::vector<AuditEntry> out;
-  for (const auto& r : rows) {
-    AuditEntry e;
-    e.id = sql_int(r[0]);
-    e.at = from_unix_ms(sql_int(r[1]));
-    e.actor = sql_text(r[2]);
-    e.action = sql_text(r[3]);
-    e.lease_id = sql_text(r[4]);
-    e.detail = sql_text(r[5]);
-    out.push_back(std::move(e));
-  }
-  return out;
 }
 
 }  // namespace armhive

@@ -8,6 +8,7 @@
 
 #include "base/result.h"
 #include "daemon/core/clock.h"
+#include "daemon/store/audit_log.h"  // AuditLog, which most users of tokens need too
 #include "daemon/store/database.h"
 
 namespace armhive {
@@ -102,34 +103,6 @@ class TokenStore {
   Database& db_;
   const Clock& clock_;
   const std::string fingerprint_key_;  // set once in open()
-};
-
-// The audit log: one row per lease action (create, renew, release, exec, console, benchmark)
-// with the acting token's name. Append-only.
-struct AuditEntry {
-  int64_t id = 0;
-  TimePoint at;
-  std::string actor;
-  std::string action;
-  std::string lease_id;
-  std::string detail;
-};
-
-// Threading: thread-safe. The Database must outlive it.
-class AuditLog {
- public:
-  // Applies the "audit" schema migrations (table audit(at, actor, action, lease_id, detail)).
-  static Result<std::unique_ptr<AuditLog>> open(Database& db, const Clock& clock);
-
-  Status record(std::string_view actor, std::string_view action, std::string_view lease_id,
-                std::string_view detail = {});
-  // Newest first; `lease_id` empty: all leases.
-  Result<std::vector<AuditEntry>> recent(size_t limit, const std::string& lease_id = {});
-
- private:
-  AuditLog(Database& db, const Clock& clock) : db_(db), clock_(clock) {}
-  Database& db_;
-  const Clock& clock_;
 };
 
 }  // namespace armhive

@@ -1,6 +1,6 @@
 // Issue 33 ("hostile tenants v2"), the server's findings, black-box against the in-process
-// server: JSON nesting (1), bounded /metrics labels (2), forged log lines (10) and corrupted
-// paging cursors (11).
+// server: JSON nesting (1), bounded /metrics labels (2), the audit log under floods without a
+// token (3), forged log lines (10) and corrupted paging cursors (11).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/github/github_provider.h"
+#include "daemon/github/webhook_signature.h"
 #include "tests/daemon/http/api_fixture.h"
 
 namespace armhive {
@@ -184,6 +186,99 @@ TEST_CASE("http: a cursor that names no lease of the listing is 400 naming curso
   CHECK(probe.status == 400);
   CHECK(body_of(probe)["field"] == "cursor");
   CHECK(f.request("GET", "/v1/leases?cursor=" + theirs, f.admin).status == 200);
+}
+
+// What armhived's main() does with the provider's events (daemon/main.cc start_github): a
+// refused delivery is a stranger's, rate limited by its source.
+void audit_github_event(AuditLog& audit, const GithubEvent& e) {
+  if (!e.source.empty()) {
+    (void)audit.record_stranger("github", e.type, e.source, e.lease_id, e.detail);
+    return;
+  }
+  (void)audit.record("github", e.type, e.lease_id, e.detail);
+}
+
+class NoGithubApi final : public GithubApi {
+ public:
+  Result<JitRunner> generate_jitconfig(const JitRequest&) override {
+    return unavailable("not in this test");
+  }
+  Status delete_runner(int64_t) override { return unavailable("not in this test"); }
+};
+
+TEST_CASE(
+    "http: 1,000 oversized /healthz and 1,000 badly signed webhooks write a bounded "
+    "audit log with a summary that counts them",
+    "[http][hostile33][audit]") {
+  NoGithubApi api;
+  std::unique_ptr<GithubProvider> provider;
+  std::unique_ptr<ApiFixture> fixture;
+  fixture = std::make_unique<ApiFixture>(true, [&](HttpOptions& o) {
+    o.max_body_bytes = 1024;
+    o.github_webhook = [&](const std::string& event, const std::string& delivery,
+                           const std::string& signature, const std::string& body,
+                           const std::string& remote) {
+      return provider->deliver(event, delivery, signature, body, remote);
+    };
+  });
+  ApiFixture& f = *fixture;
+  GithubProviderOptions options;
+  options.webhook_secret = "the-real-secret";
+  options.label_pools = {{"armhive-arm64", "tiny"}};
+  options.runner_command = {"/opt/actions-runner/run.sh"};
+  provider = std::make_unique<GithubProvider>(
+      options, f.leases, [](const std::string&, const StartupRequestDto&) { return Status::ok(); },
+      api, f.clock, [&f](const GithubEvent& e) { audit_github_event(*f.audit, e); });
+
+  const int port = port_of(f);
+  for (int i = 0; i < 1000; ++i) {
+    std::string reply =
+        raw_exchange(port, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n");
+    REQUIRE(reply.rfind("HTTP/1.1 413", 0) == 0);
+  }
+  const std::string body = R"({"action":"queued","workflow_job":{"id":1}})";
+  const std::string forged = webhook_signature("a-guess", body);
+  for (int i = 0; i < 1000; ++i) {
+    auto r = f.request("POST", "/v1/github/webhook", {}, body,
+                       {{"X-GitHub-Event", "workflow_job"},
+                        {"X-GitHub-Delivery", "d-" + std::to_string(i)},
+                        {"X-Hub-Signature-256", forged}});
+    REQUIRE(r.status == 401);
+  }
+  REQUIRE(f.audit->flush().is_ok());
+  auto rows = f.audit->recent(10000);
+  REQUIRE(rows.is_ok());
+  const size_t one_by_one = rows->size();
+  CHECK(one_by_one <= 10);  // 5 a minute per kind and source (EventThrottleOptions)
+  // The window ends: one summary row per kind counts the rest.
+  f.audit_clock.advance(std::chrono::seconds(61));
+  REQUIRE(f.audit->flush().is_ok());
+  rows = f.audit->recent(10000);
+  REQUIRE(rows.is_ok());
+  CHECK(rows->size() == one_by_one + 2);
+  std::map<std::string, size_t> written;
+  std::map<std::string, std::string> summary;
+  for (const AuditEntry& e : *rows) {
+    if (e.actor == "armhived") {
+      summary[e.action] = e.detail;
+    } else {
+      ++written[e.action];
+    }
+  }
+  INFO(summary["http.refused"]);
+  INFO(summary["github.webhook_rejected"]);
+  CHECK_THAT(summary["http.refused"],
+             Catch::StartsWith(std::to_string(1000 - written["http.refused"]) +
+                               " more http.refused from 1 source"));
+  CHECK_THAT(summary["github.webhook_rejected"],
+             Catch::StartsWith(std::to_string(1000 - written["github.webhook_rejected"]) +
+                               " more github.webhook_rejected from 1 source"));
+  CHECK_THAT(summary["http.refused"], Catch::Contains("127.0.0.1"));
+  // /metrics counts what was not written one by one.
+  const std::string metrics = f.request("GET", "/metrics").body;
+  CHECK_THAT(metrics, Catch::Contains("armhive_audit_suppressed_total{action=\"http.refused\"} " +
+                                      std::to_string(1000 - written["http.refused"])));
+  fixture.reset();  // the server before the provider it calls
 }
 
 }  // namespace
