@@ -6,6 +6,7 @@
 
 #include "api/startup_json.h"
 #include "base/base64.h"
+#include "base/json_depth.h"
 #include "base/json_reader.h"
 #include "base/utf8.h"
 #include "base/validation.h"
@@ -158,19 +159,21 @@ namespace {
 
 // Finds the first member name that occurs twice in one object, as a field path ("pool",
 // "labels.team", "items[2].name"). nlohmann keeps the last duplicate silently; its parser
-// callback sees every key with the nesting, which is all this needs.
+// callback sees every key with the nesting, which is all this needs. A frame holds only its own
+// key or index: the path is joined from the frames only when a duplicate is reported (copying
+// the parent's path into every frame made deep nesting quadratic, issue 33 finding 1).
 class DuplicateKeyFinder {
  public:
   bool on(int /*depth*/, json::parse_event_t event, const json& parsed) {
     switch (event) {
       case json::parse_event_t::object_start:
       case json::parse_event_t::array_start:
-        frames_.push_back({event == json::parse_event_t::object_start, child_path(), {}, {}, 0});
+        frames_.push_back({event == json::parse_event_t::object_start, {}, {}, 0});
         break;
       case json::parse_event_t::key: {
         Frame& f = frames_.back();
         f.key = parsed.is_string() ? parsed.get<std::string>() : std::string();
-        if (!f.keys.insert(f.key).second && duplicate_.empty()) duplicate_ = child_path();
+        if (!f.keys.insert(f.key).second && duplicate_.empty()) duplicate_ = path();
         break;
       }
       case json::parse_event_t::object_end:
@@ -189,16 +192,21 @@ class DuplicateKeyFinder {
  private:
   struct Frame {
     bool object = false;
-    std::string path;
     std::set<std::string> keys;
     std::string key;
     size_t index = 0;
   };
-  std::string child_path() const {
-    if (frames_.empty()) return {};
-    const Frame& f = frames_.back();
-    if (f.object) return f.path.empty() ? f.key : f.path + "." + f.key;
-    return f.path + "[" + std::to_string(f.index) + "]";
+  // The path of the member or element being parsed, from the outermost frame in.
+  std::string path() const {
+    std::string out;
+    for (const Frame& f : frames_) {
+      if (f.object) {
+        out += out.empty() ? f.key : "." + f.key;
+      } else {
+        out += "[" + std::to_string(f.index) + "]";
+      }
+    }
+    return out;
   }
   void element_done() {
     if (!frames_.empty() && !frames_.back().object) ++frames_.back().index;
@@ -210,6 +218,8 @@ class DuplicateKeyFinder {
 }  // namespace
 
 Result<json> parse_json(std::string_view text, std::string_view field) {
+  // Before nlohmann sees it: the parser's cost grows with the nesting (base/json_depth.h).
+  ARMHIVE_RETURN_IF_ERROR(check_json_depth(text, field));
   DuplicateKeyFinder finder;
   json j = json::parse(
       text,

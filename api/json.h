@@ -18,7 +18,8 @@ namespace armhive {
 // leniently (unknown members ignored, so an older CLI keeps working against a newer daemon),
 // but wrong types are still errors. No function here throws.
 
-// Parses text as JSON; a syntax error is kInvalidArgument on `field` with the position.
+// Parses text as JSON; a syntax error is kInvalidArgument on `field` with the position, and
+// so is nesting deeper than kMaxJsonDepth (base/json_depth.h), refused before parsing.
 Result<nlohmann::json> parse_json(std::string_view text, std::string_view field = "body");
 // Serialises without throwing: invalid UTF-8 is replaced by U+FFFD.
 std::string dump_json(const nlohmann::json& j, int indent = -1);

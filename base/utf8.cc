@@ -58,4 +58,57 @@ std::string truncate_utf8(std::string_view s, size_t max) {
   return std::string(s);
 }
 
+std::string escape_for_log(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  auto hex_byte = [&out](unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (c < 0x20 || c == 0x7f) {
+            hex_byte(c);
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    const Utf8Char u = decode_utf8(s, i);
+    if (u.length == 0) {
+      hex_byte(c);
+      ++i;
+      continue;
+    }
+    if ((u.code_point >= 0x80 && u.code_point <= 0x9f) || u.code_point == 0x2028 ||
+        u.code_point == 0x2029) {
+      out += "\\u";
+      for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(u.code_point >> shift) & 15];
+    } else {
+      out.append(s.substr(i, u.length));
+    }
+    i += u.length;
+  }
+  return out;
+}
+
 }  // namespace armhive

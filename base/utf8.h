@@ -24,4 +24,10 @@ bool is_valid_utf8(std::string_view s);
 // Counts lead bytes, so give it valid UTF-8.
 std::string truncate_utf8(std::string_view s, size_t max);
 
+// `s` made safe for one line of a log: control characters (C0, DEL, C1), the line and
+// paragraph separators U+2028/U+2029 and every byte that is not UTF-8 become escapes ("\n",
+// "\r", "\t", "\x0b", "\u2028"), and a backslash is doubled, so a request's path, method or
+// header can neither end the line nor pass for an escape. Valid printable UTF-8 stays as it is.
+std::string escape_for_log(std::string_view s);
+
 }  // namespace armhive

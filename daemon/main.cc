@@ -122,6 +122,14 @@ Status start_github(const GithubConfig& config, LeaseService& leases, StartupRun
       },
       *api, clock,
       [&audit](const GithubEvent& e) {
+        // A rejected delivery may come from anyone who reaches the endpoint: rate limited per
+        // address (AuditLog::record_stranger), its log line with it.
+        if (!e.source.empty()) {
+          if (audit.record_stranger("github", e.type, e.source, e.lease_id, e.detail)) {
+            spdlog::info("github: {} {} {}", e.type, e.lease_id, e.detail);
+          }
+          return;
+        }
         spdlog::info("github: {} {} {}", e.type, e.lease_id, e.detail);
         (void)audit.record("github", e.type, e.lease_id, e.detail);
       });
@@ -199,8 +207,12 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   SystemClock clock;
   auto tokens = TokenStore::open(**db, clock);
   if (!tokens.is_ok()) return fail(tokens.status(), "token store");
-  auto audit = AuditLog::open(**db, clock);
+  Metrics metrics;
+  AuditOptions audit_options;
+  audit_options.keep = std::chrono::duration_cast<Seconds>(config.audit_keep);
+  auto audit = AuditLog::open(**db, clock, audit_options, &metrics);
   if (!audit.is_ok()) return fail(audit.status(), "audit log");
+  (*audit)->start();  // its writer: strangers' entries and the retention, off the request path
   if (Status s = bootstrap_admin(**tokens, config.bootstrap_token_file); !s.is_ok()) {
     return fail(s, "bootstrap token");
   }
@@ -277,7 +289,6 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   (*registry)->start_image_collection(pool_images, config.image_gc_period);
   (*registry)->start_guard_watch(config.guard_check_period);
 
-  Metrics metrics;
   EngineOptions engine_options;
   engine_options.pools = config.pools;
   engine_options.strategy = config.placement;

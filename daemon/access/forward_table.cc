@@ -79,6 +79,10 @@ void ForwardTable::stop() {
 void ForwardTable::emit(AccessEvent event) {
   {
     std::lock_guard lock(events_mu_);
+    if (events_.size() >= kMaxQueuedEvents) {  // the sink fell behind: drop the oldest, count
+      events_.pop_front();
+      ++events_dropped_;
+    }
     events_.push_back(std::move(event));
   }
   events_cv_.notify_one();
@@ -106,15 +110,56 @@ void ForwardTable::refused(const std::string& lease_id, const std::string& where
       count, c.peer, lease_id, where, c.error);
 }
 
+void ForwardTable::note_connection(const std::string& lease_id, const std::string& target,
+                                   const ForwardConnection& c) {
+  const std::string type = c.connected ? "forward.connection" : "forward.connection_failed";
+  // The source is the peer's address without its port: one client, however many connections.
+  const std::string source = c.peer.substr(0, c.peer.rfind(':'));
+  if (!connections_.admit(type + " " + lease_id, source, SystemClock().now())) {
+    events_cv_.notify_one();  // the deliverer learns when this window's summary is due
+    return;
+  }
+  emit({type, lease_id, "from " + c.peer + " to " + target + (c.connected ? "" : ": " + c.error)});
+}
+
 void ForwardTable::deliver_loop() {
   std::unique_lock lock(events_mu_);
   for (;;) {
-    events_cv_.wait(lock, [&] { return events_stop_ || !events_.empty(); });
-    if (events_.empty()) return;  // stopping, and everything delivered
-    AccessEvent e = std::move(events_.front());
-    events_.pop_front();
+    // Until an event, a stop or the end of a throttled window, whichever is first.
+    auto ready = [&] { return events_stop_ || !events_.empty() || events_dropped_ > 0; };
+    if (std::optional<TimePoint> due = connections_.next_due()) {
+      events_cv_.wait_for(
+          lock, std::max(Millis(0), std::chrono::duration_cast<Millis>(*due - SystemClock().now())),
+          ready);
+    } else {
+      events_cv_.wait(lock, ready);
+    }
+    std::vector<AccessEvent> batch;
+    for (const ThrottleSummary& s : connections_.due(SystemClock().now())) {
+      // The kind is "TYPE LEASE" (note_connection): one summary per lease and type.
+      const size_t space = s.kind.find(' ');
+      batch.push_back({s.kind.substr(0, space),
+                       space == std::string::npos ? "" : s.kind.substr(space + 1), s.text()});
+    }
+    if (events_dropped_ > 0) {
+      batch.push_back({"forward.events_dropped", "",
+                       std::to_string(events_dropped_) +
+                           " forward events were dropped: the sink fell behind by " +
+                           std::to_string(kMaxQueuedEvents)});
+      events_dropped_ = 0;
+    }
+    if (!events_.empty()) {
+      batch.push_back(std::move(events_.front()));
+      events_.pop_front();
+    }
+    if (batch.empty()) {
+      if (events_stop_) return;  // stopping, and everything delivered
+      continue;
+    }
     lock.unlock();
-    if (sink_) sink_(e);
+    if (sink_) {
+      for (const AccessEvent& e : batch) sink_(e);
+    }
     lock.lock();
   }
 }
@@ -149,8 +194,7 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
             refused(lease_id, where, c);
             return;
           }
-          emit({c.connected ? "forward.connection" : "forward.connection_failed", lease_id,
-                "from " + c.peer + " to " + target + (c.connected ? "" : ": " + c.error)});
+          note_connection(lease_id, target, c);
         });
     if (f.is_ok()) {
       emit({"forward.opened", lease_id, where + " -> " + target});

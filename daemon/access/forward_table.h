@@ -17,6 +17,7 @@
 #include "base/metrics.h"
 #include "base/result.h"
 #include "daemon/access/tcp_forward.h"
+#include "daemon/core/event_throttle.h"
 
 namespace armhive {
 
@@ -130,9 +131,16 @@ class ForwardTable {
     std::shared_ptr<TcpForward> forward;
   };
   explicit ForwardTable(AccessOptions options, AccessEventSink sink, Metrics* metrics);
+  // Queues an event for the sink; past kMaxQueuedEvents the oldest is dropped and counted
+  // (one "forward.events_dropped" event says how many).
   void emit(AccessEvent event);
   // A connection refused over a cap (on a forward's strand): counted, logged now and then.
   void refused(const std::string& lease_id, const std::string& where, const ForwardConnection& c);
+  // A connection to a forward port: anyone who reaches the port causes one, so they are rate
+  // limited per (lease, type, peer address) by connections_ (issue 33 finding 3): a flood is
+  // a few events a minute and one summary event counting the rest.
+  void note_connection(const std::string& lease_id, const std::string& target,
+                       const ForwardConnection& c);
   void deliver_loop();
   Result<Open> open_one(const std::string& lease_id, const std::string& guest_address,
                         int guest_port);
@@ -168,9 +176,12 @@ class ForwardTable {
   int next_port_ = 0;
   bool stopped_ = false;
 
+  static constexpr size_t kMaxQueuedEvents = 4096;
+  EventThrottle connections_;  // thread-safe; taken inside events_mu_, never the reverse
   std::mutex events_mu_;
   std::condition_variable events_cv_;
-  std::deque<AccessEvent> events_;
+  std::deque<AccessEvent> events_;  // at most kMaxQueuedEvents
+  uint64_t events_dropped_ = 0;     // guarded by events_mu_
   bool events_stop_ = false;
   std::thread events_thread_;
 };

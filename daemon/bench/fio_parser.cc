@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/bounded_number.h"
+#include "base/json_depth.h"
 
 namespace armhive {
 namespace {
@@ -68,6 +69,7 @@ Result<FioResult> parse_fio_json(std::string_view output) {
   size_t brace = output.find('{');
   if (brace == std::string_view::npos)
     return invalid_argument("storage", "no JSON in fio output (fio failed before its report?)");
+  ARMHIVE_RETURN_IF_ERROR(check_json_depth(output.substr(brace), "storage"));
   json doc = json::parse(output.substr(brace), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object())
     return invalid_argument("storage", "fio output is not valid JSON (truncated?)");

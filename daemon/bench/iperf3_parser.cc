@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/bounded_number.h"
+#include "base/json_depth.h"
 
 namespace armhive {
 namespace {
@@ -63,6 +64,8 @@ class Checked {
 }  // namespace
 
 Result<IperfResult> parse_iperf3_json(std::string_view text) {
+  // The guest's server feeds the report: bound its nesting before nlohmann builds it.
+  ARMHIVE_RETURN_IF_ERROR(check_json_depth(text, "iperf3"));
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return invalid_argument("iperf3",

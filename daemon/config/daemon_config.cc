@@ -260,7 +260,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   Status st;
   TomlReader top(root, "");
   for (const char* k :
-       {"server", "host", "hosts", "engine", "access", "github", "networks", "pools"}) {
+       {"server", "host", "hosts", "engine", "audit", "access", "github", "networks", "pools"}) {
     top.skip(k);
   }
   ARMHIVE_RETURN_IF_ERROR(top.no_unknown_keys());
@@ -342,6 +342,17 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.duration("image_gc_period", c.image_gc_period));
     ARMHIVE_RETURN_IF_ERROR(r.duration("guard_check_period", c.guard_check_period));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+  }
+  ARMHIVE_RETURN_IF_ERROR(st);
+
+  if (const toml::table* a = subtable(root, "audit", st, "")) {
+    TomlReader r(*a, "audit.");
+    ARMHIVE_RETURN_IF_ERROR(r.duration("keep", c.audit_keep));
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+    // Shorter than a day, the log would lose what happened overnight before anyone looked.
+    if (c.audit_keep < std::chrono::hours(24)) {
+      return invalid_argument("audit.keep", "must be at least 1d");
+    }
   }
   ARMHIVE_RETURN_IF_ERROR(st);
 

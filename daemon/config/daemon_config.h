@@ -119,6 +119,8 @@ struct DaemonConfig {
   // How often this machine's network guards are checked and applied again if the host's
   // firewall removed them (HostRegistry::restore_guards). Zero: never.
   std::chrono::milliseconds guard_check_period{std::chrono::seconds(30)};
+  // [audit] keep: audit rows older than this are deleted (hourly, by the audit writer).
+  std::chrono::milliseconds audit_keep{std::chrono::hours(90 * 24)};
   AccessConfig access;
   GithubConfig github;
   // [[hosts]]; never empty after parsing: without [[hosts]], the one host of [host]. With a

@@ -8,6 +8,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
+
 namespace armhive {
 namespace {
 
@@ -86,7 +88,8 @@ Result<std::string> github_app_jwt(int64_t app_id, const std::string& private_ke
 }
 
 Result<InstallationToken> parse_installation_token(std::string_view body) {
-  json j = json::parse(body, nullptr, false);
+  // GitHub's reply, from the network: its nesting is bounded like every JSON from outside.
+  json j = check_json_depth(body, "body").is_ok() ? json::parse(body, nullptr, false) : json();
   if (!j.is_object() || !j.contains("token") || !j["token"].is_string() ||
       !j.contains("expires_at") || !j["expires_at"].is_string()) {
     return unavailable("GitHub's access_tokens reply lacks token or expires_at");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/json_depth.h"
 #include "base/validation.h"
 #include "daemon/github/app_token.h"
 
@@ -89,6 +90,13 @@ struct Reply {
   std::string body;
 };
 
+// A reply body as JSON, discarded (not an object) when it nests deeper than kMaxJsonDepth:
+// it comes from the network like every JSON armhived parses.
+json parse_reply(std::string_view body) {
+  if (!check_json_depth(body, "body").is_ok()) return json::value_t::discarded;
+  return json::parse(body, nullptr, /*allow_exceptions=*/false);
+}
+
 class BeastGithubApi final : public GithubApi {
  public:
   BeastGithubApi(GithubApiOptions options, Url url)
@@ -105,7 +113,7 @@ class BeastGithubApi final : public GithubApi {
     ARMHIVE_ASSIGN_OR_RETURN(
         Reply r, call(http::verb::post, "/actions/runners/generate-jitconfig", body.dump()));
     if (r.status != 201 && r.status != 200) return api_error("generate-jitconfig", r);
-    json j = json::parse(r.body, nullptr, false);
+    json j = parse_reply(r.body);
     JitRunner out;
     if (!j.is_object() || !j.contains("runner") || !j["runner"].is_object() ||
         !j["runner"].contains("id") || !j["runner"]["id"].is_number_integer() ||
@@ -135,7 +143,7 @@ class BeastGithubApi final : public GithubApi {
   // GitHub's error body is {"message": "..."}: only that is quoted, bounded.
   static Status api_error(const std::string& what, const Reply& r) {
     std::string message;
-    json j = json::parse(r.body, nullptr, false);
+    json j = parse_reply(r.body);
     if (j.is_object() && j.contains("message") && j["message"].is_string()) {
       message = j["message"].get<std::string>().substr(0, 200);
     }

@@ -57,8 +57,8 @@ GithubProvider::GithubProvider(GithubProviderOptions options, LeaseService& leas
 GithubProvider::~GithubProvider() noexcept { stop(); }
 
 void GithubProvider::emit(const std::string& type, const std::string& lease_id,
-                          const std::string& detail) {
-  if (sink_) sink_(GithubEvent{type, lease_id, detail});
+                          const std::string& detail, const std::string& source) {
+  if (sink_) sink_(GithubEvent{type, lease_id, detail, source});
 }
 
 void GithubProvider::start() {
@@ -109,7 +109,7 @@ Status GithubProvider::deliver(const std::string& event, const std::string& deli
                                const std::string& remote) {
   const std::string who = "delivery " + printable(delivery_id) + " from " + printable(remote);
   auto reject = [&](Status s) {
-    emit("github.webhook_rejected", "", who + ": " + s.message());
+    emit("github.webhook_rejected", "", who + ": " + s.message(), printable(remote));
     return s;
   };
   if (body.size() > kMaxWebhookBodyBytes) {

@@ -43,6 +43,10 @@ struct GithubEvent {
   std::string type;
   std::string lease_id;
   std::string detail;
+  // For a refused delivery (github.webhook_rejected): the address it came from. Anyone who
+  // reaches the endpoint can cause those, so the sink rate limits them by it (issue 33
+  // finding 3). Empty for events of GitHub's own deliveries and of the provider.
+  std::string source;
 };
 
 // The GitHub Actions provider: turns `workflow_job` webhooks into just-in-time runners in
@@ -106,7 +110,8 @@ class GithubProvider {
                bool delete_from_github);
   void sweep();
   void work();
-  void emit(const std::string& type, const std::string& lease_id, const std::string& detail);
+  void emit(const std::string& type, const std::string& lease_id, const std::string& detail,
+            const std::string& source = {});
 
   GithubProviderOptions options_;
   LeaseService& leases_;

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
+
 namespace armhive {
 
 namespace {
@@ -54,6 +56,7 @@ Result<WorkflowJob> parse_workflow_job(std::string_view body) {
     return Status(ErrorCode::kPayloadTooLarge, "a webhook body may be at most " +
                                                    std::to_string(kMaxWebhookBodyBytes) + " bytes");
   }
+  ARMHIVE_RETURN_IF_ERROR(check_json_depth(body, "body"));
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return bad("body", "is not JSON");
   if (!j.is_object()) return bad("body", "must be a JSON object");

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/utf8.h"
 #include "daemon/engine/lease_service.h"
 #include "daemon/http/server.h"
 #include "daemon/store/token_store.h"
@@ -40,8 +41,11 @@ struct ServerContext {
   TimePoint now() const {
     return options.clock != nullptr ? options.clock->now() : SystemClock().now();
   }
+  // Every line the server logs goes through here, escaped (base/utf8.h escape_for_log): its
+  // lines carry the request's method and percent-decoded path, which a client chooses, and a
+  // "%0A" in a path used to end the line and forge the next one (issue 33 finding 10).
   void log(std::string_view line) const {
-    if (options.log) options.log(line);
+    if (options.log) options.log(escape_for_log(line));
   }
   // Records a lease action; a failure is logged, not returned (the action happened).
   void audit_action(const TokenInfo& who, std::string_view action, const std::string& lease_id,

@@ -131,9 +131,12 @@ class LongPoll : public std::enable_shared_from_this<LongPoll> {
   std::optional<std::stop_callback<std::function<void()>>> on_stop_;
 };
 
-// SHA-256 of the request as parsed and re-serialised (members sorted, no whitespace), so a
-// retry that formats the same request differently is still the same request.
-std::string fingerprint(const json& body) { return hash_token(dump_json(body)); }
+// The keyed fingerprint (TokenStore::request_fingerprint_of) of the request as parsed and
+// re-serialised (members sorted, no whitespace), so a retry that formats the same request
+// differently is still the same request.
+std::string fingerprint(ServerContext& ctx, const json& body) {
+  return ctx.tokens.request_fingerprint_of(dump_json(body));
+}
 
 Status key_reused(const std::string& key) {
   return Status(ErrorCode::kUnprocessable,
@@ -169,7 +172,7 @@ Status create_lease(ServerContext& ctx, Call& c) {
   // for kIdempotencyWindow.
   // Checked before creating and remembered only after a lease was made, so a refused first
   // attempt does not pin its key to a request that never succeeded.
-  std::string print = key.empty() ? std::string() : fingerprint(body);
+  std::string print = key.empty() ? std::string() : fingerprint(ctx, body);
   if (!key.empty()) {
     ARMHIVE_ASSIGN_OR_RETURN(auto first, ctx.tokens.request_fingerprint(who.name, key));
     if (first && *first != print) return key_reused(key);
@@ -307,7 +310,20 @@ Status list_leases(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(size_t limit,
                            parse_size_param(req, "limit", kDefaultListLimit, kMaxListLimit));
   f.limit = limit;
-  if (req.has_param("cursor")) f.after_id = req.param("cursor");
+  if (req.has_param("cursor")) {
+    // A cursor is the id of the last lease of the previous page. One that names no lease the
+    // caller can see (corrupted, truncated, another owner's) used to give a 200 with an empty
+    // page, so a client paging with it silently saw nothing (issue 33 finding 11). Another
+    // owner's lease is refused like an unknown id: a cursor cannot probe ids.
+    f.after_id = req.param("cursor");
+    auto at = ctx.visible_lease(c.who, f.after_id);
+    if (!at.is_ok()) {
+      if (at.status().code() != ErrorCode::kNotFound) return at.status();
+      return invalid_argument("cursor",
+                              "names no lease of this listing; pass the next_cursor of the "
+                              "previous page, or no cursor for the first page");
+    }
+  }
   ARMHIVE_ASSIGN_OR_RETURN(auto list, ctx.leases.list_leases(f));
   LeasePage page;
   for (const Lease& l : list) {

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "api/json.h"
+#include "base/utf8.h"
 
 namespace armhive {
 namespace {
@@ -31,6 +32,18 @@ bool is_json_media_type(std::string_view type) {
          strncasecmp(type.data(), kApp.data(), kApp.size()) == 0 &&
          strncasecmp(type.data() + type.size() - kSuffix.size(), kSuffix.data(), kSuffix.size()) ==
              0;
+}
+
+// The method as a metric label: the ones HTTP defines, else "other". The method is whatever
+// the client sent (Beast accepts any token), and every distinct label value is a series kept
+// for the daemon's lifetime: without this, each invented method was a new series, from anyone
+// without a token (issue 33 finding 2).
+std::string_view method_label(std::string_view method) {
+  for (std::string_view known :
+       {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"}) {
+    if (method == known) return known;
+  }
+  return "other";
 }
 
 // Records the reply's status once it is known, then forwards to the connection.
@@ -196,26 +209,29 @@ HttpResponse Pipeline::refuse(const HttpRequest& partial, const Status& status) 
   res.close = true;
   record(partial, "other", res.status, 0);
   // A public route has no token to hold the refusal against (a webhook body over the limit):
-  // it is audited. On a worker: the audit log writes SQLite, and this is an I/O thread.
+  // it is audited, as what a stranger caused: rate limited per address, queued without
+  // blocking this I/O thread, written by the audit log's own writer (AuditLog::record_stranger;
+  // each refusal used to be a row and a task on the workers, issue 33 finding 3).
   Router::Match m = router_.match(partial.method, partial.path);
   if (m.route != nullptr && m.route->access == Access::kPublic) {
-    std::string detail = partial.method + " " + partial.path + " from " + partial.remote_addr +
-                         ": " + std::to_string(res.status) + " " + status.message();
-    boost::asio::post(ctx_.workers, [this, detail = std::move(detail)] {
-      Status s = ctx_.audit.record("anonymous", "http.refused", "", detail);
-      if (!s.is_ok()) ctx_.log("error: audit of a refused request: " + s.to_string());
-    });
+    (void)ctx_.audit.record_stranger("anonymous", "http.refused", partial.remote_addr, "",
+                                     escape_for_log(partial.method + " " + partial.path) +
+                                         " from " + partial.remote_addr + ": " +
+                                         std::to_string(res.status) + " " + status.message());
   }
   return res;
 }
 
+// Every label is from a fixed set: the method through method_label(), the route the router's
+// pattern (never the path as sent) or "other", the code one the server itself answered.
 void Pipeline::record(const HttpRequest& req, const std::string& route, int status,
                       double seconds) {
+  const std::string method(method_label(req.method));
   ctx_.metrics.inc("armhive_api_requests_total",
-                   {{"method", req.method}, {"route", route}, {"code", std::to_string(status)}});
+                   {{"method", method}, {"route", route}, {"code", std::to_string(status)}});
   if (route != "other") {
     ctx_.metrics.observe("armhive_api_request_duration_seconds",
-                         {{"method", req.method}, {"route", route}}, seconds);
+                         {{"method", method}, {"route", route}}, seconds);
   }
   ctx_.log(req.remote_addr + " " + req.method + " " + req.path + " " + std::to_string(status));
 }

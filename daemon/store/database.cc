@@ -1,7 +1,13 @@
 #include "daemon/store/database.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 namespace armhive {
 namespace {
@@ -9,6 +15,39 @@ namespace {
 [[noreturn]] void schema_abort(const char* want) {
   std::fprintf(stderr, "armhive: database column is not %s\n", want);
   std::abort();
+}
+
+// Makes `path` exist with mode 0600 before SQLite opens it, and narrows an existing file's
+// mode to 0600. SQLite creates the -wal and -shm files with the database file's mode, so this
+// decides theirs too; existing ones (from a run before this) are narrowed here as well.
+Status make_owner_only(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return unavailable(std::string("cannot create the database file: ") + std::strerror(errno),
+                       path);
+  }
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 && ((st.st_mode & 077) == 0 || ::fchmod(fd, 0600) == 0);
+  const int err = errno;
+  ::close(fd);
+  if (!ok) {
+    return unavailable(
+        std::string("cannot make the database file owner-only (0600): ") + std::strerror(err),
+        path);
+  }
+  for (const char* suffix : {"-wal", "-shm"}) {
+    const std::string side = path + suffix;
+    if (::stat(side.c_str(), &st) == 0 && (st.st_mode & 077) != 0 &&
+        ::chmod(side.c_str(), 0600) != 0) {
+      return unavailable(
+          std::string("cannot make the file owner-only (0600): ") + std::strerror(errno), side);
+    }
+  }
+  return Status::ok();
+}
+
+bool is_file_path(const std::string& path) {
+  return !path.empty() && path != ":memory:" && path.rfind("file:", 0) != 0;
 }
 
 }  // namespace
@@ -33,6 +72,7 @@ const std::string& sql_text(const SqlValue& v) {
 bool sql_is_null(const SqlValue& v) { return std::holds_alternative<std::nullptr_t>(v); }
 
 Result<std::unique_ptr<Database>> Database::open(const std::string& path, int max_wal_pages) {
+  if (is_file_path(path)) ARMHIVE_RETURN_IF_ERROR(make_owner_only(path));
   sqlite3* raw = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &raw,
@@ -197,13 +237,24 @@ Status Database::Tx::execute_script(const std::string& sql) {
 }
 int64_t Database::Tx::changes() const { return sqlite3_changes64(db_->db_); }
 
-Status Database::transaction(const std::function<Status(Tx&)>& body) {
+Status Database::transaction(const std::function<Status(Tx&)>& body, Durability durability) {
   std::lock_guard lock(mu_);
-  ARMHIVE_RETURN_IF_ERROR(execute_locked("BEGIN IMMEDIATE", {}));
-  Tx tx(this);
-  Status s = body(tx);
-  if (s.is_ok()) s = execute_locked("COMMIT", {});
-  if (!s.is_ok()) (void)execute_locked("ROLLBACK", {});
+  // The level is the connection's, so it is raised for this transaction only and restored
+  // before the mutex is released: no other statement of this connection commits under it.
+  const bool full = durability == Durability::kFull;
+  if (full) ARMHIVE_RETURN_IF_ERROR(execute_locked("PRAGMA synchronous=FULL", {}));
+  Status s = execute_locked("BEGIN IMMEDIATE", {});
+  if (s.is_ok()) {
+    Tx tx(this);
+    s = body(tx);
+    if (s.is_ok() && before_commit_for_test_) before_commit_for_test_(tx);
+    if (s.is_ok()) s = execute_locked("COMMIT", {});
+    if (!s.is_ok()) (void)execute_locked("ROLLBACK", {});
+  }
+  if (full) {
+    Status restored = execute_locked("PRAGMA synchronous=NORMAL", {});
+    if (s.is_ok() && !restored.is_ok()) return restored;
+  }
   return s;
 }
 

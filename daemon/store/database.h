@@ -42,7 +42,9 @@ bool sql_is_null(const SqlValue& v);
 class Database {
  public:
   // Opens (creating if needed) `path`; ":memory:" for tests. `max_wal_pages` is the WAL size
-  // the checkpointer rewinds past (tests make it small).
+  // the checkpointer rewinds past (tests make it small). The file, its -wal and its -shm are
+  // owner-only (0600) whatever the process umask: they hold token hashes, the audit log and
+  // request fingerprints. A file found with wider modes is narrowed to 0600.
   static Result<std::unique_ptr<Database>> open(
       const std::string& path, int max_wal_pages = WalCheckpointer::kDefaultMaxWalPages);
   ~Database();
@@ -67,8 +69,21 @@ class Database {
     explicit Tx(Database* db) : db_(db) {}
     Database* db_;
   };
+  // How much a commit survives. kNormal (the default, synchronous=NORMAL in WAL mode) is
+  // atomic and consistent but may be lost at a power cut or an OS crash: the last commits roll
+  // back. kFull (synchronous=FULL) syncs the WAL at this commit, for writes whose loss would be
+  // a security regression: a revoked token that works again after a power cut.
+  enum class Durability { kNormal, kFull };
   // BEGIN IMMEDIATE; body; COMMIT — or ROLLBACK when body returns an error.
-  Status transaction(const std::function<Status(Tx&)>& body);
+  Status transaction(const std::function<Status(Tx&)>& body,
+                     Durability durability = Durability::kNormal);
+
+  // Test seam: called inside every transaction() just before its COMMIT, with the Tx (a test
+  // reads `PRAGMA synchronous` there to see what the commit pays for). Set before use, from
+  // one thread; null: none.
+  void set_before_commit_for_test(std::function<void(Tx&)> hook) {
+    before_commit_for_test_ = std::move(hook);
+  }
 
   // Applies the schema steps of `component` not yet applied (tracked in schema_migrations), in
   // order, each in its own transaction. Steps are append-only: never edit a released one.
@@ -101,6 +116,7 @@ class Database {
   // Files only (not ":memory:"): checkpoints off the request path; destroyed before db_ closes.
   std::unique_ptr<WalCheckpointer> checkpointer_;
   int backstop_frames_ = 0;  // set once in open(); 0: no backstop (":memory:")
+  std::function<void(Tx&)> before_commit_for_test_;
 };
 
 }  // namespace armhive

@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <array>
@@ -83,17 +84,10 @@ const std::vector<std::string> kTokenSteps = {
     "ALTER TABLE tokens ADD COLUMN dev_max_leases INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE tokens ADD COLUMN dev_max_ttl_s INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE tokens ADD COLUMN dev_max_lifetime_s INTEGER NOT NULL DEFAULT 0",
-};
-
-const std::vector<std::string> kAuditSteps = {
-    "CREATE TABLE IF NOT EXISTS audit ("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " at INTEGER NOT NULL,"
-    " actor TEXT NOT NULL,"
-    " action TEXT NOT NULL,"
-    " lease_id TEXT NOT NULL DEFAULT '',"
-    " detail TEXT NOT NULL DEFAULT '');"
-    "CREATE INDEX IF NOT EXISTS audit_lease ON audit(lease_id, id)",
+    // The key of the Idempotency-Key fingerprints (request_fingerprint_of): one per database,
+    // made at the first open (issue 33 finding 9). Fingerprints kept before it are plain
+    // SHA-256 and match no keyed one: a retry across the upgrade is 422, never a second lease.
+    "CREATE TABLE server_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
 };
 
 }  // namespace
@@ -120,6 +114,21 @@ std::optional<TokenRole> token_role_from_string(std::string_view s) {
   return std::nullopt;
 }
 
+namespace {
+
+std::string to_hex(const unsigned char* bytes, size_t n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string hash_token(std::string_view secret) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
   unsigned int len = 0;
@@ -127,13 +136,7 @@ std::string hash_token(std::string_view secret) {
   if (EVP_Digest(secret.data(), secret.size(), md.data(), &len, EVP_sha256(), nullptr) != 1) {
     std::abort();
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
+  return to_hex(md.data(), len);
 }
 
 bool looks_like_token(std::string_view secret) {
@@ -148,26 +151,55 @@ bool looks_like_token(std::string_view secret) {
 
 Result<std::unique_ptr<TokenStore>> TokenStore::open(Database& db, const Clock& clock) {
   ARMHIVE_RETURN_IF_ERROR(db.migrate("tokens", kTokenSteps));
-  return std::unique_ptr<TokenStore>(new TokenStore(db, clock));
+  // The fingerprint key: made once per database (INSERT OR IGNORE: two processes opening a new
+  // database at once agree on the first one written).
+  std::array<unsigned char, 32> bytes{};
+  if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
+    return internal_error("OpenSSL RAND_bytes failed");
+  }
+  ARMHIVE_RETURN_IF_ERROR(db.execute(
+      "INSERT OR IGNORE INTO server_secrets (name, value) VALUES ('idempotency_fingerprint', ?)",
+      {to_hex(bytes.data(), bytes.size())}));
+  ARMHIVE_ASSIGN_OR_RETURN(
+      auto rows,
+      db.query("SELECT value FROM server_secrets WHERE name = 'idempotency_fingerprint'"));
+  if (rows.empty()) return internal_error("the idempotency fingerprint key vanished", db.path());
+  return std::unique_ptr<TokenStore>(new TokenStore(db, clock, sql_text(rows[0][0])));
+}
+
+std::string TokenStore::request_fingerprint_of(std::string_view request) const {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  // HMAC over in-memory data fails only on allocation failure.
+  if (HMAC(EVP_sha256(), fingerprint_key_.data(), static_cast<int>(fingerprint_key_.size()),
+           reinterpret_cast<const unsigned char*>(request.data()), request.size(), md.data(),
+           &len) == nullptr) {
+    std::abort();
+  }
+  return to_hex(md.data(), len);
 }
 
 Result<std::string> TokenStore::create(const TokenSpec& spec) {
   ARMHIVE_RETURN_IF_ERROR(check_spec(spec));
   ARMHIVE_ASSIGN_OR_RETURN(std::string secret, random_secret());
-  Status s = db_.transaction([&](Database::Tx& tx) -> Status {
-    ARMHIVE_ASSIGN_OR_RETURN(auto rows,
-                             tx.query("SELECT 1 FROM tokens WHERE name = ?", {spec.name}));
-    if (!rows.empty()) {
-      return conflict("a token named \"" + spec.name +
-                      "\" exists already (names stay taken after revoke; choose another)");
-    }
-    return tx.execute(
-        "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at, dev_max_leases, "
-        "dev_max_ttl_s, dev_max_lifetime_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        {spec.name, hash_token(secret), std::string(to_string(spec.role)), int64_t{spec.max_leases},
-         int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now()), int64_t{spec.dev_max_leases},
-         int64_t{spec.dev_max_ttl.count()}, int64_t{spec.dev_max_lifetime.count()}});
-  });
+  Status s = db_.transaction(
+      [&](Database::Tx& tx) -> Status {
+        ARMHIVE_ASSIGN_OR_RETURN(auto rows,
+                                 tx.query("SELECT 1 FROM tokens WHERE name = ?", {spec.name}));
+        if (!rows.empty()) {
+          return conflict("a token named \"" + spec.name +
+                          "\" exists already (names stay taken after revoke; choose another)");
+        }
+        return tx.execute(
+            "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at, "
+            "dev_max_leases, "
+            "dev_max_ttl_s, dev_max_lifetime_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            {spec.name, hash_token(secret), std::string(to_string(spec.role)),
+             int64_t{spec.max_leases}, int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now()),
+             int64_t{spec.dev_max_leases}, int64_t{spec.dev_max_ttl.count()},
+             int64_t{spec.dev_max_lifetime.count()}});
+      },
+      Database::Durability::kFull);
   if (!s.is_ok()) return s;
   return secret;
 }
@@ -179,21 +211,26 @@ Status TokenStore::put(const TokenSpec& spec, std::string_view secret) {
                             "must be \"ah_\" followed by 40 base64url characters "
                             "(create one with `armhived token create`)");
   }
-  return db_.transaction([&](Database::Tx& tx) -> Status {
-    // Another name holding the same secret would make authentication ambiguous.
-    ARMHIVE_RETURN_IF_ERROR(tx.execute("DELETE FROM tokens WHERE hash = ? AND name != ?",
-                                       {hash_token(secret), spec.name}));
-    return tx.execute(
-        "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at, dev_max_leases, "
-        "dev_max_ttl_s, dev_max_lifetime_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, "
-        "role = excluded.role, max_leases = excluded.max_leases, max_ttl_s = excluded.max_ttl_s, "
-        "dev_max_leases = excluded.dev_max_leases, dev_max_ttl_s = excluded.dev_max_ttl_s, "
-        "dev_max_lifetime_s = excluded.dev_max_lifetime_s, revoked_at = NULL",
-        {spec.name, hash_token(secret), std::string(to_string(spec.role)), int64_t{spec.max_leases},
-         int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now()), int64_t{spec.dev_max_leases},
-         int64_t{spec.dev_max_ttl.count()}, int64_t{spec.dev_max_lifetime.count()}});
-  });
+  return db_.transaction(
+      [&](Database::Tx& tx) -> Status {
+        // Another name holding the same secret would make authentication ambiguous.
+        ARMHIVE_RETURN_IF_ERROR(tx.execute("DELETE FROM tokens WHERE hash = ? AND name != ?",
+                                           {hash_token(secret), spec.name}));
+        return tx.execute(
+            "INSERT INTO tokens (name, hash, role, max_leases, max_ttl_s, created_at, "
+            "dev_max_leases, "
+            "dev_max_ttl_s, dev_max_lifetime_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(name) DO UPDATE SET hash = excluded.hash, "
+            "role = excluded.role, max_leases = excluded.max_leases, max_ttl_s = "
+            "excluded.max_ttl_s, "
+            "dev_max_leases = excluded.dev_max_leases, dev_max_ttl_s = excluded.dev_max_ttl_s, "
+            "dev_max_lifetime_s = excluded.dev_max_lifetime_s, revoked_at = NULL",
+            {spec.name, hash_token(secret), std::string(to_string(spec.role)),
+             int64_t{spec.max_leases}, int64_t{spec.max_ttl.count()}, to_unix_ms(clock_.now()),
+             int64_t{spec.dev_max_leases}, int64_t{spec.dev_max_ttl.count()},
+             int64_t{spec.dev_max_lifetime.count()}});
+      },
+      Database::Durability::kFull);
 }
 
 Result<TokenInfo> TokenStore::authenticate(std::string_view secret) {
@@ -218,14 +255,16 @@ Result<TokenInfo> TokenStore::authenticate(std::string_view secret) {
 }
 
 Status TokenStore::revoke(const std::string& name) {
-  return db_.transaction([&](Database::Tx& tx) -> Status {
-    ARMHIVE_ASSIGN_OR_RETURN(auto rows,
-                             tx.query("SELECT revoked_at FROM tokens WHERE name = ?", {name}));
-    if (rows.empty()) return not_found("no token named \"" + name + "\"");
-    if (!sql_is_null(rows[0][0])) return Status::ok();
-    return tx.execute("UPDATE tokens SET revoked_at = ? WHERE name = ?",
-                      {to_unix_ms(clock_.now()), name});
-  });
+  return db_.transaction(
+      [&](Database::Tx& tx) -> Status {
+        ARMHIVE_ASSIGN_OR_RETURN(auto rows,
+                                 tx.query("SELECT revoked_at FROM tokens WHERE name = ?", {name}));
+        if (rows.empty()) return not_found("no token named \"" + name + "\"");
+        if (!sql_is_null(rows[0][0])) return Status::ok();
+        return tx.execute("UPDATE tokens SET revoked_at = ? WHERE name = ?",
+                          {to_unix_ms(clock_.now()), name});
+      },
+      Database::Durability::kFull);
 }
 
 Result<TokenInfo> TokenStore::get(const std::string& name) {
@@ -279,43 +318,6 @@ Result<std::optional<std::string>> TokenStore::request_fingerprint(std::string_v
                            {std::string(token), std::string(key), oldest}));
   if (rows.empty()) return std::optional<std::string>();
   return std::optional<std::string>(sql_text(rows[0][0]));
-}
-
-Result<std::unique_ptr<AuditLog>> AuditLog::open(Database& db, const Clock& clock) {
-  ARMHIVE_RETURN_IF_ERROR(db.migrate("audit", kAuditSteps));
-  return std::unique_ptr<AuditLog>(new AuditLog(db, clock));
-}
-
-Status AuditLog::record(std::string_view actor, std::string_view action, std::string_view lease_id,
-                        std::string_view detail) {
-  return db_.execute(
-      "INSERT INTO audit (at, actor, action, lease_id, detail) VALUES (?, ?, ?, ?, ?)",
-      {to_unix_ms(clock_.now()), std::string(actor), std::string(action), std::string(lease_id),
-       std::string(detail)});
-}
-
-Result<std::vector<AuditEntry>> AuditLog::recent(size_t limit, const std::string& lease_id) {
-  std::string sql = "SELECT id, at, actor, action, lease_id, detail FROM audit";
-  std::vector<SqlValue> params;
-  if (!lease_id.empty()) {
-    sql += " WHERE lease_id = ?";
-    params.emplace_back(lease_id);
-  }
-  sql += " ORDER BY id DESC LIMIT ?";
-  params.emplace_back(static_cast<int64_t>(limit));
-  ARMHIVE_ASSIGN_OR_RETURN(auto rows, db_.query(sql, params));
-  std::vector<AuditEntry> out;
-  for (const auto& r : rows) {
-    AuditEntry e;
-    e.id = sql_int(r[0]);
-    e.at = from_unix_ms(sql_int(r[1]));
-    e.actor = sql_text(r[2]);
-    e.action = sql_text(r[3]);
-    e.lease_id = sql_text(r[4]);
-    e.detail = sql_text(r[5]);
-    out.push_back(std::move(e));
-  }
-  return out;
 }
 
 }  // namespace armhive

@@ -8,6 +8,7 @@
 
 #include "base/result.h"
 #include "daemon/core/clock.h"
+#include "daemon/store/audit_log.h"  // AuditLog, which most users of tokens need too
 #include "daemon/store/database.h"
 
 namespace armhive {
@@ -67,7 +68,8 @@ class TokenStore {
   static Result<std::unique_ptr<TokenStore>> open(Database& db, const Clock& clock);
 
   // Returns the new secret. kConflict when the name is taken; kInvalidArgument for a bad
-  // name, negative quota or TTL.
+  // name, negative quota or TTL. create, put and revoke commit with synchronous=FULL
+  // (Database::Durability::kFull): a power cut must not bring back a revoked token.
   Result<std::string> create(const TokenSpec& spec);
   // Creates or replaces the token `spec.name` with a secret chosen elsewhere (the bootstrap
   // admin token from a file or the environment); un-revokes it. kInvalidArgument when the
@@ -86,42 +88,21 @@ class TokenStore {
   // means the key was reused with another request (422 in the API). Atomic per key.
   Result<std::string> remember_request(std::string_view token, std::string_view key,
                                        std::string_view fingerprint);
+  // The fingerprint of a request (its canonical bytes) as remember_request() keeps it:
+  // HMAC-SHA256 under this database's own random key (table server_secrets), so a kept
+  // fingerprint is not the SHA-256 of a body that carries secret startup values, cannot be
+  // checked against a guessed body without the key, and differs between databases.
+  std::string request_fingerprint_of(std::string_view request) const;
   // The fingerprint kept for (token, key) within the window; empty when there is none.
   Result<std::optional<std::string>> request_fingerprint(std::string_view token,
                                                          std::string_view key);
 
  private:
-  TokenStore(Database& db, const Clock& clock) : db_(db), clock_(clock) {}
+  TokenStore(Database& db, const Clock& clock, std::string fingerprint_key)
+      : db_(db), clock_(clock), fingerprint_key_(std::move(fingerprint_key)) {}
   Database& db_;
   const Clock& clock_;
-};
-
-// The audit log: one row per lease action (create, renew, release, exec, console, benchmark)
-// with the acting token's name. Append-only.
-struct AuditEntry {
-  int64_t id = 0;
-  TimePoint at;
-  std::string actor;
-  std::string action;
-  std::string lease_id;
-  std::string detail;
-};
-
-// Threading: thread-safe. The Database must outlive it.
-class AuditLog {
- public:
-  // Applies the "audit" schema migrations (table audit(at, actor, action, lease_id, detail)).
-  static Result<std::unique_ptr<AuditLog>> open(Database& db, const Clock& clock);
-
-  Status record(std::string_view actor, std::string_view action, std::string_view lease_id,
-                std::string_view detail = {});
-  // Newest first; `lease_id` empty: all leases.
-  Result<std::vector<AuditEntry>> recent(size_t limit, const std::string& lease_id = {});
-
- private:
-  AuditLog(Database& db, const Clock& clock) : db_(db), clock_(clock) {}
-  Database& db_;
-  const Clock& clock_;
+  const std::string fingerprint_key_;  // set once in open()
 };
 
 }  // namespace armhive

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/base64.h"
+#include "base/json_depth.h"
 
 namespace armhive {
 namespace {
@@ -11,6 +12,10 @@ namespace {
 using json = nlohmann::json;
 
 Result<json> reply_document(std::string_view reply, const char* command) {
+  // The guest writes the reply: bound its nesting before nlohmann builds it.
+  if (Status s = check_json_depth(reply, "reply"); !s.is_ok()) {
+    return internal_error(std::string("the guest agent's ") + command + " reply " + s.message());
+  }
   json doc = json::parse(reply.begin(), reply.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     return internal_error(std::string("the guest agent's ") + command + " reply is not JSON");

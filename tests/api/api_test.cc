@@ -2,6 +2,7 @@
 
 #include "api/json.h"
 #include "base/base64.h"
+#include "base/json_depth.h"
 #include "base/utf8.h"
 #include "base/validation.h"
 
@@ -14,6 +15,50 @@ Status create_error(const std::string& text) {
   auto j = parse_json(text);
   if (!j.is_ok()) return j.status();
   return lease_create_from_json(*j).status();
+}
+
+// n arrays inside each other around `inner`: "[[[inner]]]".
+std::string nested(size_t n, const std::string& inner = "") {
+  return std::string(n, '[') + inner + std::string(n, ']');
+}
+
+TEST_CASE("api: 60,000 '[' inside the 64 KiB body limit are refused naming the depth limit",
+          "[api][hostile][json]") {
+  // Issue 33 finding 1: this used to cost 31 s and 6 GiB in the duplicate-key finder, from
+  // any write token.
+  const std::string body(60000, '[');
+  REQUIRE(body.size() < 64 * 1024);
+  auto j = parse_json(body);
+  REQUIRE_FALSE(j.is_ok());
+  CHECK(j.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(j.status().field() == "body");
+  CHECK_THAT(j.status().message(), Catch::Contains("deeper than the limit of 64 levels"));
+  CHECK_THAT(j.status().message(), Catch::Contains("at byte 64"));
+  // The same in an exec stream line the CLI reads names that field.
+  CHECK(parse_json(body, "event").status().field() == "event");
+}
+
+TEST_CASE("api: JSON nests at most 64 levels; brackets inside strings do not count",
+          "[api][hostile][json]") {
+  CHECK(parse_json(nested(kMaxJsonDepth)).is_ok());
+  CHECK(parse_json(nested(kMaxJsonDepth - 1, R"({"a":"[[[[{{{{\"[[["})")).is_ok());
+  auto deep = parse_json(nested(kMaxJsonDepth + 1));
+  REQUIRE_FALSE(deep.is_ok());
+  CHECK(deep.status().field() == "body");
+  CHECK_THAT(deep.status().message(), Catch::Contains("limit of 64 levels"));
+  auto objects = parse_json(R"({"a":)" + nested(kMaxJsonDepth, "") + "}");
+  CHECK_FALSE(objects.is_ok());
+  // A string full of brackets is one value at depth 1.
+  CHECK(parse_json("[\"" + std::string(1000, '[') + "\"]").is_ok());
+  CHECK(check_json_depth(std::string(1000, '{'), "reply").field() == "reply");
+}
+
+TEST_CASE("api: a duplicate key deep inside a body is still named by its path", "[api][json]") {
+  auto j = parse_json(R"({"a":[1,{"b":[[{"c":1,"c":2}]]}]})");
+  REQUIRE_FALSE(j.is_ok());
+  CHECK(j.status().field() == "a[1].b[0][0].c");
+  auto top = parse_json(R"({"pool":"x","pool":"y"})");
+  CHECK(top.status().field() == "pool");
 }
 
 TEST_CASE("api: durations parse as seconds or unit strings", "[api]") {

@@ -58,5 +58,13 @@ TEST_CASE("base64: every length and byte round-trips; padding only at the end", 
   }
 }
 
+TEST_CASE("utf8: escape_for_log keeps one line one line", "[utf8][hostile]") {
+  CHECK(escape_for_log("GET /v1/leases 200") == "GET /v1/leases 200");
+  CHECK(escape_for_log("/\nfake-line\r\t\x1b[31m\x7f") == "/\\nfake-line\\r\\t\\x1b[31m\\x7f");
+  CHECK(escape_for_log("a\\nb") == "a\\\\nb");  // a literal backslash-n is not a newline
+  CHECK(escape_for_log("caf\xc3\xa9 \xe2\x80\xa8 \xc2\x85") == "caf\xc3\xa9 \\u2028 \\u0085");
+  CHECK(escape_for_log(std::string("\xff\xc3", 2) + std::string(1, '\0')) == "\\xff\\xc3\\x00");
+}
+
 }  // namespace
 }  // namespace armhive

@@ -1,12 +1,14 @@
 // Every request body an API client can send (and the daemon's own answers the CLI parses): the
-// first byte picks the parser, the rest is the body. Properties: no crash, no exception, and
-// whatever parses survives to_json -> parse unchanged.
+// first byte picks the parser, the rest is the body. Properties: no crash, no exception,
+// nothing nested deeper than kMaxJsonDepth parses, and whatever parses survives to_json ->
+// parse unchanged.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 #include "api/json.h"
 #include "base/base64.h"
+#include "base/json_depth.h"
 #include "base/validation.h"
 #include "daemon/bench/benchmark_service.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -40,6 +42,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)check_ssh_key("ssh_keys[0]", body);
   (void)check_name("pool", body);
   (void)base64_decode("stdin_base64", body);
+  // Nothing nested past kMaxJsonDepth is parsed (issue 33 finding 1), and a refusal for depth
+  // names the body.
+  if (!check_json_depth(body, "body").is_ok()) {
+    FUZZ_CHECK(!j.is_ok() && j.status().field() == "body");
+  }
   if (!j.is_ok()) return 0;
   switch (which % 12) {
     case 0:

@@ -2,13 +2,14 @@
 // parsed, but the signer may be a compromised GitHub side). Properties: a parsed job has
 // bounded, non-empty labels and non-negative ids; the label mapping never throws and yields a
 // configured pool or none; the signature check refuses a body whose signature was made for
-// another body.
+// another body; nothing nested deeper than kMaxJsonDepth is parsed.
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
 
+#include "base/json_depth.h"
 #include "daemon/github/webhook_signature.h"
 #include "daemon/github/workflow_job.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -18,6 +19,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   auto job = armhive::parse_workflow_job(text);
+  // Nothing nested deeper than kMaxJsonDepth is parsed.
+  if (!armhive::check_json_depth(text, "body").is_ok()) FUZZ_CHECK(!job.is_ok());
   if (job.is_ok()) {
     FUZZ_CHECK(job->job_id >= 0 && job->run_id >= 0 && job->runner_id >= 0);
     FUZZ_CHECK(job->labels.size() <= armhive::kMaxJobLabels);

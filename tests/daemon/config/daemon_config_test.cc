@@ -79,6 +79,23 @@ image = "tiny"
   }
 }
 
+TEST_CASE("[audit] keep is the audit log's retention, 90 days unless set, at least a day",
+          "[config][audit]") {
+  const std::string pool = "[[pools]]\nname=\"a\"\nimage=\"b\"\n";
+  auto plain = parse_daemon_config(pool);
+  REQUIRE(plain.is_ok());
+  CHECK(plain->audit_keep == std::chrono::hours(90 * 24));
+  auto set = parse_daemon_config("[audit]\nkeep = \"30d\"\n" + pool);
+  REQUIRE(set.is_ok());
+  CHECK(set->audit_keep == std::chrono::hours(30 * 24));
+  for (const char* bad : {"keep = \"1h\"", "keep = \"forever\"", "keep = 0", "kept = \"9d\""}) {
+    INFO(bad);
+    auto c = parse_daemon_config("[audit]\n" + std::string(bad) + "\n" + pool);
+    REQUIRE_FALSE(c.is_ok());
+    CHECK(c.status().field().rfind("audit.", 0) == 0);
+  }
+}
+
 TEST_CASE("configuration errors name the key", "[config]") {
   auto field_of = [](const char* text) { return parse_daemon_config(text).status().field(); };
   CHECK(field_of("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\nmax = 0\n") == "pools[0].max");

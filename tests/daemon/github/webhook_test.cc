@@ -137,5 +137,16 @@ TEST_CASE("github: runs-on labels map to one pool, case-insensitively", "[github
   CHECK(two.status().field() == "labels");
 }
 
+TEST_CASE("github: a webhook body nested past 64 levels is refused naming the limit",
+          "[github][hostile][json]") {
+  const std::string body = R"({"action":"queued","workflow_job":{"id":1,"steps":)" +
+                           std::string(60000, '[') + std::string(60000, ']') + "}}";
+  auto job = parse_workflow_job(body);
+  REQUIRE_FALSE(job.is_ok());
+  CHECK(job.status().code() == ErrorCode::kInvalidArgument);
+  CHECK(job.status().field() == "body");
+  CHECK_THAT(job.status().message(), Catch::Contains("limit of 64 levels"));
+}
+
 }  // namespace
 }  // namespace armhive

@@ -28,7 +28,7 @@ ApiFixture::ApiFixture(bool with_benchmarks, const std::function<void(HttpOption
   if (!opened.is_ok()) std::abort();
   db = std::move(opened).value();
   auto t = TokenStore::open(*db, clock);
-  auto a = AuditLog::open(*db, clock);
+  auto a = AuditLog::open(*db, audit_clock, {}, &metrics);
   if (!t.is_ok() || !a.is_ok()) std::abort();
   tokens = std::move(t).value();
   audit = std::move(a).value();

@@ -11,6 +11,7 @@
 #include "daemon/store/token_store.h"
 #include "tests/daemon/http/fake_host_admin.h"
 #include "tests/daemon/http/fake_lease_service.h"
+#include "tests/support/manual_clock.h"
 
 namespace armhive {
 
@@ -47,6 +48,9 @@ class ApiFixture {
 
   std::unique_ptr<Database> db;
   SystemClock clock;
+  // The audit log's clock (starts at the real time; tests move it to end a throttle window or
+  // age rows past the retention).
+  ManualClock audit_clock{SystemClock().now()};
   std::unique_ptr<TokenStore> tokens;
   std::unique_ptr<AuditLog> audit;
   Metrics metrics;

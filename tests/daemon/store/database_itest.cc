@@ -1,8 +1,10 @@
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "daemon/store/database.h"
 
@@ -26,6 +28,87 @@ int64_t rows_after_reopen(const std::string& path) {
   auto n = (*again)->query("SELECT COUNT(*) FROM t");
   REQUIRE(n.is_ok());
   return sql_int((*n)[0][0]);
+}
+
+// The permission bits of a file (0 when it does not exist).
+unsigned mode_of(const std::filesystem::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return 0;
+  return st.st_mode & 0777;
+}
+
+// Sets the process umask for its lifetime (the files a test makes see it; restored after).
+class Umask {
+ public:
+  explicit Umask(mode_t mask) : old_(::umask(mask)) {}
+  ~Umask() { ::umask(old_); }
+  Umask(const Umask&) = delete;
+  Umask& operator=(const Umask&) = delete;
+
+ private:
+  mode_t old_;
+};
+
+TEST_CASE("database: the file, its WAL and its SHM are 0600 whatever the umask",
+          "[store][hostile]") {
+  // Issue 33 finding 9: they used to be created with the umask's modes (0644 under 022),
+  // readable by every local user: token hashes, the audit log, request fingerprints.
+  Umask loose(022);
+  auto dir = fresh_dir("armhive-db-modes");
+  const std::string path = (dir / "state.db").string();
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    REQUIRE((*db)->execute("CREATE TABLE t (x INTEGER)").is_ok());
+    REQUIRE((*db)->execute("INSERT INTO t VALUES (1)").is_ok());
+    // All three exist while the database is open (WAL mode).
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      INFO(path << suffix);
+      CHECK(mode_of(path + suffix) == 0600);
+    }
+  }
+  // A database an earlier version left 0644 (with its WAL) is narrowed when opened.
+  const std::string old_path = (dir / "old.db").string();
+  {
+    auto db = Database::open(old_path);
+    REQUIRE(db.is_ok());
+    REQUIRE((*db)->execute("CREATE TABLE t (x INTEGER)").is_ok());
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    if (std::filesystem::exists(old_path + suffix)) {
+      std::filesystem::permissions(old_path + suffix, std::filesystem::perms(0644));
+    }
+  }
+  REQUIRE(mode_of(old_path) == 0644);
+  auto db = Database::open(old_path);
+  REQUIRE(db.is_ok());
+  REQUIRE((*db)->execute("INSERT INTO t VALUES (1)").is_ok());
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    INFO(old_path << suffix);
+    CHECK(mode_of(old_path + suffix) == 0600);
+  }
+}
+
+TEST_CASE(
+    "database: a Durability::kFull transaction commits with synchronous=FULL, the rest "
+    "NORMAL",
+    "[store]") {
+  auto dir = fresh_dir("armhive-db-sync");
+  auto db = Database::open((dir / "state.db").string());
+  REQUIRE(db.is_ok());
+  std::vector<int64_t> levels;
+  (*db)->set_before_commit_for_test([&levels](Database::Tx& tx) {
+    auto r = tx.query("PRAGMA synchronous");
+    REQUIRE(r.is_ok());
+    levels.push_back(sql_int((*r)[0][0]));
+  });
+  REQUIRE((*db)->execute("CREATE TABLE t (x INTEGER)").is_ok());
+  auto insert = [](Database::Tx& tx) { return tx.execute("INSERT INTO t VALUES (1)"); };
+  REQUIRE((*db)->transaction(insert).is_ok());
+  REQUIRE((*db)->transaction(insert, Database::Durability::kFull).is_ok());
+  REQUIRE((*db)->transaction(insert).is_ok());
+  // 1 = NORMAL, 2 = FULL: raised for that one commit only.
+  CHECK(levels == std::vector<int64_t>{1, 2, 1});
 }
 
 TEST_CASE("database migrations apply once and survive reopening", "[store]") {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
+#include <vector>
 
 #include "daemon/store/token_store.h"
 
@@ -185,6 +186,67 @@ TEST_CASE("tokens: an Idempotency-Key keeps its first request's fingerprint for 
   clock.at = clock.at + kIdempotencyWindow + std::chrono::seconds(1);
   CHECK(t.request_fingerprint("ci", "job-1")->has_value() == false);
   CHECK(*t.remember_request("ci", "job-1", "ccc") == "ccc");
+}
+
+TEST_CASE("tokens: request fingerprints are keyed per database, not the body's SHA-256",
+          "[store][tokens][hostile]") {
+  // Issue 33 finding 9: the fingerprint of a body with secret startup values used to be its
+  // plain SHA-256, which anyone holding a row could check guesses against.
+  FixedClock clock;
+  const std::string body = R"({"pool":"tiny","startup":{"env":{"TOKEN":"hunter2"}}})";
+  std::string first_print;
+  const std::string path = temp_db("fingerprint.db");
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    auto store = TokenStore::open(**db, clock);
+    REQUIRE(store.is_ok());
+    first_print = (*store)->request_fingerprint_of(body);
+    CHECK(first_print.size() == 64);
+    CHECK(first_print != hash_token(body));  // hash_token: plain SHA-256
+    CHECK((*store)->request_fingerprint_of(body + " ") != first_print);
+    // What remember_request keeps is that keyed value.
+    CHECK(*(*store)->remember_request("ci", "job-1", first_print) == first_print);
+    auto rows = (*db)->query("SELECT fingerprint FROM idempotency_keys");
+    REQUIRE(rows.is_ok());
+    REQUIRE(rows->size() == 1);
+    CHECK(sql_text((*rows)[0][0]) != hash_token(body));
+  }
+  // The key outlives a restart: a retry after one is still the same request.
+  auto again = Database::open(path);
+  REQUIRE(again.is_ok());
+  auto store = TokenStore::open(**again, clock);
+  REQUIRE(store.is_ok());
+  CHECK((*store)->request_fingerprint_of(body) == first_print);
+  // Another database has another key.
+  auto other_db = Database::open(":memory:");
+  REQUIRE(other_db.is_ok());
+  auto other = TokenStore::open(**other_db, clock);
+  REQUIRE(other.is_ok());
+  CHECK((*other)->request_fingerprint_of(body) != first_print);
+}
+
+TEST_CASE("tokens: create, put and revoke commit with synchronous=FULL", "[store][tokens]") {
+  // Issue 33 finding 9: under synchronous=NORMAL a power cut can roll back the last commits,
+  // and a revoked token would work again.
+  FixedClock clock;
+  auto db = Database::open(temp_db("durable.db"));
+  REQUIRE(db.is_ok());
+  auto store = TokenStore::open(**db, clock);
+  REQUIRE(store.is_ok());
+  std::vector<int64_t> levels;
+  (*db)->set_before_commit_for_test([&levels](Database::Tx& tx) {
+    auto r = tx.query("PRAGMA synchronous");
+    REQUIRE(r.is_ok());
+    levels.push_back(sql_int((*r)[0][0]));
+  });
+  auto secret = (*store)->create({"ci-x", TokenRole::kCi, 0, Seconds(0)});
+  REQUIRE(secret.is_ok());
+  REQUIRE((*store)->revoke("ci-x").is_ok());
+  REQUIRE((*store)->put({"admin", TokenRole::kAdmin, 0, Seconds(0)}, *secret).is_ok());
+  // An idempotency row is not a security decision: NORMAL.
+  REQUIRE((*store)->remember_request("ci", "k", "f").is_ok());
+  CHECK(levels == std::vector<int64_t>{2, 2, 2, 1});  // 2 = FULL, 1 = NORMAL
 }
 
 }  // namespace

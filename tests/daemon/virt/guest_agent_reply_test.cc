@@ -52,5 +52,21 @@ TEST_CASE("guest agent: malformed replies are clear errors", "[virt][hostile]") 
   }
 }
 
+TEST_CASE("guest agent: a reply nested past 64 levels is refused before it is parsed",
+          "[virt][hostile][json]") {
+  // A guest answers with {"return":{"pid":1,"x":[[[...]]]}}: 60,000 levels within the 64 KiB a
+  // reply may have (issue 33 finding 1).
+  const std::string deep =
+      R"({"return":{"pid":1,"x":)" + std::string(60000, '[') + std::string(60000, ']') + "}}";
+  auto r = parse_guest_exec_started(deep);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == ErrorCode::kInternal);
+  CHECK_THAT(r.status().message(), Catch::Contains("guest-exec"));
+  CHECK_THAT(r.status().message(), Catch::Contains("limit of 64 levels"));
+  CHECK(parse_guest_exec_started(R"({"return":{"pid":1,"x":)" + std::string(62, '[') +
+                                 std::string(62, ']') + "}}")
+            .is_ok());
+}
+
 }  // namespace
 }  // namespace armhive
