@@ -429,6 +429,14 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   http_options.port = config.port;
   http_options.tls_cert_file = config.tls_cert;
   http_options.tls_key_file = config.tls_key;
+  http_options.long_operations.execs = static_cast<size_t>(config.max_execs_per_token);
+  http_options.long_operations.file_transfers =
+      static_cast<size_t>(config.max_file_transfers_per_token);
+  http_options.long_operations.tunnels = static_cast<size_t>(config.max_tunnels_per_token);
+  http_options.long_operations.event_streams =
+      static_cast<size_t>(config.max_event_streams_per_token);
+  http_options.upload_min_bytes_per_second =
+      static_cast<uint64_t>(config.upload_min_bytes_per_second);
   http_options.log = [](std::string_view line) { spdlog::info("{}", line); };
   if (access) {
     http_options.lease_view = [&access, &reach](const Lease& lease, LeaseDto& dto) -> Status {

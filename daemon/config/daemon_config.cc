@@ -263,6 +263,15 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.str("tls_cert", c.tls_cert));
     ARMHIVE_RETURN_IF_ERROR(r.str("tls_key", c.tls_key));
     ARMHIVE_RETURN_IF_ERROR(r.str("bootstrap_token_file", c.bootstrap_token_file));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_execs_per_token", c.max_execs_per_token, 1, 1000));
+    ARMHIVE_RETURN_IF_ERROR(
+        r.integer_as("max_file_transfers_per_token", c.max_file_transfers_per_token, 1, 1000));
+    ARMHIVE_RETURN_IF_ERROR(
+        r.integer_as("max_tunnels_per_token", c.max_tunnels_per_token, 1, 100000));
+    ARMHIVE_RETURN_IF_ERROR(
+        r.integer_as("max_event_streams_per_token", c.max_event_streams_per_token, 1, 100000));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("upload_min_bytes_per_second",
+                                         c.upload_min_bytes_per_second, 1, int64_t{1} << 40));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     if (c.tls_cert.empty() != c.tls_key.empty()) {
       return invalid_argument("server.tls_key", "tls_cert and tls_key go together");

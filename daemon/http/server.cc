@@ -132,16 +132,19 @@ struct HttpServer::Impl {
   struct Running {
     explicit Running(Impl& d)
         : connections(d.options),
+          long_operations(d.options.long_operations, static_cast<size_t>(d.options.threads)),
           hub(d.leases),
           work(net::make_work_guard(io)),
           acceptor(net::make_strand(io)),
           retry(acceptor.get_executor()),
           workers(static_cast<size_t>(d.options.threads)),
-          ctx{d.options, d.leases, d.benchmarks, d.tokens,        d.audit,
-              d.metrics, hub,      workers,      stop.get_token()},
+          ctx{d.options, d.leases, d.benchmarks,     d.tokens, d.audit,        d.metrics,
+              hub,       workers,  stop.get_token(), {},       long_operations},
           pipeline(ctx, router) {}
 
     Connections connections;  // outlives every connection (their destructors report here)
+    // Outlives the slots that workers, connections and their streams and tunnels hold.
+    LongOperations long_operations;
     std::stop_source stop;
     std::atomic<bool> stopping{false};
     EventHub hub;  // outlives every waiter
@@ -220,6 +223,13 @@ Status HttpServer::start() {
   }
   if (o.threads < 2) return invalid_argument("threads", "must be at least 2");
   if (o.io_threads < 1) return invalid_argument("io_threads", "must be at least 1");
+  const LongOperationLimits& lim = o.long_operations;
+  if (lim.execs < 1 || lim.file_transfers < 1 || lim.tunnels < 1 || lim.event_streams < 1) {
+    return invalid_argument("max_execs_per_token", "every per-token limit must be at least 1");
+  }
+  if (o.upload_min_bytes_per_second < 1) {
+    return invalid_argument("upload_min_bytes_per_second", "must be at least 1");
+  }
   auto r = std::make_unique<Impl::Running>(d);
   if (!o.tls_cert_file.empty()) {
     r->tls.emplace(net::ssl::context::tls_server);
