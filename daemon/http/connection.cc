@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 
+#include "base/close_on_exec.h"
 #include "base/thread_annotations.h"
 #include "daemon/http/tunnel_session.h"
 
@@ -534,6 +535,9 @@ class HttpConnection final : public ClientConnection,
     });
     std::string target = plan.address + ":" + std::to_string(plan.port);
     tcp::endpoint endpoint(address, static_cast<unsigned short>(plan.port));
+    guest->open(endpoint.protocol(), ec);
+    if (ec) return fail(plan, unavailable("cannot open a socket for the tunnel: " + ec.message()));
+    set_close_on_exec(guest->native_handle());
     guest->async_connect(endpoint, [self = this->shared_from_this(), guest, timer, timed_out,
                                     plan = std::move(plan), target,
                                     fail](beast::error_code e) mutable {

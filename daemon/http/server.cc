@@ -14,6 +14,7 @@
 #include <map>
 #include <thread>
 
+#include "base/close_on_exec.h"
 #include "daemon/http/connection.h"
 #include "daemon/http/context.h"
 #include "daemon/http/event_hub.h"
@@ -184,6 +185,7 @@ struct HttpServer::Impl {
     // Nagle would hold a reply's last segment until the client ACKs the previous one, which
     // a delayed-ACK client does ~40 ms later: every keep-alive request would wait that long.
     socket.set_option(tcp::no_delay(true), ec);
+    set_close_on_exec(socket.native_handle());  // Asio's accept() does not
     auto endpoint = socket.remote_endpoint(ec);
     if (ec) return;
     std::string addr = endpoint.address().to_string();
@@ -249,6 +251,7 @@ Status HttpServer::start() {
   if (ec) return invalid_argument("bind", "not an IP address: " + o.bind_address);
   tcp::endpoint endpoint(address, static_cast<unsigned short>(o.port));
   r->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) set_close_on_exec(r->acceptor.native_handle());  // Asio's socket() does not
   // SO_REUSEADDR alone allows quick restarts; no SO_REUSEPORT, which would let a second
   // daemon bind the same port silently.
   if (!ec) r->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
