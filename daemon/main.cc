@@ -471,11 +471,17 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
     http_options.lease_ports = [&access](const std::string& id, const std::vector<int>& ports) {
       access->set_ports(id, ports);
     };
-    http_options.ssh_certificate = [&access, &ssh_ca, &clock, &engine](
+    http_options.ssh_certificate = [&access, &ssh_ca, &clock, &engine, &config](
                                        const Lease& lease, const std::string& token,
                                        const std::string& public_key) -> Result<SshCertificateDto> {
-      ARMHIVE_ASSIGN_OR_RETURN(SshCertificate cert, ssh_ca->sign(public_key, lease.id, token,
-                                                                 clock.now(), lease.expires_at));
+      // The pool's ssh_permissions; a pool no longer configured permits nothing but the login.
+      std::vector<std::string> permissions;
+      for (const PoolConfig& p : config.pools) {
+        if (p.name == lease.pool) permissions = p.ssh_permissions;
+      }
+      ARMHIVE_ASSIGN_OR_RETURN(
+          SshCertificate cert,
+          ssh_ca->sign(public_key, lease.id, token, clock.now(), lease.expires_at, permissions));
       // The guest must accept it before the client tries it.
       ARMHIVE_RETURN_IF_ERROR(access->install_trust(lease));
       engine.record_event(lease.id, "ssh.certificate",

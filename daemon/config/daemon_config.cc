@@ -98,6 +98,11 @@ Status parse_pool(const toml::table& t, const std::string& prefix,
   }
   ARMHIVE_RETURN_IF_ERROR(r.number("overcommit", p.overcommit, 1.0, 16.0));
   ARMHIVE_RETURN_IF_ERROR(r.boolean("ssh", p.ssh));
+  if (t.contains("ssh_permissions")) {  // replaces the default (a terminal only); [] is none
+    p.ssh_permissions.clear();
+    ARMHIVE_RETURN_IF_ERROR(r.strings("ssh_permissions", p.ssh_permissions));
+  }
+  ARMHIVE_RETURN_IF_ERROR(validate_ssh_permissions(r.field("ssh_permissions"), p.ssh_permissions));
   ARMHIVE_RETURN_IF_ERROR(r.labels("labels", p.labels));
   ARMHIVE_RETURN_IF_ERROR(r.labels("host_labels", p.host_labels));
   ARMHIVE_RETURN_IF_ERROR(validate_labels(r.field("host_labels"), p.host_labels));

@@ -124,6 +124,26 @@ TEST_CASE("[server] per-token long operation limits are read and checked", "[con
   }
 }
 
+// Issue 33 (finding 10): what a pool's SSH certificates permit.
+TEST_CASE("[[pools]] ssh_permissions: a terminal by default, checked names", "[config]") {
+  auto pool = [](const std::string& extra) {
+    return parse_daemon_config("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n" + extra);
+  };
+  auto defaults = pool("");
+  REQUIRE(defaults.is_ok());
+  CHECK(defaults->pools[0].ssh_permissions == std::vector<std::string>{"pty"});
+  auto dev = pool("ssh_permissions = [\"pty\", \"port-forwarding\"]\n");
+  REQUIRE(dev.is_ok());
+  CHECK(dev->pools[0].ssh_permissions == std::vector<std::string>{"pty", "port-forwarding"});
+  auto none = pool("ssh_permissions = []\n");
+  REQUIRE(none.is_ok());
+  CHECK(none->pools[0].ssh_permissions.empty());
+  CHECK(pool("ssh_permissions = [\"pty\", \"permit-x11\"]\n").status().field() ==
+        "pools[0].ssh_permissions[1]");
+  CHECK(pool("ssh_permissions = [\"pty\", \"pty\"]\n").status().field() ==
+        "pools[0].ssh_permissions[1]");
+}
+
 TEST_CASE("a pool's health schedule is off by default and read from [pools.health]", "[config]") {
   auto off = parse_daemon_config("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n");
   REQUIRE(off.is_ok());
