@@ -246,6 +246,17 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
       (void)(*host_store)->remove(h.name);
       continue;
     }
+    // Added before armhived checked the URIs the API may name (issue 33): one it would refuse
+    // now is dropped, as POST /v1/hosts would refuse it, and said so.
+    std::vector<std::string> vouched;
+    for (const HostConfig& c : config.hosts) vouched.push_back(c.libvirt_uri);
+    if (Status s = check_libvirt_uri("libvirt_uri", h.libvirt_uri, SpecOrigin::kApi, vouched);
+        !s.is_ok()) {
+      spdlog::error("host {} ({}): added through the API, dropped: {}", h.name, h.libvirt_uri,
+                    s.message());
+      (void)(*host_store)->remove(h.name);
+      continue;
+    }
     spdlog::info("host {} ({}): added through the API", h.name, h.libvirt_uri);
     setups.push_back(make_host_setup(h, h.name, config.pools, config.state_dir));
   }
@@ -515,11 +526,13 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   };
   HostAdmin::Options admin_options;
   admin_options.configured = configured;
+  for (const HostConfig& h : config.hosts) admin_options.configured_uris.push_back(h.libvirt_uri);
   admin_options.has_networks = !config.networks.empty();
   admin_options.pools = config.pools;
   admin_options.state_dir = config.state_dir;
   admin_options.config_path = config_path;
   HostAdmin host_admin(admin_options, **registry, engine, **host_store);
+  http_options.configured_host_uris = admin_options.configured_uris;
   http_options.add_host = [&host_admin](const HostSpec& spec) { return host_admin.add(spec); };
   http_options.remove_host = [&host_admin](const std::string& name) {
     return host_admin.remove(name);

@@ -206,7 +206,7 @@ Status parse_hosts(const toml::node& n, DaemonConfig& c) {
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     ARMHIVE_RETURN_IF_ERROR(parse_cpus(*item.as_table(), prefix, h));
     // With guest networks or not: check_network_guards() sees the networks later.
-    ARMHIVE_RETURN_IF_ERROR(validate_host_spec(h, false));
+    ARMHIVE_RETURN_IF_ERROR(validate_host_spec(h, false, SpecOrigin::kConfig));
     if (!names.insert(h.name).second) {
       return invalid_argument(prefix + "name", "host '" + h.name + "' is defined twice");
     }
@@ -227,7 +227,7 @@ Status check_network_guards(const DaemonConfig& c, bool hosts_table) {
                                   "' is another host: describe it in [[hosts]] with "
                                   "network_guard = \"host\" (its guard is that host's to install)");
     }
-    if (hosts_table) ARMHIVE_RETURN_IF_ERROR(validate_host_spec(h, true));
+    if (hosts_table) ARMHIVE_RETURN_IF_ERROR(validate_host_spec(h, true, SpecOrigin::kConfig));
   }
   return Status::ok();
 }
@@ -288,6 +288,8 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.str("name", c.host_name));
     if (!c.host_name.empty()) ARMHIVE_RETURN_IF_ERROR(check_name("host.name", c.host_name));
     ARMHIVE_RETURN_IF_ERROR(r.str("libvirt_uri", c.libvirt_uri));
+    ARMHIVE_RETURN_IF_ERROR(
+        check_libvirt_uri("host.libvirt_uri", c.libvirt_uri, SpecOrigin::kConfig));
     ARMHIVE_RETURN_IF_ERROR(r.str("storage_pool", c.storage_pool));
     ARMHIVE_RETURN_IF_ERROR(check_name("host.storage_pool", c.storage_pool));
     ARMHIVE_RETURN_IF_ERROR(r.str("state_dir", c.state_dir));

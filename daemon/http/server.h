@@ -131,6 +131,9 @@ struct HttpOptions {
   // field (400), a name taken (409), the host unreachable or libvirt's refusal (503 naming
   // both). Unset: 503. Called from worker threads; blocks up to [host] libvirt_timeout.
   std::function<Status(const HostSpec& spec)> add_host;
+  // The configuration file's host URIs: the files their parameters name (pkipath=, keyfile=)
+  // are the only ones POST /v1/hosts may name (check_libvirt_uri, SpecOrigin::kApi).
+  std::vector<std::string> configured_host_uris;
   // Stops driving a host added through the API (DELETE /v1/hosts/{name}): 404 unknown, 409
   // while it holds VMs or leases ("drain it first") or when the configuration file names it.
   // Unset: 503. Called from worker threads.
