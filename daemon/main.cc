@@ -24,6 +24,7 @@
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/bench/health_scheduler.h"
 #include "daemon/bench/lease_target_resolver.h"
+#include "daemon/bench/mtu_journal.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/config/secret_files.h"
 #include "daemon/core/cpu_sets.h"
@@ -312,6 +313,15 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   for (const NetworkConfig& n : config.networks) network_bridges[n.name] = n.bridge;
   BenchmarkRunnerOptions bench_options;
   bench_options.runs_dir = config.state_dir + "/benchmarks";
+  {
+    // An MTU benchmark interrupted by a crash left the shared bridge (and a tap) at its MTU.
+    std::vector<std::string> errors;
+    for (const MtuStep& s :
+         restore_mtu_journals(runner, bench_options.runs_dir, std::chrono::seconds(30), errors)) {
+      spdlog::warn("link {}: MTU restored to {} (a benchmark was interrupted)", s.link, s.to);
+    }
+    for (const std::string& e : errors) spdlog::error("MTU restore: {}", e);
+  }
   const HostRegistry& hosts = **registry;
   BenchmarkRunner benchmarks(
       engine.guest_agent(), runner,
