@@ -199,6 +199,18 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   SystemClock clock;
   auto tokens = TokenStore::open(**db, clock);
   if (!tokens.is_ok()) return fail(tokens.status(), "token store");
+  // Tokens made before their names were reserved stay in the table (the audit log names them)
+  // but no longer authenticate: say so, so that their holders get a new one.
+  if (auto all = (*tokens)->list(); all.is_ok()) {
+    for (const TokenInfo& t : *all) {
+      if (is_reserved_token_name(t.name) && !t.revoked()) {
+        spdlog::error(
+            "token \"{}\" has a reserved name (armhived acts under it itself): it no longer "
+            "authenticates; revoke it (armhived token revoke {}) and create one with another name",
+            t.name, t.name);
+      }
+    }
+  }
   auto audit = AuditLog::open(**db, clock);
   if (!audit.is_ok()) return fail(audit.status(), "audit log");
   if (Status s = bootstrap_admin(**tokens, config.bootstrap_token_file); !s.is_ok()) {
