@@ -517,6 +517,8 @@ std::string_view problem_title(ErrorCode code) {
       return "Method not allowed";
     case ErrorCode::kConflict:
       return "Conflict";
+    case ErrorCode::kRequestTimeout:
+      return "Request not received in time";
     case ErrorCode::kPayloadTooLarge:
       return "Request body too large";
     case ErrorCode::kUnsupportedMediaType:

@@ -1,11 +1,15 @@
 #include "base/process_runner.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -46,6 +50,51 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
   return env;
 }
 
+// In the child, between fork() and exec: no descriptor of armhived's above 2 may reach the tool
+// (the API's and the forwards' listening sockets, client connections, the database), whatever
+// flags it was opened with: another thread may have opened one without O_CLOEXEC, or between
+// its socket() and fcntl(). Every one but `keep` (the exec-error pipe, itself close-on-exec) is
+// closed; where close_range(2) is missing (Linux < 5.9), each one listed in /proc/self/fd is
+// marked close-on-exec instead (getdents64 on a stack buffer: async-signal-safe, unlike
+// opendir's malloc), and failing that every number up to RLIMIT_NOFILE is.
+void close_inherited_fds(int keep) {
+#ifdef SYS_close_range
+  if (keep < 3) {
+    if (::syscall(SYS_close_range, 3U, ~0U, 0U) == 0) return;
+  } else {
+    const auto k = static_cast<unsigned>(keep);
+    if ((k == 3 || ::syscall(SYS_close_range, 3U, k - 1, 0U) == 0) &&
+        ::syscall(SYS_close_range, k + 1, ~0U, 0U) == 0) {
+      return;
+    }
+  }
+#endif
+  int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    alignas(8) char buf[4096];
+    while (true) {
+      long n = ::syscall(SYS_getdents64, dir, buf, sizeof buf);
+      if (n <= 0) break;
+      for (long off = 0; off < n;) {
+        const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+        off += d->d_reclen;
+        int fd = 0;
+        const char* p = d->d_name;
+        if (*p < '0' || *p > '9') continue;
+        for (; *p >= '0' && *p <= '9'; ++p) fd = fd * 10 + (*p - '0');
+        if (fd > 2 && fd != dir) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+      }
+    }
+    ::close(dir);
+    return;
+  }
+  rlimit rl{};
+  const int max = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                      ? static_cast<int>(std::min<rlim_t>(rl.rlim_cur, 1 << 20))
+                      : 1 << 16;
+  for (int fd = 3; fd < max; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
 }  // namespace
 
 Result<ProcessResult> SubprocessRunner::run(const ProcessRequest& request) {
@@ -84,6 +133,7 @@ Result<ProcessResult> SubprocessRunner::run(const ProcessRequest& request) {
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
+    close_inherited_fds(exec_pipe[1]);
     if (!request.cwd.empty() && ::chdir(request.cwd.c_str()) != 0) {
       int e = errno;
       (void)!::write(exec_pipe[1], &e, sizeof e);

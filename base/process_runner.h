@@ -35,7 +35,9 @@ class ProcessRunner {
   virtual Result<ProcessResult> run(const ProcessRequest& request) = 0;
 };
 
-// fork/exec with pipes; kills the process group on timeout.
+// fork/exec with pipes; kills the process group on timeout. The child gets descriptors 0, 1
+// and 2 only: every other one armhived holds (sockets, the database, files) is closed before
+// exec, whether or not it was opened close-on-exec.
 class SubprocessRunner final : public ProcessRunner {
  public:
   Result<ProcessResult> run(const ProcessRequest& request) override;

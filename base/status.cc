@@ -49,6 +49,8 @@ int http_status(ErrorCode code) {
       return 405;
     case ErrorCode::kConflict:
       return 409;
+    case ErrorCode::kRequestTimeout:
+      return 408;
     case ErrorCode::kPayloadTooLarge:
       return 413;
     case ErrorCode::kUnsupportedMediaType:
@@ -84,6 +86,8 @@ ErrorCode code_from_http(int status) {
       return ErrorCode::kNotFound;
     case 405:
       return ErrorCode::kMethodNotAllowed;
+    case 408:
+      return ErrorCode::kRequestTimeout;
     case 409:
       return ErrorCode::kConflict;
     case 413:
@@ -119,6 +123,8 @@ std::string_view code_name(ErrorCode code) {
       return "method-not-allowed";
     case ErrorCode::kConflict:
       return "conflict";
+    case ErrorCode::kRequestTimeout:
+      return "request-timeout";
     case ErrorCode::kPayloadTooLarge:
       return "payload-too-large";
     case ErrorCode::kUnsupportedMediaType:

@@ -16,6 +16,7 @@ enum class ErrorCode {
   kMethodNotAllowed,      // 405: the path exists, the method does not (the reply says which do)
   kConflict,              // 409: the state does not allow it now (or the name is taken)
   kPayloadTooLarge,       // 413
+  kRequestTimeout,        // 408: the client did not send its request (an upload's body) in time
   kUnsupportedMediaType,  // 415: a request body that is not application/json
   kUnprocessable,  // 422: well-formed but can never be satisfied (e.g. a VM larger than any host)
   kResourceExhausted,  // 429: quota or capacity

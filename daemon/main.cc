@@ -24,6 +24,7 @@
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/bench/health_scheduler.h"
 #include "daemon/bench/lease_target_resolver.h"
+#include "daemon/bench/mtu_journal.h"
 #include "daemon/config/daemon_config.h"
 #include "daemon/config/secret_files.h"
 #include "daemon/core/cpu_sets.h"
@@ -207,6 +208,18 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   SystemClock clock;
   auto tokens = TokenStore::open(**db, clock);
   if (!tokens.is_ok()) return fail(tokens.status(), "token store");
+  // Tokens made before their names were reserved stay in the table (the audit log names them)
+  // but no longer authenticate: say so, so that their holders get a new one.
+  if (auto all = (*tokens)->list(); all.is_ok()) {
+    for (const TokenInfo& t : *all) {
+      if (is_reserved_token_name(t.name) && !t.revoked()) {
+        spdlog::error(
+            "token \"{}\" has a reserved name (armhived acts under it itself): it no longer "
+            "authenticates; revoke it (armhived token revoke {}) and create one with another name",
+            t.name, t.name);
+      }
+    }
+  }
   Metrics metrics;
   AuditOptions audit_options;
   audit_options.keep = std::chrono::duration_cast<Seconds>(config.audit_keep);
@@ -256,6 +269,17 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   for (const HostSpec& h : *api_hosts) {
     if (configured.count(h.name)) {
       spdlog::warn("host {}: in the configuration now; the API's entry is dropped", h.name);
+      (void)(*host_store)->remove(h.name);
+      continue;
+    }
+    // Added before armhived checked the URIs the API may name (issue 33): one it would refuse
+    // now is dropped, as POST /v1/hosts would refuse it, and said so.
+    std::vector<std::string> vouched;
+    for (const HostConfig& c : config.hosts) vouched.push_back(c.libvirt_uri);
+    if (Status s = check_libvirt_uri("libvirt_uri", h.libvirt_uri, SpecOrigin::kApi, vouched);
+        !s.is_ok()) {
+      spdlog::error("host {} ({}): added through the API, dropped: {}", h.name, h.libvirt_uri,
+                    s.message());
       (void)(*host_store)->remove(h.name);
       continue;
     }
@@ -314,6 +338,15 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   for (const NetworkConfig& n : config.networks) network_bridges[n.name] = n.bridge;
   BenchmarkRunnerOptions bench_options;
   bench_options.runs_dir = config.state_dir + "/benchmarks";
+  {
+    // An MTU benchmark interrupted by a crash left the shared bridge (and a tap) at its MTU.
+    std::vector<std::string> errors;
+    for (const MtuStep& s :
+         restore_mtu_journals(runner, bench_options.runs_dir, std::chrono::seconds(30), errors)) {
+      spdlog::warn("link {}: MTU restored to {} (a benchmark was interrupted)", s.link, s.to);
+    }
+    for (const std::string& e : errors) spdlog::error("MTU restore: {}", e);
+  }
   const HostRegistry& hosts = **registry;
   BenchmarkRunner benchmarks(
       engine.guest_agent(), runner,
@@ -447,6 +480,14 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   http_options.port = config.port;
   http_options.tls_cert_file = config.tls_cert;
   http_options.tls_key_file = config.tls_key;
+  http_options.long_operations.execs = static_cast<size_t>(config.max_execs_per_token);
+  http_options.long_operations.file_transfers =
+      static_cast<size_t>(config.max_file_transfers_per_token);
+  http_options.long_operations.tunnels = static_cast<size_t>(config.max_tunnels_per_token);
+  http_options.long_operations.event_streams =
+      static_cast<size_t>(config.max_event_streams_per_token);
+  http_options.upload_min_bytes_per_second =
+      static_cast<uint64_t>(config.upload_min_bytes_per_second);
   http_options.log = [](std::string_view line) { spdlog::info("{}", line); };
   if (access) {
     http_options.lease_view = [&access, &reach](const Lease& lease, LeaseDto& dto) -> Status {
@@ -481,11 +522,17 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
     http_options.lease_ports = [&access](const std::string& id, const std::vector<int>& ports) {
       access->set_ports(id, ports);
     };
-    http_options.ssh_certificate = [&access, &ssh_ca, &clock, &engine](
+    http_options.ssh_certificate = [&access, &ssh_ca, &clock, &engine, &config](
                                        const Lease& lease, const std::string& token,
                                        const std::string& public_key) -> Result<SshCertificateDto> {
-      ARMHIVE_ASSIGN_OR_RETURN(SshCertificate cert, ssh_ca->sign(public_key, lease.id, token,
-                                                                 clock.now(), lease.expires_at));
+      // The pool's ssh_permissions; a pool no longer configured permits nothing but the login.
+      std::vector<std::string> permissions;
+      for (const PoolConfig& p : config.pools) {
+        if (p.name == lease.pool) permissions = p.ssh_permissions;
+      }
+      ARMHIVE_ASSIGN_OR_RETURN(
+          SshCertificate cert,
+          ssh_ca->sign(public_key, lease.id, token, clock.now(), lease.expires_at, permissions));
       // The guest must accept it before the client tries it.
       ARMHIVE_RETURN_IF_ERROR(access->install_trust(lease));
       engine.record_event(lease.id, "ssh.certificate",
@@ -519,11 +566,13 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   };
   HostAdmin::Options admin_options;
   admin_options.configured = configured;
+  for (const HostConfig& h : config.hosts) admin_options.configured_uris.push_back(h.libvirt_uri);
   admin_options.has_networks = !config.networks.empty();
   admin_options.pools = config.pools;
   admin_options.state_dir = config.state_dir;
   admin_options.config_path = config_path;
   HostAdmin host_admin(admin_options, **registry, engine, **host_store);
+  http_options.configured_host_uris = admin_options.configured_uris;
   http_options.add_host = [&host_admin](const HostSpec& spec) { return host_admin.add(spec); };
   http_options.remove_host = [&host_admin](const std::string& name) {
     return host_admin.remove(name);

@@ -14,6 +14,7 @@
 
 #include "base/base64.h"
 #include "base/secret_file.h"
+#include "daemon/core/lease.h"
 
 namespace armhive {
 
@@ -174,8 +175,12 @@ uint64_t SshCertificateAuthority::next_serial(TimePoint now) {
 Result<SshCertificate> SshCertificateAuthority::sign(std::string_view public_key,
                                                      const std::string& lease_id,
                                                      const std::string& token, TimePoint now,
-                                                     TimePoint valid_before) {
+                                                     TimePoint valid_before,
+                                                     const std::vector<std::string>& permissions) {
   ARMHIVE_ASSIGN_OR_RETURN(std::string key, parse_ssh_public_key(public_key));
+  if (Status s = validate_ssh_permissions("ssh_permissions", permissions); !s.is_ok()) {
+    return internal_error("the pool's SSH permissions: " + s.message());
+  }
   if (valid_before <= now) {
     return conflict("lease " + lease_id + " has expired: no certificate for it", lease_id);
   }
@@ -194,11 +199,18 @@ Result<SshCertificate> SshCertificateAuthority::sign(std::string_view public_key
     out << key << "\n";
     if (!out.flush()) return unavailable("cannot write the key to sign", user_key);
   }
-  auto r = runner_.run(
-      {.argv = {"ssh-keygen", "-q", "-s", key_path_, "-I", cert.key_id, "-n", cert.principal, "-z",
-                std::to_string(cert.serial), "-V",
-                hex_seconds(cert.valid_after) + ":" + hex_seconds(valid_before), user_key},
-       .timeout = std::chrono::seconds(30)});
+  std::vector<std::string> argv = {"ssh-keygen", "-q", "-s", key_path_, "-I", cert.key_id, "-n",
+                                   cert.principal, "-z", std::to_string(cert.serial), "-V",
+                                   hex_seconds(cert.valid_after) + ":" + hex_seconds(valid_before),
+                                   // ssh-keygen permits pty, user-rc and every forwarding by
+                                   // default: start from none, then add what the pool allows.
+                                   "-O", "clear"};
+  for (const std::string& p : permissions) {
+    argv.push_back("-O");
+    argv.push_back("permit-" + p);
+  }
+  argv.push_back(user_key);
+  auto r = runner_.run({.argv = std::move(argv), .timeout = std::chrono::seconds(30)});
   if (!r.is_ok()) return r.status().annotate("signing an SSH certificate");
   if (!r->ok()) {
     // The CA key was readable at start, so a refusal is about the key sent.

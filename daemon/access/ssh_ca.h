@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/process_runner.h"
 #include "base/result.h"
@@ -53,10 +54,13 @@ class SshCertificateAuthority {
 
   // A user certificate for `public_key` (parse_ssh_public_key first: kInvalidArgument naming
   // `public_key`), principal lease_principal(lease_id), valid from 5 minutes before `now`
-  // (guest clock skew) until `valid_before`, key id naming the lease, the token and the serial.
-  // kConflict when valid_before is not after now (the lease has ended).
+  // (guest clock skew) until `valid_before`, key id naming the lease, the token and the serial,
+  // permitting exactly `permissions` (the pool's ssh_permissions, kSshPermissions names:
+  // ssh-keygen's defaults, every forwarding included, are cleared first). kConflict when
+  // valid_before is not after now (the lease has ended); kInternal for an unknown permission.
   Result<SshCertificate> sign(std::string_view public_key, const std::string& lease_id,
-                              const std::string& token, TimePoint now, TimePoint valid_before);
+                              const std::string& token, TimePoint now, TimePoint valid_before,
+                              const std::vector<std::string>& permissions);
 
  private:
   SshCertificateAuthority(std::string key_path, std::string public_key, ProcessRunner& runner,

@@ -6,6 +6,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include "base/close_on_exec.h"
+
 namespace armhive {
 
 namespace asio = boost::asio;
@@ -121,6 +123,7 @@ Result<std::shared_ptr<TcpForward>> TcpForward::open(asio::io_context& io, Optio
   std::shared_ptr<TcpForward> f(new TcpForward(io, std::move(options), std::move(observer)));
   tcp::endpoint ep(address, static_cast<unsigned short>(f->options_.listen_port));
   f->acceptor_.open(ep.protocol(), ec);
+  if (!ec) set_close_on_exec(f->acceptor_.native_handle());
   if (!ec) f->acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) f->acceptor_.bind(ep, ec);
   if (!ec) f->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
@@ -143,6 +146,7 @@ void TcpForward::accept() {
       strand_, [self = shared_from_this()](boost::system::error_code ec, tcp::socket client) {
         if (self->closed_) return;
         if (!ec) {
+          set_close_on_exec(client.native_handle());
           const Options& o = self->options_;
           if (o.max_sessions > 0 && self->sessions_.size() >= static_cast<size_t>(o.max_sessions)) {
             self->refuse(std::move(client), "forward",
@@ -181,6 +185,9 @@ void TcpForward::start_session(tcp::socket client, bool budgeted) {
       session->upstream.cancel(ignored);
     }
   });
+  boost::system::error_code opened;
+  session->upstream.open(target.protocol(), opened);
+  set_close_on_exec(session->upstream.native_handle());
   session->upstream.async_connect(
       target, [this, session, info](boost::system::error_code e) mutable {
         session->timer.cancel();

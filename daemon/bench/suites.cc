@@ -7,6 +7,7 @@
 #include "daemon/bench/host_mtu.h"
 #include "daemon/bench/host_sampler.h"
 #include "daemon/bench/iperf3_parser.h"
+#include "daemon/bench/mtu_journal.h"
 #include "daemon/bench/report.h"
 #include "daemon/bench/stats.h"
 #include "daemon/bench/tool_runner.h"
@@ -192,6 +193,7 @@ Status at_mtu(const SuiteContext& ctx, const std::optional<HostMtuSide>& host, i
   MtuPlan plan;
   size_t applied = 0;
   Status result = Status::ok();
+  const std::string journal = mtu_journal_path(ctx.options.runs_dir, ctx.run_id);
   if (host) {
     auto p = plan_host_mtu(mtu, {host->links.bridge, host->tap});
     if (!p.is_ok()) return p.status();
@@ -199,7 +201,12 @@ Status at_mtu(const SuiteContext& ctx, const std::optional<HostMtuSide>& host, i
     change["host"] = {{"bridge", host->links.bridge.name},
                       {"tap", host->tap.name},
                       {"applied", mtu_steps_json(plan.apply)}};
-    result = apply_mtu_steps(ctx.processes, plan.apply, timeout, &applied);
+    // The originals go to disk before the shared bridge changes: a crash before the restore
+    // below is undone at the next start (mtu_journal.h).
+    if (!plan.apply.empty() && !ctx.options.runs_dir.empty()) {
+      result = write_mtu_journal(journal, plan.apply);
+    }
+    if (result.is_ok()) result = apply_mtu_steps(ctx.processes, plan.apply, timeout, &applied);
     if (!result.is_ok()) result = result.annotate("setting the host MTU to " + std::to_string(mtu));
   }
   bool guest_changed = false;
@@ -227,6 +234,10 @@ Status at_mtu(const SuiteContext& ctx, const std::optional<HostMtuSide>& host, i
     Status s = apply_mtu_steps(ctx.processes, undo, timeout);
     if (result.is_ok() && !s.is_ok()) result = s.annotate("restoring the host MTU");
     if (host) change["host"]["restored"] = s.is_ok() ? json(mtu_steps_json(undo)) : json(nullptr);
+    // Kept when the restore failed: the next start tries again.
+    if (s.is_ok()) remove_mtu_journal(journal);
+  } else if (host) {
+    remove_mtu_journal(journal);  // nothing changed on the host
   }
   return result;
 }

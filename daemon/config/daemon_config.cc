@@ -100,6 +100,11 @@ Status parse_pool(const toml::table& t, const std::string& prefix,
   }
   ARMHIVE_RETURN_IF_ERROR(r.number("overcommit", p.overcommit, 1.0, 16.0));
   ARMHIVE_RETURN_IF_ERROR(r.boolean("ssh", p.ssh));
+  if (t.contains("ssh_permissions")) {  // replaces the default (a terminal only); [] is none
+    p.ssh_permissions.clear();
+    ARMHIVE_RETURN_IF_ERROR(r.strings("ssh_permissions", p.ssh_permissions));
+  }
+  ARMHIVE_RETURN_IF_ERROR(validate_ssh_permissions(r.field("ssh_permissions"), p.ssh_permissions));
   ARMHIVE_RETURN_IF_ERROR(r.labels("labels", p.labels));
   ARMHIVE_RETURN_IF_ERROR(r.labels("host_labels", p.host_labels));
   ARMHIVE_RETURN_IF_ERROR(validate_labels(r.field("host_labels"), p.host_labels));
@@ -203,7 +208,7 @@ Status parse_hosts(const toml::node& n, DaemonConfig& c) {
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     ARMHIVE_RETURN_IF_ERROR(parse_cpus(*item.as_table(), prefix, h));
     // With guest networks or not: check_network_guards() sees the networks later.
-    ARMHIVE_RETURN_IF_ERROR(validate_host_spec(h, false));
+    ARMHIVE_RETURN_IF_ERROR(validate_host_spec(h, false, SpecOrigin::kConfig));
     if (!names.insert(h.name).second) {
       return invalid_argument(prefix + "name", "host '" + h.name + "' is defined twice");
     }
@@ -224,7 +229,7 @@ Status check_network_guards(const DaemonConfig& c, bool hosts_table) {
                                   "' is another host: describe it in [[hosts]] with "
                                   "network_guard = \"host\" (its guard is that host's to install)");
     }
-    if (hosts_table) ARMHIVE_RETURN_IF_ERROR(validate_host_spec(h, true));
+    if (hosts_table) ARMHIVE_RETURN_IF_ERROR(validate_host_spec(h, true, SpecOrigin::kConfig));
   }
   return Status::ok();
 }
@@ -272,6 +277,15 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.str("tls_cert", c.tls_cert));
     ARMHIVE_RETURN_IF_ERROR(r.str("tls_key", c.tls_key));
     ARMHIVE_RETURN_IF_ERROR(r.str("bootstrap_token_file", c.bootstrap_token_file));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_execs_per_token", c.max_execs_per_token, 1, 1000));
+    ARMHIVE_RETURN_IF_ERROR(
+        r.integer_as("max_file_transfers_per_token", c.max_file_transfers_per_token, 1, 1000));
+    ARMHIVE_RETURN_IF_ERROR(
+        r.integer_as("max_tunnels_per_token", c.max_tunnels_per_token, 1, 100000));
+    ARMHIVE_RETURN_IF_ERROR(
+        r.integer_as("max_event_streams_per_token", c.max_event_streams_per_token, 1, 100000));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("upload_min_bytes_per_second",
+                                         c.upload_min_bytes_per_second, 1, int64_t{1} << 40));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
     if (c.tls_cert.empty() != c.tls_key.empty()) {
       return invalid_argument("server.tls_key", "tls_cert and tls_key go together");
@@ -283,6 +297,8 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.str("name", c.host_name));
     if (!c.host_name.empty()) ARMHIVE_RETURN_IF_ERROR(check_name("host.name", c.host_name));
     ARMHIVE_RETURN_IF_ERROR(r.str("libvirt_uri", c.libvirt_uri));
+    ARMHIVE_RETURN_IF_ERROR(
+        check_libvirt_uri("host.libvirt_uri", c.libvirt_uri, SpecOrigin::kConfig));
     ARMHIVE_RETURN_IF_ERROR(r.str("storage_pool", c.storage_pool));
     ARMHIVE_RETURN_IF_ERROR(check_name("host.storage_pool", c.storage_pool));
     ARMHIVE_RETURN_IF_ERROR(r.str("state_dir", c.state_dir));

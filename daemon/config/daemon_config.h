@@ -88,6 +88,13 @@ struct DaemonConfig {
   std::string tls_cert;
   std::string tls_key;
   std::string bootstrap_token_file;  // admin token written here on first start (0600)
+  // Long operations one token may have at once (daemon/http/long_operations.h; beyond: 429).
+  int max_execs_per_token = 8;  // buffered and streamed execs, SSH certificates
+  int max_file_transfers_per_token = 4;
+  int max_tunnels_per_token = 16;
+  int max_event_streams_per_token = 8;
+  // An upload's whole body must arrive within 30 s + Content-Length at this rate (else 408).
+  int64_t upload_min_bytes_per_second = 128 * 1024;
   // [host]
   std::string host_name;  // empty: the machine's hostname
   std::string libvirt_uri = "qemu:///system";

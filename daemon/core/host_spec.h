@@ -38,14 +38,33 @@ struct HostSpec {
   std::string field_prefix = "host.";
 };
 
-// Everything about a spec that can be checked without the host: the name, the URI's form,
-// labels, the cpusets' and clusters' syntax, absolute directories, network_guard's value, and
-// (with guest networks) who guards a remote host's guests. kInvalidArgument naming the field
-// (field_prefix + key).
-Status validate_host_spec(const HostSpec& spec, bool has_networks);
+// Who wrote a host's spec, which decides what its libvirt URI may make armhived do: the
+// configuration file (the machine's operator, who owns its files already) or an API client
+// (POST /v1/hosts: an admin token, possibly from anywhere).
+enum class SpecOrigin { kConfig, kApi };
+
+// Everything about a spec that can be checked without the host: the name, the URI's form and
+// transport (check_libvirt_uri), labels, the cpusets' and clusters' syntax, absolute
+// directories, network_guard's value, and (with guest networks) who guards a remote host's
+// guests. kInvalidArgument naming the field (field_prefix + key).
+Status validate_host_spec(const HostSpec& spec, bool has_networks, SpecOrigin origin,
+                          const std::vector<std::string>& vouched_uris = {});
 
 // A libvirt URI as virConnectOpen takes it ("driver[+transport]://[user@][host][:port]/path
-// [?...]"): libvirt itself says whether it can connect; this only refuses what can never be one.
-Status check_libvirt_uri(const std::string& field, const std::string& uri);
+// [?...]"), limited to what armhived needs, since libvirt's client runs or reads whatever some
+// URIs name (qemu+ext://?command=, ?netcat=, ?socket=, ?keyfile=) as armhived's user:
+//   - this machine: qemu:///system, qemu:///session (and test:///default, libvirt's built-in
+//     test driver, which reads no file);
+//   - a lab host: qemu+tls://, qemu+ssh://, qemu+tcp:// with a host name;
+//   - from the configuration file only: qemu+unix:/// (a local socket the operator chose).
+// Every other driver or transport (ext, libssh, libssh2, unix from the API, test:///PATH, ...)
+// is refused. Query parameters: name, mode, no_tty, sshauth and tls_priority anywhere (they
+// run and read nothing); keyfile, pkipath, known_hosts and socket (files on this machine) and
+// no_verify / known_hosts_verify (weaker checks) from the configuration file, and from the API
+// only as `name=value` exactly as one of `vouched` (the configuration file's host URIs) has it:
+// the operator chose those files, a client may reuse but never name one; command, netcat
+// (programs to run), proxy and anything else never. kInvalidArgument naming `field`.
+Status check_libvirt_uri(const std::string& field, const std::string& uri, SpecOrigin origin,
+                         const std::vector<std::string>& vouched = {});
 
 }  // namespace armhive

@@ -90,4 +90,21 @@ Status validate_labels(std::string_view field, const std::map<std::string, std::
   return check_labels(field, labels);
 }
 
+Status validate_ssh_permissions(const std::string& field, const std::vector<std::string>& names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    bool known = false;
+    for (std::string_view k : kSshPermissions) known = known || names[i] == k;
+    if (!known) {
+      return invalid_argument(at, "unknown SSH permission \"" + names[i].substr(0, 64) +
+                                      "\" (want pty, port-forwarding, agent-forwarding, "
+                                      "x11-forwarding or user-rc)");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (names[j] == names[i]) return invalid_argument(at, "\"" + names[i] + "\" given twice");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace armhive

@@ -138,7 +138,19 @@ struct PoolConfig {
   // SSH host keys have been read through the guest agent, and its leases offer SSH with them.
   // False (an image without sshd): no keys are read and its leases offer no SSH.
   bool ssh = true;
+  // What the SSH certificates of its leases permit (OpenSSH certificate extensions, without
+  // "permit-"): kSshPermissions names them. Default: a terminal only. A lease runs untrusted CI
+  // code, and port, agent and X11 forwarding let whoever holds the certificate use the VM as a
+  // relay or reach back into the client's agent and display; a pool meant for developers lists
+  // them (ssh_permissions = ["pty", "port-forwarding"]).
+  std::vector<std::string> ssh_permissions = {"pty"};
 };
+
+// The SSH certificate permissions a pool may grant ([[pools]] ssh_permissions).
+inline constexpr std::string_view kSshPermissions[] = {"pty", "port-forwarding", "agent-forwarding",
+                                                       "x11-forwarding", "user-rc"};
+// kInvalidArgument naming `field[i]` for a name not in kSshPermissions or given twice.
+Status validate_ssh_permissions(const std::string& field, const std::vector<std::string>& names);
 
 struct PoolStatus {
   PoolConfig config;

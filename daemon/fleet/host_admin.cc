@@ -6,7 +6,8 @@ namespace armhive {
 
 Status HostAdmin::add(HostSpec spec) {
   spec.field_prefix.clear();  // the request's own keys
-  ARMHIVE_RETURN_IF_ERROR(validate_host_spec(spec, options_.has_networks));
+  ARMHIVE_RETURN_IF_ERROR(
+      validate_host_spec(spec, options_.has_networks, SpecOrigin::kApi, options_.configured_uris));
   std::lock_guard one_at_a_time(mu_);
   if (options_.configured.count(spec.name)) {
     return Status(ErrorCode::kConflict,

@@ -32,6 +32,9 @@ class HostAdmin {
     std::vector<PoolConfig> pools;     // which CPU sets a new host needs
     std::string state_dir;             // its directories' defaults
     std::string config_path;           // for messages
+    // The configuration file's host URIs: the files they name (pkipath=, keyfile=) are the only
+    // ones an added host's URI may name (check_libvirt_uri).
+    std::vector<std::string> configured_uris;
   };
   HostAdmin(Options options, HostRegistry& registry, LeaseEngine& engine, HostStore& store)
       : options_(std::move(options)), registry_(registry), engine_(engine), store_(store) {}

@@ -35,6 +35,14 @@ Status start_benchmark(ServerContext& ctx, Call& c) {
   }
   ARMHIVE_ASSIGN_OR_RETURN(BenchmarkRequest r, benchmark_request_from_json(body));
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.visible_lease(c.who, id));
+  // An MTU run changes the host's bridge, which every lease on it shares (and its tap): not a
+  // tenant's to change for the others.
+  if (!r.network.mtus.empty() && !is_admin(c.who)) {
+    return Status(ErrorCode::kPermissionDenied,
+                  "only admin tokens may run benchmarks at other MTUs: they change the host "
+                  "bridge every lease shares",
+                  {}, "network.mtus");
+  }
   r.lease_id = lease.id;
   r.owner = c.who.name;
   ARMHIVE_ASSIGN_OR_RETURN(BenchmarkRun run, ctx.benchmarks->start(r));

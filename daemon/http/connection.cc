@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 
+#include "base/close_on_exec.h"
 #include "base/thread_annotations.h"
 #include "daemon/http/tunnel_session.h"
 
@@ -334,6 +335,16 @@ class HttpConnection final : public ClientConnection,
     req.remote_addr = remote_;
     expect_continue_ = beast::iequals(msg[http::field::expect], "100-continue");
     body_done_ = parser_->is_done();
+    body_deadline_.reset();
+    body_timed_out_ = false;
+    body_budget_ =
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(env_.options.read_timeout);
+    if (req.content_length) {
+      body_budget_ += std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(
+              static_cast<double>(*req.content_length) /
+              static_cast<double>(env_.options.upload_min_bytes_per_second)));
+    }
     body_parser_.emplace(std::move(*parser_));
     body_parser_->body_limit(kNoBodyLimit);
     parser_.reset();
@@ -368,16 +379,39 @@ class HttpConnection final : public ClientConnection,
                        });
       return;
     }
+    // The whole body's deadline starts with the first piece asked for (after the handler's
+    // checks): read_timeout plus the declared length at upload_min_bytes_per_second.
+    const auto now = std::chrono::steady_clock::now();
+    if (!body_deadline_) body_deadline_ = now + body_budget_;
+    if (now >= *body_deadline_) return body_late(*body);
+    const auto piece_deadline = std::min(*body_deadline_, now + env_.options.read_timeout);
     body_piece_.resize(kStreamedBodyPiece);
     body_parser_->get().body().data = body_piece_.data();
     body_parser_->get().body().size = body_piece_.size();
-    tcp_layer(stream_).expires_after(env_.options.read_timeout);
+    // Our own timer rather than the stream's expiry (which closes the socket): a late body is
+    // answered 408 before the connection ends.
+    tcp_layer(stream_).expires_never();
+    body_timer_.expires_at(piece_deadline);
+    const uint64_t read_id = ++body_reads_;
+    body_reading_ = true;
+    body_timer_.async_wait([weak = this->weak_from_this(), read_id](beast::error_code e) {
+      auto self = weak.lock();
+      if (e || !self || self->state_ == State::kClosed) return;
+      // A read that completed while this wait was already queued is not the one to cut.
+      if (!self->body_reading_ || self->body_reads_ != read_id) return;
+      self->body_timed_out_ = true;
+      beast::error_code ignored;
+      lowest_socket(self->stream_).cancel(ignored);
+    });
     http::async_read_some(
         stream_, buffer_, *body_parser_,
         [self = this->shared_from_this()](beast::error_code ec, size_t) {
+          self->body_reading_ = false;
+          self->body_timer_.cancel();
           auto b = self->body_.lock();
           if (!b) return;
           if (ec == http::error::need_buffer) ec = {};
+          if (self->body_timed_out_) return self->body_late(*b);
           if (ec) {
             b->fail(Status(ErrorCode::kUnavailable,
                            "the request body could not be read (" + ec.message() + ")"));
@@ -386,6 +420,23 @@ class HttpConnection final : public ClientConnection,
           size_t got = self->body_piece_.size() - self->body_parser_->get().body().size;
           b->deliver(self->body_piece_.substr(0, got), self->body_parser_->is_done());
         });
+  }
+
+  // The body missed its piece or whole-body deadline: the handler gets 408 to answer with; the
+  // connection ends after that answer (keep_alive_ is off for streamed bodies).
+  void body_late(StreamedBody& body) {
+    const auto secs = [](auto d) {
+      return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count());
+    };
+    const bool whole = body_deadline_ && std::chrono::steady_clock::now() >= *body_deadline_;
+    body.fail(Status(ErrorCode::kRequestTimeout,
+                     whole ? "the request body did not arrive within " + secs(body_budget_) +
+                                 " s (read_timeout plus Content-Length at " +
+                                 std::to_string(env_.options.upload_min_bytes_per_second) +
+                                 " bytes/s)"
+                           : "the request body stalled: nothing arrived for " +
+                                 secs(env_.options.read_timeout) + " s",
+                     {}, "body"));
   }
 
   void write_response(HttpResponse r) {
@@ -484,6 +535,9 @@ class HttpConnection final : public ClientConnection,
     });
     std::string target = plan.address + ":" + std::to_string(plan.port);
     tcp::endpoint endpoint(address, static_cast<unsigned short>(plan.port));
+    guest->open(endpoint.protocol(), ec);
+    if (ec) return fail(plan, unavailable("cannot open a socket for the tunnel: " + ec.message()));
+    set_close_on_exec(guest->native_handle());
     guest->async_connect(endpoint, [self = this->shared_from_this(), guest, timer, timed_out,
                                     plan = std::move(plan), target,
                                     fail](beast::error_code e) mutable {
@@ -542,6 +596,14 @@ class HttpConnection final : public ClientConnection,
   std::weak_ptr<StreamedBody> body_;
   bool expect_continue_ = false;
   bool body_done_ = false;
+  // The whole body's time (read_timeout + Content-Length / upload_min_bytes_per_second), its
+  // deadline once the first piece was asked for, and the timer bounding each read by both.
+  std::chrono::steady_clock::duration body_budget_{};
+  std::optional<std::chrono::steady_clock::time_point> body_deadline_;
+  net::steady_timer body_timer_{ex_};
+  bool body_timed_out_ = false;
+  bool body_reading_ = false;
+  uint64_t body_reads_ = 0;
   State state_ = State::kReading;
   size_t requests_ = 0;
   bool keep_alive_ = true;

@@ -8,6 +8,7 @@
 
 #include "base/utf8.h"
 #include "daemon/engine/lease_service.h"
+#include "daemon/http/long_operations.h"
 #include "daemon/http/server.h"
 #include "daemon/store/token_store.h"
 
@@ -23,7 +24,7 @@ struct BenchmarkRun;
 //
 // Threading: the references are thread-safe objects; quota_mu is the one lock handlers take
 // themselves (around count-then-create), never across anything but the service calls it
-// orders.
+// orders. long_operations locks only around its counts.
 struct ServerContext {
   const HttpOptions& options;
   LeaseService& leases;
@@ -35,6 +36,8 @@ struct ServerContext {
   boost::asio::thread_pool& workers;
   std::stop_token stop;
   std::mutex quota_mu;
+  // The long operations each token has running (execs, transfers, tunnels, event streams).
+  LongOperations& long_operations;
 
   // The wall clock for the rules that need it (dev lease lifetimes): options.clock or the
   // system's.

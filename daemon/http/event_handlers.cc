@@ -32,11 +32,13 @@ std::string ndjson(const std::vector<Event>& events, const std::string& owner) {
 // touched only on the connection's executor (timer, last_write); the hub callback posts there.
 class EventStream : public std::enable_shared_from_this<EventStream> {
  public:
-  EventStream(ServerContext& ctx, std::shared_ptr<Exchange> exchange, std::string owner)
+  EventStream(ServerContext& ctx, std::shared_ptr<Exchange> exchange, std::string owner,
+              std::shared_ptr<LongOperations::Slot> slot)
       : ctx_(ctx),
         hub_(ctx.hub),
         exchange_(std::move(exchange)),
         owner_(std::move(owner)),
+        slot_(std::move(slot)),
         timer_(exchange_->executor()) {}
   ~EventStream() {
     if (subscription_ != 0) hub_.unsubscribe(subscription_);
@@ -92,6 +94,7 @@ class EventStream : public std::enable_shared_from_this<EventStream> {
     if (subscription_ != 0) ctx_.hub.unsubscribe(subscription_);
     subscription_ = 0;
     if (clean) exchange_->end_stream();
+    slot_.reset();
     self_.reset();
   }
 
@@ -103,6 +106,7 @@ class EventStream : public std::enable_shared_from_this<EventStream> {
   EventHub& hub_;  // outlives ctx_ at teardown: the destructor may run last
   std::shared_ptr<Exchange> exchange_;
   std::string owner_;
+  std::shared_ptr<LongOperations::Slot> slot_;  // the caller's stream slot, until finish()
   boost::asio::steady_timer timer_;
   SteadyClock::time_point last_write_ = SteadyClock::now();
   bool done_ = false;  // on the connection's executor
@@ -130,6 +134,8 @@ Status events(ServerContext& ctx, Call& c) {
     write_text(c.res, 200, ndjson(replay, owner), "application/x-ndjson");
     return Status::ok();
   }
+  auto slot = ctx.long_operations.acquire(c.who.name, LongOperation::kEventStream);
+  if (!slot.is_ok()) return refuse_busy(c, slot.status());
   auto exchange = c.keep();
   HttpResponse head;
   head.status = 200;
@@ -138,7 +144,7 @@ Status events(ServerContext& ctx, Call& c) {
   exchange->begin_stream(std::move(head));
   std::string first = ndjson(replay, owner);
   if (!first.empty()) exchange->write_chunk(std::move(first));
-  auto stream = std::make_shared<EventStream>(ctx, exchange, owner);
+  auto stream = std::make_shared<EventStream>(ctx, exchange, owner, std::move(slot).value());
   stream->self_ = stream;
   stream->follow(cursor);
   return Status::ok();

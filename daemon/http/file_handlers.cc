@@ -77,6 +77,8 @@ Status put_file(ServerContext& ctx, Call& c) {
   }
   put.size = *c.req.content_length;
   ARMHIVE_RETURN_IF_ERROR(check_ready(lease));
+  auto slot = ctx.long_operations.acquire(c.who.name, LongOperation::kFileTransfer);
+  if (!slot.is_ok()) return refuse_busy(c, slot.status());
   ctx.audit_action(c.who, "lease.file_put", id,
                    "path=" + put.path + " bytes=" + std::to_string(put.size));
   ARMHIVE_ASSIGN_OR_RETURN(GuestFileTransfer done,
@@ -137,6 +139,8 @@ Status get_file(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.visible_lease(c.who, id));
   ARMHIVE_ASSIGN_OR_RETURN(std::string path, path_param(c.req));
   ARMHIVE_RETURN_IF_ERROR(check_ready(lease));
+  auto slot = ctx.long_operations.acquire(c.who.name, LongOperation::kFileTransfer);
+  if (!slot.is_ok()) return refuse_busy(c, slot.status());
   ctx.audit_action(c.who, "lease.file_get", id, "path=" + path);
   auto exchange = c.keep();
   HttpByteSink sink(exchange, ctx.stop);

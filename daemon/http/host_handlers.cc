@@ -219,6 +219,9 @@ Status add_host(ServerContext& ctx, Call& c) {
   }
   if (!ctx.options.add_host) return unavailable("this armhived does not add hosts at runtime");
   HostSpec spec = from_dto(in);
+  // Before anything connects: libvirt's client would run or read what some URIs name.
+  ARMHIVE_RETURN_IF_ERROR(check_libvirt_uri("libvirt_uri", spec.libvirt_uri, SpecOrigin::kApi,
+                                            ctx.options.configured_host_uris));
   ARMHIVE_RETURN_IF_ERROR(ctx.options.add_host(spec));
   ctx.audit_action(c.who, "host.add", "", "host=" + spec.name + " uri=" + spec.libvirt_uri);
   for (const HostView& h : ctx.leases.hosts()) {

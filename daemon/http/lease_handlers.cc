@@ -402,6 +402,9 @@ Status ssh_certificate(ServerContext& ctx, Call& c) {
                         ": certificates are issued for ready leases only",
                     id);
   }
+  // Issuing waits on a guest exec (the trust written into the guest): it counts as one.
+  auto slot = ctx.long_operations.acquire(c.who.name, LongOperation::kExec);
+  if (!slot.is_ok()) return refuse_busy(c, slot.status());
   ARMHIVE_ASSIGN_OR_RETURN(SshCertificateDto cert,
                            ctx.options.ssh_certificate(lease, c.who.name, in.public_key));
   ctx.audit_action(c.who, "ssh.certificate", id,
@@ -426,6 +429,9 @@ Status exec(ServerContext& ctx, Call& c) {
   ARMHIVE_ASSIGN_OR_RETURN(ExecRequestDto in, exec_request_from_json(body));
   ARMHIVE_ASSIGN_OR_RETURN(Lease lease, ctx.visible_lease(c.who, id));
   (void)lease;
+  // Held until the command ends: it occupies this worker that long.
+  auto slot = ctx.long_operations.acquire(c.who.name, LongOperation::kExec);
+  if (!slot.is_ok()) return refuse_busy(c, slot.status());
   ctx.audit_action(c.who, "lease.exec", id, in.argv[0]);
   if (wants_exec_stream(c.req)) return stream_exec(ctx, c, id, in);
   ARMHIVE_ASSIGN_OR_RETURN(GuestExecResult r, ctx.leases.exec(id, from_dto(in)));

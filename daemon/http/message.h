@@ -27,8 +27,10 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // names as sent
   std::string body;  // empty on a Route::streamed_body route: read body_source instead
   // Route::streamed_body only: the body as it arrives (read on the handler's thread, each
-  // read bounded by read_timeout; an error once the client went away), and its declared
-  // Content-Length (nullopt: none was sent, e.g. a chunked body).
+  // read bounded by read_timeout and the whole body by read_timeout + Content-Length /
+  // upload_min_bytes_per_second: kRequestTimeout (408) naming "body" past either; an error
+  // once the client went away), and its declared Content-Length (nullopt: none was sent, e.g. a
+  // chunked body).
   std::shared_ptr<ByteSource> body_source;
   std::optional<uint64_t> content_length;
   std::string remote_addr;

@@ -14,6 +14,7 @@
 #include <map>
 #include <thread>
 
+#include "base/close_on_exec.h"
 #include "daemon/http/connection.h"
 #include "daemon/http/context.h"
 #include "daemon/http/event_hub.h"
@@ -132,16 +133,19 @@ struct HttpServer::Impl {
   struct Running {
     explicit Running(Impl& d)
         : connections(d.options),
+          long_operations(d.options.long_operations, static_cast<size_t>(d.options.threads)),
           hub(d.leases),
           work(net::make_work_guard(io)),
           acceptor(net::make_strand(io)),
           retry(acceptor.get_executor()),
           workers(static_cast<size_t>(d.options.threads)),
-          ctx{d.options, d.leases, d.benchmarks, d.tokens,        d.audit,
-              d.metrics, hub,      workers,      stop.get_token()},
+          ctx{d.options, d.leases, d.benchmarks,     d.tokens, d.audit,        d.metrics,
+              hub,       workers,  stop.get_token(), {},       long_operations},
           pipeline(ctx, router) {}
 
     Connections connections;  // outlives every connection (their destructors report here)
+    // Outlives the slots that workers, connections and their streams and tunnels hold.
+    LongOperations long_operations;
     std::stop_source stop;
     std::atomic<bool> stopping{false};
     EventHub hub;  // outlives every waiter
@@ -181,6 +185,7 @@ struct HttpServer::Impl {
     // Nagle would hold a reply's last segment until the client ACKs the previous one, which
     // a delayed-ACK client does ~40 ms later: every keep-alive request would wait that long.
     socket.set_option(tcp::no_delay(true), ec);
+    set_close_on_exec(socket.native_handle());  // Asio's accept() does not
     auto endpoint = socket.remote_endpoint(ec);
     if (ec) return;
     std::string addr = endpoint.address().to_string();
@@ -220,6 +225,13 @@ Status HttpServer::start() {
   }
   if (o.threads < 2) return invalid_argument("threads", "must be at least 2");
   if (o.io_threads < 1) return invalid_argument("io_threads", "must be at least 1");
+  const LongOperationLimits& lim = o.long_operations;
+  if (lim.execs < 1 || lim.file_transfers < 1 || lim.tunnels < 1 || lim.event_streams < 1) {
+    return invalid_argument("max_execs_per_token", "every per-token limit must be at least 1");
+  }
+  if (o.upload_min_bytes_per_second < 1) {
+    return invalid_argument("upload_min_bytes_per_second", "must be at least 1");
+  }
   auto r = std::make_unique<Impl::Running>(d);
   if (!o.tls_cert_file.empty()) {
     r->tls.emplace(net::ssl::context::tls_server);
@@ -239,6 +251,7 @@ Status HttpServer::start() {
   if (ec) return invalid_argument("bind", "not an IP address: " + o.bind_address);
   tcp::endpoint endpoint(address, static_cast<unsigned short>(o.port));
   r->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) set_close_on_exec(r->acceptor.native_handle());  // Asio's socket() does not
   // SO_REUSEADDR alone allows quick restarts; no SO_REUSEPORT, which would let a second
   // daemon bind the same port silently.
   if (!ec) r->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);

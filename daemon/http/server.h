@@ -38,6 +38,18 @@ struct TunnelRoute {
   std::function<void(uint64_t)> detach;
 };
 
+// How many long operations (daemon/http/long_operations.h: execs, SSH certificates counted as
+// execs, file transfers, API tunnels, followed event streams) one token may have at once
+// ([server] max_*_per_token; beyond: 429 naming the key, with Retry-After). Execs and transfers
+// hold a worker each, so besides these one token's execs plus transfers never hold more than
+// half of `threads`: one token can never take every worker.
+struct LongOperationLimits {
+  size_t execs = 8;
+  size_t file_transfers = 4;
+  size_t tunnels = 16;
+  size_t event_streams = 8;
+};
+
 struct HttpOptions {
   std::string bind_address = "127.0.0.1";  // loopback unless configured otherwise
   int port = kDefaultPort;                 // 0: an ephemeral port (see HttpServer::port())
@@ -57,6 +69,11 @@ struct HttpOptions {
   std::chrono::seconds read_timeout{30};
   std::chrono::seconds write_timeout{30};
   std::chrono::seconds keep_alive_timeout{5};
+  // An upload's whole body (PUT /files, Route::streamed_body) must arrive within
+  // read_timeout + Content-Length / upload_min_bytes_per_second, however it trickles (each
+  // piece also within read_timeout); later: 408. [server] upload_min_bytes_per_second.
+  uint64_t upload_min_bytes_per_second = 128 * 1024;
+  LongOperationLimits long_operations;
   // Connection caps. Beyond either, up to `over_cap_connections` more are accepted for one
   // request each that only /healthz and /metrics answer (others: 503 + Retry-After); beyond
   // that a connection is closed at once.
@@ -114,6 +131,9 @@ struct HttpOptions {
   // field (400), a name taken (409), the host unreachable or libvirt's refusal (503 naming
   // both). Unset: 503. Called from worker threads; blocks up to [host] libvirt_timeout.
   std::function<Status(const HostSpec& spec)> add_host;
+  // The configuration file's host URIs: the files their parameters name (pkipath=, keyfile=)
+  // are the only ones POST /v1/hosts may name (check_libvirt_uri, SpecOrigin::kApi).
+  std::vector<std::string> configured_host_uris;
   // Stops driving a host added through the API (DELETE /v1/hosts/{name}): 404 unknown, 409
   // while it holds VMs or leases ("drain it first") or when the configuration file names it.
   // Unset: 503. Called from worker threads.

@@ -49,6 +49,9 @@ struct TunnelRecord {
   std::string target;  // "GUEST:PORT"
   TunnelRoute route;
   std::optional<uint64_t> attached;
+  // The caller's tunnel slot: given back when the tunnel ends (on_closed) or, never opened, when
+  // the plan holding this record is dropped.
+  std::shared_ptr<LongOperations::Slot> slot;
 
   void record(std::string type, std::string detail) {
     boost::asio::post(ctx.workers,
@@ -79,9 +82,18 @@ Status open_tunnel(ServerContext& ctx, Call& c) {
   }
   ARMHIVE_RETURN_IF_ERROR(check_upgrade(c.req));
   ARMHIVE_ASSIGN_OR_RETURN(TunnelRoute route, ctx.options.tunnel(lease, port));
+  auto slot = ctx.long_operations.acquire(c.who.name, LongOperation::kTunnel);
+  if (!slot.is_ok()) return refuse_busy(c, slot.status());
 
-  auto rec = std::make_shared<TunnelRecord>(TunnelRecord{
-      ctx, c.who, id, route.address + ":" + std::to_string(route.port), route, {}, {}});
+  auto rec =
+      std::make_shared<TunnelRecord>(TunnelRecord{ctx,
+                                                  c.who,
+                                                  id,
+                                                  route.address + ":" + std::to_string(route.port),
+                                                  route,
+                                                  {},
+                                                  std::move(slot).value(),
+                                                  {}});
   rec->self = rec;
   TunnelPlan plan;
   plan.address = route.address;
@@ -97,6 +109,7 @@ Status open_tunnel(ServerContext& ctx, Call& c) {
   };
   plan.on_closed = [rec](const TunnelStats& s) {
     if (rec->attached && rec->route.detach) rec->route.detach(*rec->attached);
+    rec->slot.reset();
     rec->record("tunnel.closed", "from " + s.peer + " to " + rec->target +
                                      ": bytes_to_guest=" + std::to_string(s.to_guest) +
                                      " bytes_from_guest=" + std::to_string(s.from_guest) + " (" +

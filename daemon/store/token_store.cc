@@ -35,6 +35,11 @@ Result<std::string> random_secret() {
 
 Status check_spec(const TokenSpec& spec) {
   ARMHIVE_RETURN_IF_ERROR(validate_name("name", spec.name));
+  if (is_reserved_token_name(spec.name)) {
+    return invalid_argument("name", "\"" + spec.name +
+                                        "\" is reserved: armhived acts under that name itself "
+                                        "(github, armhived and anonymous are); choose another");
+  }
   if (spec.max_leases < 0) return invalid_argument("max_leases", "must not be negative");
   if (spec.max_ttl.count() < 0) return invalid_argument("max_ttl", "must not be negative");
   if (spec.dev_max_leases < 0) return invalid_argument("dev_max_leases", "must not be negative");
@@ -149,6 +154,13 @@ bool looks_like_token(std::string_view secret) {
   return true;
 }
 
+bool is_reserved_token_name(std::string_view name) {
+  for (std::string_view r : kReservedTokenNames) {
+    if (name == r) return true;
+  }
+  return false;
+}
+
 Result<std::unique_ptr<TokenStore>> TokenStore::open(Database& db, const Clock& clock) {
   ARMHIVE_RETURN_IF_ERROR(db.migrate("tokens", kTokenSteps));
   // The fingerprint key: made once per database (INSERT OR IGNORE: two processes opening a new
@@ -251,6 +263,10 @@ Result<TokenInfo> TokenStore::authenticate(std::string_view secret) {
   }
   TokenInfo t = row_to_info(rows[0]);
   if (t.revoked()) return Status(ErrorCode::kUnauthenticated, "invalid or revoked token");
+  // Made before the name was reserved: it would act as armhived's own GitHub runner leases.
+  if (is_reserved_token_name(t.name)) {
+    return Status(ErrorCode::kUnauthenticated, "invalid or revoked token");
+  }
   return t;
 }
 

@@ -26,6 +26,15 @@ enum class TokenRole { kAdmin, kCi, kDev, kRead };
 std::string_view to_string(TokenRole role);
 std::optional<TokenRole> token_role_from_string(std::string_view s);
 
+// Names armhived acts under itself, so no token may carry them: "github" owns every lease the
+// GitHub provider makes for a just-in-time runner (a token of that name would see, exec in and
+// release them all), "armhived" signs the engine's own audit rows, "anonymous" the refusals of
+// requests without a token. create() and put() refuse them (kInvalidArgument naming "name");
+// a token made with one before they were reserved never authenticates (is_reserved_token_name
+// lets armhived name it at start).
+inline constexpr std::string_view kReservedTokenNames[] = {"github", "armhived", "anonymous"};
+bool is_reserved_token_name(std::string_view name);
+
 struct TokenSpec {
   std::string name;  // validate_name rules
   TokenRole role = TokenRole::kCi;
@@ -75,7 +84,8 @@ class TokenStore {
   // admin token from a file or the environment); un-revokes it. kInvalidArgument when the
   // secret does not look like a token.
   Status put(const TokenSpec& spec, std::string_view secret);
-  // kUnauthenticated for an unknown or revoked secret (the message does not say which).
+  // kUnauthenticated for an unknown or revoked secret, or a token with a reserved name (the
+  // message does not say which).
   Result<TokenInfo> authenticate(std::string_view secret);
   // kNotFound for an unknown name; revoking twice is ok.
   Status revoke(const std::string& name);

@@ -85,12 +85,15 @@ class StreamingExec {
                                parse_guest_exec_status(reply));
       size_t got = 0;
       for (auto& f : files_) {
-        ARMHIVE_ASSIGN_OR_RETURN(size_t n, drain(f, exited.has_value()));
+        ARMHIVE_ASSIGN_OR_RETURN(size_t n, drain(f, exited.has_value(), bounded, deadline));
         got += n;
       }
       if (exited) {
         exited->out.clear();
         exited->err.clear();
+        // The output was cut short by the client or the deadline: say so with the exit code.
+        exited->cancelled = drain_stop_ == DrainStop::kCancelled;
+        exited->timed_out = drain_stop_ == DrainStop::kDeadline;
         return std::move(*exited);
       }
       const bool cancelled = sink_.cancelled();
@@ -121,10 +124,23 @@ class StreamingExec {
   }
 
   // Reads what is there, at most max_reads_per_poll chunks unless `to_end`; returns the bytes
-  // handed to the sink.
-  Result<size_t> drain(SpoolFile& f, bool to_end) {
+  // handed to the sink. The drain to the end (after the exit) still stops when the sink is
+  // cancelled or the request's deadline passes: a child left behind may append to the file for
+  // ever, and the client that went away must not keep this thread reading it.
+  Result<size_t> drain(SpoolFile& f, bool to_end, bool bounded, SteadyClock::time_point deadline) {
     size_t total = 0;
     for (size_t reads = 0; to_end || reads < options_.max_reads_per_poll; ++reads) {
+      if (to_end && drain_stop_ != DrainStop::kNo) break;
+      if (to_end && reads > 0) {
+        if (sink_.cancelled()) {
+          drain_stop_ = DrainStop::kCancelled;
+          break;
+        }
+        if (bounded && SteadyClock::now() >= deadline) {
+          drain_stop_ = DrainStop::kDeadline;
+          break;
+        }
+      }
       if (f.at_eof) {
         json seek = {
             {"execute", "guest-file-seek"},
@@ -174,9 +190,12 @@ class StreamingExec {
     }
   }
 
+  enum class DrainStop { kNo, kCancelled, kDeadline };
+
   const AgentCall& agent_;
   ExecSink& sink_;
   const ExecStreamOptions& options_;
+  DrainStop drain_stop_ = DrainStop::kNo;  // why the final drain ended before the files' end
   SpoolFile files_[2] = {{ExecOutputStream::kStdout, {}}, {ExecOutputStream::kStderr, {}}};
 };
 

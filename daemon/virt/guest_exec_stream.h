@@ -39,8 +39,10 @@ struct ExecStreamOptions {
 //
 // Cancellation and timeout: when sink.cancelled() turns true, or request.timeout (if
 // positive) passes, the command gets SIGKILL through guest-exec of /bin/kill (its children,
-// if it made any, are not in its process group and are not killed). Each agent call is capped
-// at 10 s. Errors of the agent (the VM went away) end the call with that error.
+// if it made any, are not in its process group and are not killed). Both also end the drain
+// after the exit (a child left behind may append to the files for ever): the result then has
+// the exit code with `cancelled` or `timed_out` set, its output cut short. Each agent call is
+// capped at 10 s. Errors of the agent (the VM went away) end the call with that error.
 //
 // Threading: blocks the calling thread for the command's lifetime; the sink is called on it.
 Result<GuestExecResult> run_streaming_exec(const AgentCall& agent, const GuestExecRequest& request,

@@ -1,12 +1,16 @@
 #include "base/process_runner.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 namespace armhive {
 namespace {
@@ -95,6 +99,35 @@ TEST_CASE("process runner closes the pipes it made when a later pipe cannot be m
   REQUIRE_FALSE(r.is_ok());
   CHECK_THAT(r.status().message(), Catch::Contains("pipe"));
   CHECK(open_fds() == before);
+}
+
+// Issue 33 (finding 10): a child used to inherit every descriptor armhived held without
+// O_CLOEXEC (the API's and forwards' sockets among them: Boost.Asio opens them without it), so
+// a helper tool, or whatever it left running, kept a listening port open or could accept on it.
+TEST_CASE("process runner: the child sees only stdin, stdout and stderr", "[base][hostile]") {
+  // Inheritable on purpose: a file, a listening-socket-like pair, a pipe.
+  int file = ::open("/dev/null", O_RDONLY);
+  int pair[2] = {-1, -1};
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair) == 0);
+  int pipe_fds[2] = {-1, -1};
+  REQUIRE(::pipe(pipe_fds) == 0);
+  REQUIRE(file >= 0);
+  REQUIRE((::fcntl(pair[0], F_GETFD) & FD_CLOEXEC) == 0);
+  SubprocessRunner runner;
+  // ls opens the directory itself: its own descriptor is the one above 2 it may see.
+  auto r = runner.run({.argv = {"sh", "-c", "ls /proc/self/fd"}});
+  for (int fd : {file, pair[0], pair[1], pipe_fds[0], pipe_fds[1]}) ::close(fd);
+  REQUIRE(r.is_ok());
+  REQUIRE(r->ok());
+  std::set<int> seen;
+  std::istringstream lines(r->out);
+  for (std::string line; std::getline(lines, line);) seen.insert(std::stoi(line));
+  INFO(r->out);
+  // 0, 1, 2 and the directory ls reads (the lowest free number, 3), nothing of ours.
+  CHECK(seen.count(0) == 1);
+  CHECK(seen.count(1) == 1);
+  CHECK(seen.count(2) == 1);
+  CHECK(*seen.rbegin() <= 3);
 }
 
 }  // namespace

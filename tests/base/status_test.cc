@@ -19,14 +19,16 @@ Result<int> doubled(int v) {
 }
 
 TEST_CASE("status codes map one-to-one to HTTP statuses", "[base]") {
-  for (ErrorCode c :
-       {ErrorCode::kOk, ErrorCode::kInvalidArgument, ErrorCode::kUnauthenticated,
-        ErrorCode::kPermissionDenied, ErrorCode::kNotFound, ErrorCode::kConflict,
-        ErrorCode::kPayloadTooLarge, ErrorCode::kUnprocessable, ErrorCode::kResourceExhausted,
-        ErrorCode::kInternal, ErrorCode::kUnavailable, ErrorCode::kTimeout}) {
+  for (ErrorCode c : {ErrorCode::kOk, ErrorCode::kInvalidArgument, ErrorCode::kUnauthenticated,
+                      ErrorCode::kPermissionDenied, ErrorCode::kNotFound, ErrorCode::kConflict,
+                      ErrorCode::kRequestTimeout, ErrorCode::kPayloadTooLarge,
+                      ErrorCode::kUnprocessable, ErrorCode::kResourceExhausted,
+                      ErrorCode::kInternal, ErrorCode::kUnavailable, ErrorCode::kTimeout}) {
     CHECK(code_from_http(http_status(c)) == c);
   }
   CHECK(http_status(ErrorCode::kConflict) == 409);
+  CHECK(http_status(ErrorCode::kRequestTimeout) == 408);
+  CHECK(code_name(ErrorCode::kRequestTimeout) == "request-timeout");
 }
 
 TEST_CASE("result carries a value or the failure that replaced it", "[base]") {

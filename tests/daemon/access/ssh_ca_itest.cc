@@ -3,9 +3,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "base/process_runner.h"
 #include "daemon/access/ssh_ca.h"
@@ -63,7 +65,8 @@ TEST_CASE("a certificate names the lease's principal and ends at its expiry", "[
   std::string user_key = make_user_key(runner, dir.path / "id");
   const TimePoint now = std::chrono::system_clock::now();
   const TimePoint expiry = now + std::chrono::hours(2);
-  auto cert = (*ca)->sign(user_key + " me@laptop", "l-0123456789ab", "ci-bot", now, expiry);
+  auto cert =
+      (*ca)->sign(user_key + " me@laptop", "l-0123456789ab", "ci-bot", now, expiry, {"pty"});
   REQUIRE(cert.is_ok());
   CHECK(cert->principal == "lease-l-0123456789ab");
   CHECK(cert->certificate.rfind("ssh-ed25519-cert-v01@openssh.com ", 0) == 0);
@@ -89,13 +92,63 @@ TEST_CASE("a certificate names the lease's principal and ends at its expiry", "[
   CHECK_THAT(shown->out, Catch::Contains(fingerprint));
 
   // Serials never repeat, even within one clock tick.
-  auto second = (*ca)->sign(user_key, "l-0123456789ab", "ci-bot", now, expiry);
+  auto second = (*ca)->sign(user_key, "l-0123456789ab", "ci-bot", now, expiry, {"pty"});
   REQUIRE(second.is_ok());
   CHECK(second->serial > cert->serial);
   // Scratch files are gone.
   for (const auto& e : fs::directory_iterator(dir.path)) {
     CHECK(e.path().filename().string().rfind("armhive-sshca-", 0) != 0);
   }
+}
+
+// Issue 33 (finding 10): certificates carried ssh-keygen's defaults (pty, user-rc, port, agent
+// and X11 forwarding) whatever the pool; now exactly the pool's ssh_permissions.
+TEST_CASE("a certificate permits exactly the pool's ssh_permissions", "[access][ssh-ca][hostile]") {
+  TempDir dir;
+  SubprocessRunner runner;
+  auto ca = SshCertificateAuthority::open((dir.path / "ca").string(), runner, dir.path.string());
+  REQUIRE(ca.is_ok());
+  std::string user_key = make_user_key(runner, dir.path / "id");
+  const TimePoint now = std::chrono::system_clock::now();
+  // The extensions `ssh-keygen -L` lists for a certificate of these permissions.
+  auto extensions = [&](const std::vector<std::string>& permissions) {
+    auto cert = (*ca)->sign(user_key, "l-0123456789ab", "ci-bot", now, now + std::chrono::hours(1),
+                            permissions);
+    REQUIRE(cert.is_ok());
+    fs::path file = dir.path / "perm-cert.pub";
+    std::ofstream(file) << cert->certificate << "\n";
+    auto shown = runner.run({.argv = {"ssh-keygen", "-L", "-f", file.string()}});
+    REQUIRE(shown.is_ok());
+    REQUIRE(shown->ok());
+    std::vector<std::string> out;
+    std::istringstream lines(shown->out);
+    bool in_extensions = false;
+    for (std::string line; std::getline(lines, line);) {
+      const size_t start = line.find_first_not_of(" \t");
+      if (start == std::string::npos) continue;
+      line = line.substr(start);
+      if (line.rfind("Extensions:", 0) == 0) {
+        in_extensions = line.find("(none)") == std::string::npos;
+        continue;
+      }
+      if (line.back() == ':' || line.find(": ") != std::string::npos) {
+        in_extensions = false;
+        continue;
+      }
+      if (in_extensions) out.push_back(line);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  // The default pool (a CI pool): a terminal, nothing else.
+  CHECK(extensions({"pty"}) == std::vector<std::string>{"permit-pty"});
+  CHECK(extensions({}).empty());
+  CHECK(
+      extensions({"pty", "port-forwarding", "agent-forwarding"}) ==
+      std::vector<std::string>{"permit-agent-forwarding", "permit-port-forwarding", "permit-pty"});
+  auto unknown = (*ca)->sign(user_key, "l-0123456789ab", "ci-bot", now, now + std::chrono::hours(1),
+                             {"permit-everything"});
+  CHECK_FALSE(unknown.is_ok());
 }
 
 TEST_CASE("no certificate for an ended lease or a malformed key", "[access][ssh-ca]") {
@@ -105,11 +158,12 @@ TEST_CASE("no certificate for an ended lease or a malformed key", "[access][ssh-
   REQUIRE(ca.is_ok());
   std::string user_key = make_user_key(runner, dir.path / "id");
   const TimePoint now = std::chrono::system_clock::now();
-  auto ended = (*ca)->sign(user_key, "l-0123456789ab", "t", now, now - std::chrono::seconds(1));
+  auto ended =
+      (*ca)->sign(user_key, "l-0123456789ab", "t", now, now - std::chrono::seconds(1), {"pty"});
   REQUIRE_FALSE(ended.is_ok());
   CHECK(ended.status().code() == ErrorCode::kConflict);
-  auto bad =
-      (*ca)->sign("ssh-ed25519 AAAA", "l-0123456789ab", "t", now, now + std::chrono::hours(1));
+  auto bad = (*ca)->sign("ssh-ed25519 AAAA", "l-0123456789ab", "t", now,
+                         now + std::chrono::hours(1), {"pty"});
   REQUIRE_FALSE(bad.is_ok());
   CHECK(bad.status().field() == "public_key");
 }

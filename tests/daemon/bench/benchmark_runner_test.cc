@@ -3,11 +3,14 @@
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
+#include "daemon/bench/mtu_journal.h"
 #include "daemon/bench/report.h"
 #include "tests/daemon/bench/bench_test_util.h"
 #include "tests/support/fake_hypervisor.h"
@@ -673,6 +676,61 @@ TEST_CASE("runner: an MTU run restores the host and guest MTU when a step fails"
   CHECK(c["verified_path_mtu"].is_null());
   CHECK_THAT(c["path_mtu_error"].get<std::string>(), Catch::Contains("message too long"));
   CHECK(links2.mtu["vnet3"] == 1500);
+}
+
+// Issue 33 (finding 10): an MTU run changes the bridge every lease on the host shares; a crash
+// between the change and the restore left it changed for good. The originals are on disk
+// before the first host step, gone after the restore, and a start restores what a crash left.
+TEST_CASE("runner: an MTU run journals the host's MTUs first; a start restores a crash's",
+          "[bench][mtu][hostile]") {
+  Harness h;
+  HostLinks links;
+  with_host_links(h, links);
+  std::string journal_at_change;  // the journal as it was when the bridge changed
+  h.procs.override_handler = [&](const std::vector<std::string>& a) {
+    if (a.size() == 7 && a[1] == "link" && a[2] == "set" && a[4] == "ahbr0" && a[6] == "9000") {
+      for (const auto& e : fs::directory_iterator(h.dir)) {
+        if (e.path().filename().string().rfind("mtu-journal-", 0) == 0) {
+          std::ifstream in(e.path());
+          std::getline(in, journal_at_change);
+        }
+      }
+    }
+    return links.handle(a);
+  };
+  auto runner = h.runner();
+  auto req = request({"network"});
+  req.network.mtus = {9000};
+  auto run = runner->wait(runner->start(req)->id, 60s);
+  REQUIRE(run.is_ok());
+  REQUIRE(run->state == BenchmarkState::kSucceeded);
+  REQUIRE_FALSE(journal_at_change.empty());
+  auto recorded = nlohmann::json::parse(journal_at_change);
+  CHECK(recorded["links"] ==
+        nlohmann::json::parse(R"([{"link":"ahbr0","mtu":1500},{"link":"vnet3","mtu":1500}])"));
+  for (const auto& e : fs::directory_iterator(h.dir)) {
+    CHECK(e.path().filename().string().rfind("mtu-journal-", 0) != 0);  // restored: gone
+  }
+
+  // The crash: armhived died at 9000 with the journal written. The next start restores it.
+  links.mtu["ahbr0"] = 9000;
+  links.mtu["vnet3"] = 9000;
+  const std::string left = mtu_journal_path(h.dir.string(), "b-crashed");
+  std::ofstream(left) << journal_at_change << "\n";
+  std::vector<std::string> errors;
+  auto restored = restore_mtu_journals(h.procs, h.dir.string(), 5s, errors);
+  CHECK(errors.empty());
+  CHECK(restored.size() == 2);
+  CHECK(links.mtu["ahbr0"] == 1500);
+  CHECK(links.mtu["vnet3"] == 1500);
+  CHECK_FALSE(fs::exists(left));
+
+  // A journal naming something that is not a link is not passed to `ip`.
+  std::ofstream(left) << R"({"links":[{"link":"-j","mtu":1500}]})"
+                      << "\n";
+  errors.clear();
+  CHECK(restore_mtu_journals(h.procs, h.dir.string(), 5s, errors).empty());
+  CHECK(errors.size() == 1);
 }
 
 TEST_CASE("runner: an MTU the bridge's ports cannot carry is a 400 naming network.mtus[i]",

@@ -116,6 +116,51 @@ TEST_CASE("configuration errors name the key", "[config]") {
   CHECK(parse_daemon_config("[[pools]\n").status().field() == "config");
 }
 
+// Issue 33 (finding 6): the per-token limits on long operations and the uploads' minimum rate.
+TEST_CASE("[server] per-token long operation limits are read and checked", "[config]") {
+  auto c = parse_daemon_config(
+      "[server]\nmax_execs_per_token = 2\nmax_file_transfers_per_token = 1\n"
+      "max_tunnels_per_token = 3\nmax_event_streams_per_token = 4\n"
+      "upload_min_bytes_per_second = 1000\n[[pools]]\nname=\"a\"\nimage=\"b\"\n");
+  REQUIRE(c.is_ok());
+  CHECK(c->max_execs_per_token == 2);
+  CHECK(c->max_file_transfers_per_token == 1);
+  CHECK(c->max_tunnels_per_token == 3);
+  CHECK(c->max_event_streams_per_token == 4);
+  CHECK(c->upload_min_bytes_per_second == 1000);
+  auto defaults = parse_daemon_config("[[pools]]\nname=\"a\"\nimage=\"b\"\n");
+  REQUIRE(defaults.is_ok());
+  CHECK(defaults->max_execs_per_token == 8);
+  CHECK(defaults->upload_min_bytes_per_second == 131072);
+  for (const char* key :
+       {"max_execs_per_token", "max_file_transfers_per_token", "max_tunnels_per_token",
+        "max_event_streams_per_token", "upload_min_bytes_per_second"}) {
+    auto bad = parse_daemon_config("[server]\n" + std::string(key) +
+                                   " = 0\n[[pools]]\nname=\"a\"\nimage=\"b\"\n");
+    CHECK(bad.status().field() == std::string("server.") + key);
+  }
+}
+
+// Issue 33 (finding 10): what a pool's SSH certificates permit.
+TEST_CASE("[[pools]] ssh_permissions: a terminal by default, checked names", "[config]") {
+  auto pool = [](const std::string& extra) {
+    return parse_daemon_config("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n" + extra);
+  };
+  auto defaults = pool("");
+  REQUIRE(defaults.is_ok());
+  CHECK(defaults->pools[0].ssh_permissions == std::vector<std::string>{"pty"});
+  auto dev = pool("ssh_permissions = [\"pty\", \"port-forwarding\"]\n");
+  REQUIRE(dev.is_ok());
+  CHECK(dev->pools[0].ssh_permissions == std::vector<std::string>{"pty", "port-forwarding"});
+  auto none = pool("ssh_permissions = []\n");
+  REQUIRE(none.is_ok());
+  CHECK(none->pools[0].ssh_permissions.empty());
+  CHECK(pool("ssh_permissions = [\"pty\", \"permit-x11\"]\n").status().field() ==
+        "pools[0].ssh_permissions[1]");
+  CHECK(pool("ssh_permissions = [\"pty\", \"pty\"]\n").status().field() ==
+        "pools[0].ssh_permissions[1]");
+}
+
 TEST_CASE("a pool's health schedule is off by default and read from [pools.health]", "[config]") {
   auto off = parse_daemon_config("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n");
   REQUIRE(off.is_ok());

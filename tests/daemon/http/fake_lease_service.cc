@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 #include "daemon/core/file_policy.h"
 #include "daemon/virt/guest_file_transfer.h"
@@ -241,6 +242,31 @@ Result<GuestExecResult> FakeLeaseService::exec(const std::string& lease_id,
   }
   return r;
 }
+
+Result<GuestExecResult> FakeLeaseService::exec_stream(const std::string& lease_id,
+                                                      const GuestExecRequest& request,
+                                                      ExecSink& sink) {
+  if (request.argv.empty() || request.argv[0] != "hold") {
+    return LeaseService::exec_stream(lease_id, request, sink);
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(PoolConfig pool, ready_pool(lease_id));
+  (void)pool;
+  {
+    std::lock_guard lock(mu_);
+    last_exec_ = request;
+  }
+  ++holding_;
+  sink.started();
+  sink.output(ExecOutputStream::kStdout, "holding\n");
+  while (!sink.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  --holding_;
+  GuestExecResult r;
+  r.cancelled = true;
+  r.signal = 9;
+  return r;
+}
+
+int FakeLeaseService::holding() const { return holding_.load(); }
 
 Result<std::string> FakeLeaseService::console(const std::string& lease_id, size_t max_bytes) {
   auto l = get_lease(lease_id);

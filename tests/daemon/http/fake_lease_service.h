@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -16,7 +17,9 @@ namespace armhive {
 //   "slow": leases stay pending until make_ready(id) (for long-poll tests), max ttl 2h
 // A ready lease carries its VM's host key (kFakeHostKey), as the engine's do.
 // Guest exec: "echo A B" -> "A B\n"; "cat" -> stdin; "false" -> exit 1; "binary" -> bytes
-// that are not UTF-8; "sleep" -> timed out; "exit N" -> exit N.
+// that are not UTF-8; "sleep" -> timed out; "exit N" -> exit N. Streamed (exec_stream), "hold"
+// starts and runs until the sink is cancelled (the client went away, the server stops), as a
+// command without timeout_s would; everything else streams as LeaseService's default does.
 // Guest files: one in-memory guest (tests/support/memory_guest_agent.h, shared by all leases)
 // behind the real transfer (daemon/virt/guest_file_transfer.h) and the real pool policy
 // (daemon/core/file_policy.h): "tiny" allows 1 MiB anywhere, "slow" 1 MiB under /work.
@@ -37,7 +40,11 @@ class FakeLeaseService final : public LeaseService {
   Result<Lease> release_lease(const std::string& id) override;
   Result<GuestExecResult> exec(const std::string& lease_id,
                                const GuestExecRequest& request) override;
+  Result<GuestExecResult> exec_stream(const std::string& lease_id, const GuestExecRequest& request,
+                                      ExecSink& sink) override;
   Result<std::string> console(const std::string& lease_id, size_t max_bytes) override;
+  // How many streamed "hold" commands are running now.
+  int holding() const;
   Result<GuestFileTransfer> put_file(const std::string& lease_id, const GuestFilePut& put,
                                      ByteSource& source) override;
   Result<GuestFileTransfer> get_file(const std::string& lease_id, const std::string& path,
@@ -86,6 +93,7 @@ class FakeLeaseService final : public LeaseService {
   uint64_t next_id_ = 1;
   uint64_t next_seq_ = 1;
   int waits_ = 0;
+  std::atomic<int> holding_{0};
   GuestExecRequest last_exec_;
   TimePoint now_;
   MemoryGuestAgent guest_;

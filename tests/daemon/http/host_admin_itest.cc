@@ -156,5 +156,24 @@ TEST_CASE("http: adding hosts is 503 where armhived does not offer it", "[http][
   problem_of(f.request("DELETE", "/v1/hosts/tx1", f.admin), 503);
 }
 
+// Issue 33 (finding 10): POST /v1/hosts took any URI libvirt's client knows, and some make it
+// run a program (qemu+ext://?command=, ?netcat=) or use a socket or key file of the client's
+// choosing as armhived's user.
+TEST_CASE("http: POST /v1/hosts refuses URIs that run or read what the client names",
+          "[http][hosts][hostile]") {
+  ApiFixture f(ApiFixture::WithHostAdmin{});
+  for (const char* uri :
+       {"qemu+ext:///system?command=/usr/bin/touch", "qemu+unix:///system?socket=/tmp/evil.sock",
+        "qemu+ssh://armhive@tx1.lab/system?command=id", "qemu+ssh://tx1.lab/system?netcat=/tmp/nc",
+        "qemu+tls://tx1.lab/system?keyfile=/etc/shadow", "test:///etc/passwd"}) {
+    INFO(uri);
+    json p = problem_of(f.request("POST", "/v1/hosts", f.admin,
+                                  json{{"name", "evil"}, {"libvirt_uri", uri}}.dump()),
+                        400);
+    CHECK(p["field"] == "libvirt_uri");
+  }
+  CHECK(f.host_admin->added().empty());  // nothing was connected
+}
+
 }  // namespace
 }  // namespace armhive

@@ -32,6 +32,10 @@ struct ScriptedAgent {
   size_t step = 0;
   int exit_code = 0;
   bool forever = false;
+  // After the exit a child left behind keeps appending to stdout: every read finds more.
+  bool endless_output = false;
+  bool exited = false;
+  int reads = 0;
   bool killed = false;
   int seeks = 0;
   std::vector<std::string> removed;
@@ -83,6 +87,7 @@ struct ScriptedAgent {
         return json{{"return", {{"exited", false}}}}.dump();
       }
       if (forever) return json{{"return", {{"exited", false}}}}.dump();
+      exited = true;
       return json{{"return", {{"exited", true}, {"exitcode", exit_code}}}}.dump();
     }
     File& f = files.at(a["handle"].get<int64_t>());
@@ -93,7 +98,10 @@ struct ScriptedAgent {
       return json{{"return", {{"position", f.pos}, {"eof", false}}}}.dump();
     }
     if (ex == "guest-file-read") {
+      // Bounds a drain that would never end, so that it fails here instead of hanging.
+      if (++reads > 5000) return internal_error("the drain never ended");
       size_t want = a["count"];
+      if (endless_output && exited && f.path == out_path) f.data += std::string(want, 'y');
       std::string got;
       if (!f.eof) {
         got = f.data.substr(std::min(f.pos, f.data.size()), want);
@@ -181,6 +189,39 @@ TEST_CASE("streaming exec: a cancelled sink kills the guest process and cleans u
   CHECK(sink.all(ExecOutputStream::kStdout) == "started\n");
   CHECK(agent.closed == 2);
   CHECK(agent.removed.size() == 2);
+}
+
+// Issue 33 (finding 6): the drain after the exit read until the files' end whatever the client
+// did; a child left behind writing for ever (`sh -c 'yes & exit 0'`) held the worker for good,
+// even after the client went away.
+TEST_CASE("streaming exec: the drain after the exit stops when the client goes away",
+          "[virt][exec_stream][hostile]") {
+  ScriptedAgent agent;
+  agent.endless_output = true;
+  RecordingSink sink;
+  sink.cancel_after_polls = 50;  // the client leaves while the drain is running
+  AgentCall call = std::ref(agent);
+  auto r =
+      run_streaming_exec(call, {.argv = {"sh", "-c", "yes & exit 0"}, .timeout = {}}, sink, fast());
+  REQUIRE(r.is_ok());
+  CHECK(r->exit_code == 0);
+  CHECK(r->cancelled);
+  CHECK(agent.reads < 5000);
+  CHECK(agent.closed == 2);
+}
+
+TEST_CASE("streaming exec: the drain after the exit stops at the request's deadline",
+          "[virt][exec_stream][hostile]") {
+  ScriptedAgent agent;
+  agent.endless_output = true;
+  RecordingSink sink;
+  AgentCall call = std::ref(agent);
+  auto r = run_streaming_exec(
+      call, {.argv = {"sh", "-c", "yes & exit 0"}, .timeout = std::chrono::milliseconds(1)}, sink,
+      fast());
+  REQUIRE(r.is_ok());
+  CHECK(r->timed_out);
+  CHECK(agent.reads < 5000);
 }
 
 TEST_CASE("streaming exec: a timeout kills the process and says so", "[virt][exec_stream]") {
