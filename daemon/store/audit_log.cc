@@ -146,8 +146,10 @@ void AuditLog::run() {
     }
     (void)flush();
     MutexLock lock(mu_);
-    // Woken by new entries, but writing at most once a second: a flood is written in batches.
-    wake_.wait_for(lock, std::chrono::seconds(1), [this]() REQUIRES(mu_) { return stopping_; });
+    // Woken by new entries (what arrives while a flush runs is the next batch), and once a
+    // second for the summaries that come due.
+    wake_.wait_for(lock, std::chrono::seconds(1),
+                   [this]() REQUIRES(mu_) { return stopping_ || !queue_.empty(); });
     if (stopping_) return;
   }
 }

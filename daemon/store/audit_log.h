@@ -74,8 +74,8 @@ class AuditLog {
   bool record_stranger(std::string_view actor, std::string_view action, std::string_view source,
                        std::string_view lease_id, std::string_view detail) EXCLUDES(mu_);
 
-  // Starts the writer thread (every second: the queue and the summaries due; every
-  // prune_every: prune()). Without it, flush() and prune() run only when called (tests).
+  // Starts the writer thread (the queue as entries arrive, the summaries due once a second,
+  // prune() every prune_every). Without it, flush() and prune() run only when called (tests).
   void start() EXCLUDES(mu_);
   // Stops the writer thread after a last flush(). Idempotent.
   void stop() EXCLUDES(mu_);
