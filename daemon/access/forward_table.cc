@@ -188,14 +188,14 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
     fo.max_sessions = options_.max_sessions_per_forward;
     fo.budget = budget_;
     fo.idle_timeout = options_.idle_timeout;
-    auto f = TcpForward::open(
-        io_, std::move(fo), [this, lease_id, target, where](const ForwardConnection& c) {
-          if (c.refused) {
-            refused(lease_id, where, c);
-            return;
-          }
-          note_connection(lease_id, target, c);
-        });
+    auto f = TcpForward::open(io_, std::move(fo),
+                              [this, lease_id, target, where](const ForwardConnection& c) {
+                                if (c.refused) {
+                                  refused(lease_id, where, c);
+                                  return;
+                                }
+                                note_connection(lease_id, target, c);
+                              });
     if (f.is_ok()) {
       emit({"forward.opened", lease_id, where + " -> " + target});
       return Open{{lease_id, guest_port, options_.advertise_host, port, guest_address}, *f};

@@ -408,9 +408,10 @@ cidr = "198.51.100.7"
 TEST_CASE("networks isolate their guests unless told not to; the guard check period is read",
           "[config]") {
   const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
-  auto c = parse_daemon_config("[[networks]]\nname = \"a\"\n[[networks]]\nname = \"b\"\n"
-                               "isolate_guests = false\n" +
-                               pools);
+  auto c = parse_daemon_config(
+      "[[networks]]\nname = \"a\"\n[[networks]]\nname = \"b\"\n"
+      "isolate_guests = false\n" +
+      pools);
   REQUIRE(c.is_ok());
   REQUIRE(c->networks.size() == 2);
   CHECK(c->networks[0].isolate_guests);
