@@ -22,44 +22,44 @@ struct Frame {
 
 std::string verdict(const XmlDoc& d, const Frame& f, const std::string& mac,
                     const std::string& ip) {
-  auto S = [&](const std::string& xpath) { return d.str(xpath.c_str()); };
-  auto N = [&](const std::string& xpath) { return d.nodes(xpath.c_str()); };
-  const size_t n = N("/filter/rule").size();
+  auto text = [&](const std::string& xpath) { return d.str(xpath.c_str()); };
+  auto nodes = [&](const std::string& xpath) { return d.nodes(xpath.c_str()); };
+  const size_t n = nodes("/filter/rule").size();
   std::vector<std::pair<long, size_t>> order;
   for (size_t i = 1; i <= n; ++i) {
-    order.emplace_back(std::stol(S("string(/filter/rule[" + std::to_string(i) + "]/@priority)")),
+    order.emplace_back(std::stol(text("string(/filter/rule[" + std::to_string(i) + "]/@priority)")),
                        i);
   }
   std::sort(order.begin(), order.end());
   auto value = [&](const std::string& v) { return v == "$MAC" ? mac : v == "$IP" ? ip : v; };
   for (const auto& [priority, i] : order) {
     const std::string r = "/filter/rule[" + std::to_string(i) + "]";
-    const std::string dir = S("string(" + r + "/@direction)");
+    const std::string dir = text("string(" + r + "/@direction)");
     if (dir != "inout" && dir != f.direction) continue;
     bool matches = true;
-    if (!N(r + "/mac").empty()) {
-      const bool negate = S("string(" + r + "/mac/@match)") == "no";
-      const std::string src = S("string(" + r + "/mac/@srcmacaddr)");
-      const std::string proto = S("string(" + r + "/mac/@protocolid)");
+    if (!nodes(r + "/mac").empty()) {
+      const bool negate = text("string(" + r + "/mac/@match)") == "no";
+      const std::string src = text("string(" + r + "/mac/@srcmacaddr)");
+      const std::string proto = text("string(" + r + "/mac/@protocolid)");
       bool m = (src.empty() || value(src) == f.src_mac) && (proto.empty() || proto == f.protocol);
       matches = negate ? !m : m;
-    } else if (!N(r + "/ip").empty()) {
+    } else if (!nodes(r + "/ip").empty()) {
       if (f.protocol != "ipv4") continue;
-      const bool negate = S("string(" + r + "/ip/@match)") == "no";
-      const std::string src = S("string(" + r + "/ip/@srcipaddr)");
+      const bool negate = text("string(" + r + "/ip/@match)") == "no";
+      const std::string src = text("string(" + r + "/ip/@srcipaddr)");
       // The DHCP rule also names UDP 68 -> 67; the model's frames from 0.0.0.0 are DHCP.
       bool m = src.empty() || value(src) == f.src_ip;
       matches = negate ? !m : m;
-    } else if (!N(r + "/arp").empty()) {
+    } else if (!nodes(r + "/arp").empty()) {
       if (f.protocol != "arp") continue;
-      const bool negate = S("string(" + r + "/arp/@match)") == "no";
-      const std::string mac_attr = S("string(" + r + "/arp/@arpsrcmacaddr)");
-      const std::string ip_attr = S("string(" + r + "/arp/@arpsrcipaddr)");
+      const bool negate = text("string(" + r + "/arp/@match)") == "no";
+      const std::string mac_attr = text("string(" + r + "/arp/@arpsrcmacaddr)");
+      const std::string ip_attr = text("string(" + r + "/arp/@arpsrcipaddr)");
       bool m = (mac_attr.empty() || value(mac_attr) == f.src_mac) &&
                (ip_attr.empty() || value(ip_attr) == f.src_ip);
       matches = negate ? !m : m;
     }
-    if (matches) return S("string(" + r + "/@action)");
+    if (matches) return text("string(" + r + "/@action)");
   }
   return "accept";  // libvirt's default at the end of the root chain
 }
