@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace armhive {
 namespace {
@@ -108,10 +111,21 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, int ma
 int Database::on_commit(void* self, sqlite3* db, const char* schema, int frames) {
   auto* d = static_cast<Database*>(self);
   if (d->backstop_frames_ <= 0 || frames <= d->backstop_frames_) return SQLITE_OK;
-  // The commit has happened and its write lock is released; this waits (busy timeout) for the
-  // checkpointer's pass of the moment, copies the rest and rewinds the WAL. A failure leaves
-  // the WAL as it was and the next commit tries again: the commit itself stands either way.
-  (void)sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
+  // The commit has happened and its write lock is released; this waits for the checkpointer's
+  // pass of the moment, copies the rest and rewinds the WAL. SQLite (3.40) answers SQLITE_BUSY
+  // at once, without the busy handler, while another connection holds the checkpoint lock, so
+  // the wait is this loop's: a checkpointer thread descheduled mid-pass must not let every
+  // commit meanwhile grow the WAL (the backstop is what bounds it). Bounded like the busy
+  // timeout; a failure leaves the WAL as it was and the next commit tries again: the commit
+  // itself stands either way.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto pause = std::chrono::milliseconds(1);
+  while (sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_RESTART, nullptr, nullptr) ==
+             SQLITE_BUSY &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
+  }
   return SQLITE_OK;
 }
 

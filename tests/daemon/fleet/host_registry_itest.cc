@@ -41,7 +41,9 @@ HostSetup host(std::string name, std::string uri, const Dir& dir) {
 HostRegistryOptions options() {
   HostRegistryOptions o;
   o.storage_pool = "armhive-registry-itest";
-  o.connect_timeout = 5s;
+  // Generous: a host that answers must never time out, even under TSan on a loaded machine
+  // (CI runs these beside the e2e guests); the tests of a deadline set their own.
+  o.connect_timeout = 60s;
   o.catalogue = [](const std::string& name) -> Result<BootImage> {
     return not_found("no image " + name);
   };
