@@ -1,10 +1,12 @@
 // armhive-image: build image recipes into a catalogue; list, inspect and verify its images.
-//   armhive-image build images/recipes/tiny.toml --catalog DIR [--cache DIR] [--force]
+//   armhive-image build images/recipes/tiny.toml --catalog DIR [--cache DIR] [--layers DIR]
+//                 [--force]
 //   armhive-image list --catalog DIR
 //   armhive-image inspect NAME --catalog DIR [--json]
 //   armhive-image verify NAME --catalog DIR
 // --catalog defaults to $ARMHIVE_IMAGE_CATALOG, then /var/lib/armhive/images; --cache to
-// $ARMHIVE_DEB_CACHE, then /var/cache/armhive/debs.
+// $ARMHIVE_DEB_CACHE, then /var/cache/armhive/debs; --layers to $ARMHIVE_LAYER_STORE, then
+// /var/cache/armhive/layers.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -47,11 +49,19 @@ std::string human(uint64_t bytes) {
 }
 
 int cmd_build(const std::string& recipe_path, const std::string& catalog, const std::string& cache,
-              bool force, bool keep_work, const std::vector<std::string>& archives) {
-  auto recipe = armhive::load_recipe(recipe_path);
-  if (!recipe.is_ok()) return fail(recipe.status());
+              const std::string& layers, bool force, bool keep_work,
+              const std::vector<std::string>& archives) {
+  auto chain = armhive::load_recipe_chain(recipe_path);
+  if (!chain.is_ok()) return fail(chain.status());
+  armhive::Recipe& recipe = chain->back();
   for (const std::string& a : archives) {
-    armhive::Status s = armhive::set_archive_source(*recipe, a);
+    // An archive belongs to the layer that names it.
+    armhive::Status s = armhive::invalid_argument(
+        "archive", "no layer of " + recipe.name + " has the archive in " + a);
+    for (armhive::Recipe& layer : *chain) {
+      s = armhive::set_archive_source(layer, a);
+      if (s.is_ok()) break;
+    }
     if (!s.is_ok()) return fail(s);
   }
   armhive::SubprocessRunner runner;
@@ -60,6 +70,7 @@ int cmd_build(const std::string& recipe_path, const std::string& catalog, const 
   armhive::BuildOptions options{
       .catalog_dir = catalog,
       .cache_dir = cache,
+      .layer_dir = layers,
       .force = force,
       .keep_work = keep_work,
       .progress = [started = std::chrono::steady_clock::now()](std::string_view line) {
@@ -68,10 +79,18 @@ int cmd_build(const std::string& recipe_path, const std::string& catalog, const 
         std::printf("[build %6.1fs] %.*s\n", s, static_cast<int>(line.size()), line.data());
         std::fflush(stdout);
       }};
-  std::printf("[build] recipe %s (%s, sha256 %s)\n", recipe->file_name.c_str(),
-              std::string(armhive::recipe_kind_name(recipe->kind)).c_str(), recipe->sha256.c_str());
-  auto result = builder.build(*recipe, options);
-  if (!result.is_ok()) return fail(result.status().annotate("build " + recipe->name));
+  std::string from;
+  for (size_t i = 0; i + 1 < chain->size(); ++i) from += (*chain)[i].name + " <- ";
+  std::printf("[build] recipe %s (%s, %ssha256 %s)\n", recipe.file_name.c_str(),
+              std::string(armhive::recipe_kind_name(recipe.kind)).c_str(),
+              from.empty() ? "" : ("layers " + from + recipe.name + ", ").c_str(),
+              recipe.sha256.c_str());
+  auto result = builder.build(*chain, options);
+  if (!result.is_ok()) return fail(result.status().annotate("build " + recipe.name));
+  for (const armhive::LayerOutcome& l : result->layers) {
+    std::printf("  layer %-16s %s  %s\n", l.name.c_str(), l.key.substr(0, 12).c_str(),
+                l.reused ? "kept" : "built");
+  }
   std::printf("%s %s -> %s\n",
               result->up_to_date ? "up to date:" : "built:", result->image.name.c_str(),
               result->image.disk.path.c_str());
@@ -121,6 +140,13 @@ int cmd_inspect(const std::string& name, const std::string& catalog, bool json) 
     std::printf("corpus:     %s  %llu bytes  seed %llu  sha256 %s\n", img->corpus_path.c_str(),
                 static_cast<unsigned long long>(img->corpus_bytes),
                 static_cast<unsigned long long>(img->corpus_seed), img->corpus_sha256.c_str());
+  // The chain of layers it was built from, base first (mmdebstrap images).
+  const auto layers = img->manifest.value("layers", nlohmann::json::array());
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (!layers[i].is_object()) continue;
+    std::printf("%-11s %-16s key %s\n", i == 0 ? "layers:" : "",
+                layers[i].value("name", "").c_str(), layers[i].value("key", "").c_str());
+  }
   const auto& pkgs = img->manifest.value("packages", nlohmann::json::array());
   std::printf("packages:   %zu\n", pkgs.size());
   for (const auto& p : pkgs)
@@ -148,6 +174,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string catalog = env_or("ARMHIVE_IMAGE_CATALOG", "/var/lib/armhive/images");
   std::string cache = env_or("ARMHIVE_DEB_CACHE", armhive::DebCache::kDefaultDir);
+  std::string layers = env_or("ARMHIVE_LAYER_STORE", armhive::kDefaultLayerDir);
   std::string recipe, name;
   bool force = false, keep_work = false, json = false;
   std::vector<std::string> archives;  // --archive NAME=PATH
@@ -156,7 +183,11 @@ int main(int argc, char** argv) {
   build->add_option("recipe", recipe, "recipe file (images/recipes/NAME.toml)")->required();
   build->add_option("--catalog", catalog, "image catalogue directory")->capture_default_str();
   build->add_option("--cache", cache, "downloaded .deb cache")->capture_default_str();
-  build->add_flag("--force", force, "rebuild even if the catalogue is up to date");
+  build
+      ->add_option("--layers", layers, "kept root filesystems of mmdebstrap layers, by content key")
+      ->capture_default_str();
+  build->add_flag("--force", force,
+                  "rebuild even if the catalogue is up to date (every layer, none kept)");
   build->add_flag("--keep-work", keep_work, "keep the scratch directory (debugging)");
   build->add_option("--archive", archives,
                     "NAME=PATH: the tarball of the recipe's [[archives]] NAME (its sha256 is "
@@ -175,7 +206,7 @@ int main(int argc, char** argv) {
   verify->add_option("--catalog", catalog, "image catalogue directory")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
-  if (*build) return cmd_build(recipe, catalog, cache, force, keep_work, archives);
+  if (*build) return cmd_build(recipe, catalog, cache, layers, force, keep_work, archives);
   if (*list) return cmd_list(catalog);
   if (*inspect) return cmd_inspect(name, catalog, json);
   if (*verify) return cmd_verify(name, catalog);

@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <set>
 
+#include "base/sha256.h"
+
 namespace armhive {
 namespace {
 
@@ -73,6 +75,8 @@ std::vector<PackageInfo> parse_control_stanzas(std::string_view text) {
       last = &cur.provides;
     } else if (key == "Size") {
       cur.size = std::strtoull(value.c_str(), nullptr, 10);
+    } else if (key == "SHA256") {
+      cur.sha256 = value;
     }
   }
   flush();
@@ -101,7 +105,7 @@ Status AptPackageIndex::ensure_lists(std::string_view arch) {
   namespace fs = std::filesystem;
   std::string needle = "binary-" + std::string(arch) + "_Packages";
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/var/lib/apt/lists", ec))
+  for (const auto& e : fs::directory_iterator(lists_dir_, ec))
     if (e.path().filename().string().find(needle) != std::string::npos) return Status::ok();
   auto r = runner_.run({.argv = {"apt-get", "update", "-q"}, .timeout = std::chrono::minutes(10)});
   if (!r.is_ok()) return r.status().annotate("apt-get update");
@@ -260,6 +264,40 @@ Result<ResolvedPackages> resolve_packages(const Recipe& recipe, PackageIndex& in
   }
   for (auto& [name, p] : chosen) out.packages.push_back(std::move(p));
   return out;
+}
+
+}  // namespace armhive
+
+namespace armhive {
+
+Result<std::string> AptPackageIndex::release_digest(std::string_view suite) {
+  namespace fs = std::filesystem;
+  // The suite's (In)Release files name the sha256 of every Packages index, which names the
+  // sha256 of every .deb: their digest stands for the whole state of the mirror apt last saw.
+  std::vector<fs::path> files;
+  std::error_code ec;
+  const std::string in_release = "_dists_" + std::string(suite) + "_InRelease";
+  const std::string release = "_dists_" + std::string(suite) + "_Release";
+  for (const auto& e : fs::directory_iterator(lists_dir_, ec)) {
+    const std::string n = e.path().filename().string();
+    auto ends_with = [&n](const std::string& tail) {
+      return n.size() >= tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (ends_with(in_release) || ends_with(release)) files.push_back(e.path());
+  }
+  if (files.empty()) {
+    return unavailable(
+        "apt has no Release file for suite " + std::string(suite) + " (run apt-get update)",
+        lists_dir_);
+  }
+  std::sort(files.begin(), files.end());
+  Sha256 hash;
+  for (const fs::path& f : files) {
+    ARMHIVE_ASSIGN_OR_RETURN(std::string sum, sha256_file(f.string()));
+    hash.update(f.filename().string());
+    hash.update(sum);
+  }
+  return hash.hex_digest();
 }
 
 }  // namespace armhive

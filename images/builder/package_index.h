@@ -21,6 +21,7 @@ struct PackageInfo {
   std::string pre_depends;  // raw Pre-Depends field
   std::string provides;     // raw Provides field
   uint64_t size = 0;        // .deb size in bytes
+  std::string sha256;       // the .deb's, as the index gives it ("" if it does not)
 };
 
 // Where package metadata comes from. The real one asks apt's cache; tests inject a fake.
@@ -35,20 +36,31 @@ class PackageIndex {
   // are simply missing. The default asks show() for each.
   virtual Result<std::map<std::string, PackageInfo>> show_many(
       const std::vector<std::string>& names, std::string_view arch);
+  // A digest of the index state of `suite` (what an mmdebstrap of it would install), for the
+  // content keys of image layers. The default, for indexes that do not change: "".
+  virtual Result<std::string> release_digest(std::string_view suite) {
+    (void)suite;
+    return std::string();
+  }
 };
 
 // `apt-cache show --no-all-versions NAME:ARCH` through a ProcessRunner. Runs `apt-get update`
 // once first if the package lists for `arch` are missing. Borrows the runner.
 class AptPackageIndex final : public PackageIndex {
  public:
-  explicit AptPackageIndex(ProcessRunner& runner) : runner_(runner) {}
+  explicit AptPackageIndex(ProcessRunner& runner, std::string lists_dir = "/var/lib/apt/lists")
+      : runner_(runner), lists_dir_(std::move(lists_dir)) {}
   Result<PackageInfo> show(std::string_view name, std::string_view arch) override;
   Result<std::map<std::string, PackageInfo>> show_many(const std::vector<std::string>& names,
                                                        std::string_view arch) override;
+  // The sha256 of the suite's InRelease/Release files in apt's lists directory (as of the last
+  // `apt-get update`); kUnavailable when there is none.
+  Result<std::string> release_digest(std::string_view suite) override;
 
  private:
   Status ensure_lists(std::string_view arch);
   ProcessRunner& runner_;
+  std::string lists_dir_;
   bool lists_checked_ = false;
   std::map<std::string, PackageInfo, std::less<>> memo_;
 };

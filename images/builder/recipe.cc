@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -67,6 +68,68 @@ Result<uint32_t> parse_mode(const toml::node* n, const std::string& field, uint3
 
 }  // namespace
 
+Result<std::vector<Recipe>> load_recipe_chain(const std::string& path) {
+  constexpr size_t kMaxDepth = 8;
+  std::vector<Recipe> chain;  // leaf first while loading
+  ARMHIVE_ASSIGN_OR_RETURN(Recipe leaf, load_recipe(path));
+  chain.push_back(std::move(leaf));
+  while (!chain.back().from.empty()) {
+    const Recipe& child = chain.back();
+    for (const Recipe& seen : chain) {
+      if (seen.name == child.from) {
+        std::string cycle;
+        for (const Recipe& r : chain) cycle += r.name + " -> ";
+        return invalid_argument("from",
+                                "recipes derive from each other in a cycle: " + cycle + child.from);
+      }
+    }
+    if (chain.size() >= kMaxDepth)
+      return invalid_argument("from", "more than " + std::to_string(kMaxDepth) +
+                                          " layers of recipes (from " + chain.front().name + ")");
+    fs::path parent_path = fs::path(child.source_path).parent_path() / (child.from + ".toml");
+    std::error_code ec;
+    if (!fs::exists(parent_path, ec)) {
+      return invalid_argument("from", "recipe " + child.name + " derives from unknown image \"" +
+                                          child.from + "\": there is no " + parent_path.string());
+    }
+    auto parent = load_recipe(parent_path.string());
+    if (!parent.is_ok()) return parent.status().annotate("from " + child.name);
+    if (parent->name != child.from) {
+      return invalid_argument("from", parent_path.string() + " names itself \"" + parent->name +
+                                          "\", not \"" + child.from + "\"");
+    }
+    chain.push_back(std::move(parent).value());
+  }
+  std::reverse(chain.begin(), chain.end());
+  if (chain.size() > 1 && chain.front().kind != RecipeKind::kMmdebstrap) {
+    return invalid_argument("from", chain[1].name + " derives from " + chain.front().name +
+                                        ", a debs recipe: only mmdebstrap recipes can be layered");
+  }
+  for (size_t i = 1; i < chain.size(); ++i) {
+    const Recipe& parent = chain[i - 1];
+    Recipe& r = chain[i];
+    auto given = [&r](std::string_view key) {
+      return std::find(r.given.begin(), r.given.end(), key) != r.given.end();
+    };
+    r.kind = parent.kind;
+    r.arch = parent.arch;
+    r.suite = parent.suite;
+    r.variant = parent.variant;
+    r.kernel = parent.kernel;
+    r.boot = parent.boot;
+    r.compress_kernel = parent.compress_kernel;
+    if (!given("cmdline")) r.cmdline = parent.cmdline;
+    if (!given("login_user")) r.login_user = parent.login_user;
+    if (!given("disk_size_mib")) r.disk_size_mib = parent.disk_size_mib;
+    if (!given("corpus")) {
+      r.corpus_path = parent.corpus_path;
+      r.corpus_bytes = parent.corpus_bytes;
+      r.corpus_seed = parent.corpus_seed;
+    }
+  }
+  return chain;
+}
+
 std::string_view recipe_kind_name(RecipeKind kind) {
   return kind == RecipeKind::kDebs ? "debs" : "mmdebstrap";
 }
@@ -74,10 +137,12 @@ std::string_view recipe_kind_name(RecipeKind kind) {
 Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) {
   ARMHIVE_ASSIGN_OR_RETURN(toml::table root, parse_toml(text, "recipe", "recipe"));
   TomlReader top(root, "");
-  ARMHIVE_RETURN_IF_ERROR(
-      top.only({"name", "version", "arch", "kind", "suite", "variant", "packages", "exclude",
-                "kernel", "boot", "cmdline", "login_user", "disk_size_mib", "prune",
-                "compress_kernel", "initramfs", "corpus", "files", "archives"}));
+  ARMHIVE_RETURN_IF_ERROR(top.only({"name",       "version",       "from",    "arch",
+                                    "kind",       "suite",         "variant", "packages",
+                                    "exclude",    "kernel",        "boot",    "cmdline",
+                                    "login_user", "disk_size_mib", "prune",   "compress_kernel",
+                                    "initramfs",  "corpus",        "files",   "archives",
+                                    "commands"}));
 
   Recipe r;
   Sha256 hash;
@@ -88,28 +153,49 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
     return invalid_argument("name", "name must match [a-z0-9][a-z0-9.-]* (at most 63 characters)");
   ARMHIVE_RETURN_IF_ERROR(top.str("version", r.version));
   if (r.version.empty()) return invalid_argument("version", "version is required");
-  ARMHIVE_RETURN_IF_ERROR(top.str("arch", r.arch));
-  if (r.arch.empty()) return invalid_argument("arch", "arch is required (\"arm64\")");
-  if (r.arch != "arm64")
-    return invalid_argument("arch", "architecture \"" + r.arch +
-                                        "\" is not supported: armhive guests are arm64 (aarch64)");
-  std::string kind = "debs";
-  ARMHIVE_RETURN_IF_ERROR(top.str("kind", kind));
-  if (kind == "debs") {
-    r.kind = RecipeKind::kDebs;
-  } else if (kind == "mmdebstrap") {
-    r.kind = RecipeKind::kMmdebstrap;
-  } else {
-    return invalid_argument("kind",
-                            "kind must be \"debs\" or \"mmdebstrap\", not \"" + kind + "\"");
+  ARMHIVE_RETURN_IF_ERROR(top.str("from", r.from));
+  const bool layered = !r.from.empty();
+  if (layered) {
+    if (!valid_name(r.from))
+      return invalid_argument("from", "from must name a recipe ([a-z0-9][a-z0-9.-]*)");
+    if (r.from == r.name) return invalid_argument("from", "a recipe cannot derive from itself");
+    for (const char* key : {"arch", "kind", "suite", "variant", "exclude", "kernel", "boot",
+                            "prune", "compress_kernel", "initramfs"}) {
+      if (root.contains(key))
+        return invalid_argument(key, std::string(key) + " is inherited from " + r.from +
+                                         " (from = \"" + r.from + "\"); set it in " + r.from +
+                                         ".toml");
+    }
+    r.kind = RecipeKind::kMmdebstrap;  // checked against the parent by load_recipe_chain
   }
-  ARMHIVE_RETURN_IF_ERROR(top.str("suite", r.suite));
-  if (!valid_package(r.suite)) return invalid_argument("suite", "invalid suite name");
-  ARMHIVE_RETURN_IF_ERROR(top.str("variant", r.variant));
-  if (!valid_package(r.variant)) return invalid_argument("variant", "invalid variant");
+  for (const char* key : {"cmdline", "login_user", "disk_size_mib", "corpus"})
+    if (root.contains(key)) r.given.emplace_back(key);
+
+  if (!layered) {
+    ARMHIVE_RETURN_IF_ERROR(top.str("arch", r.arch));
+    if (r.arch.empty()) return invalid_argument("arch", "arch is required (\"arm64\")");
+    if (r.arch != "arm64")
+      return invalid_argument("arch", "architecture \"" + r.arch +
+                                          "\" is not supported: armhive guests are arm64 "
+                                          "(aarch64)");
+    std::string kind = "debs";
+    ARMHIVE_RETURN_IF_ERROR(top.str("kind", kind));
+    if (kind == "debs") {
+      r.kind = RecipeKind::kDebs;
+    } else if (kind == "mmdebstrap") {
+      r.kind = RecipeKind::kMmdebstrap;
+    } else {
+      return invalid_argument("kind",
+                              "kind must be \"debs\" or \"mmdebstrap\", not \"" + kind + "\"");
+    }
+    ARMHIVE_RETURN_IF_ERROR(top.str("suite", r.suite));
+    if (!valid_package(r.suite)) return invalid_argument("suite", "invalid suite name");
+    ARMHIVE_RETURN_IF_ERROR(top.str("variant", r.variant));
+    if (!valid_package(r.variant)) return invalid_argument("variant", "invalid variant");
+  }
 
   ARMHIVE_RETURN_IF_ERROR(top.strings("packages", r.packages));
-  if (r.packages.empty())
+  if (r.packages.empty() && !layered)
     return invalid_argument("packages", "packages must list at least one package");
   ARMHIVE_RETURN_IF_ERROR(top.strings("exclude", r.exclude));
   for (const auto* list : {&r.packages, &r.exclude})
@@ -118,15 +204,16 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
         return invalid_argument(list == &r.packages ? "packages" : "exclude",
                                 "\"" + p + "\" is not a valid Debian package name");
 
-  ARMHIVE_RETURN_IF_ERROR(top.str("kernel", r.kernel));
-  if (r.kernel.empty())
-    return invalid_argument("kernel", "kernel is required (e.g. \"linux-image-arm64\")");
-  if (!valid_package(r.kernel))
-    return invalid_argument("kernel", "\"" + r.kernel + "\" is not a valid Debian package name");
-
-  ARMHIVE_RETURN_IF_ERROR(top.str("boot", r.boot));
-  if (r.boot != "kernel" && r.boot != "uefi")
-    return invalid_argument("boot", "boot must be \"kernel\" or \"uefi\"");
+  if (!layered) {
+    ARMHIVE_RETURN_IF_ERROR(top.str("kernel", r.kernel));
+    if (r.kernel.empty())
+      return invalid_argument("kernel", "kernel is required (e.g. \"linux-image-arm64\")");
+    if (!valid_package(r.kernel))
+      return invalid_argument("kernel", "\"" + r.kernel + "\" is not a valid Debian package name");
+    ARMHIVE_RETURN_IF_ERROR(top.str("boot", r.boot));
+    if (r.boot != "kernel" && r.boot != "uefi")
+      return invalid_argument("boot", "boot must be \"kernel\" or \"uefi\"");
+  }
   ARMHIVE_RETURN_IF_ERROR(top.str("cmdline", r.cmdline));
   if (r.cmdline.find_first_of("\n\r\0", 0, 3) != std::string::npos)
     return invalid_argument("cmdline", "cmdline must be one line");
@@ -140,6 +227,17 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
     if (!valid_guest_path(p) || p == "/")
       return invalid_argument("prune", "\"" + p + "\" is not an absolute guest path");
   ARMHIVE_RETURN_IF_ERROR(top.boolean("compress_kernel", r.compress_kernel));
+  ARMHIVE_RETURN_IF_ERROR(top.strings("commands", r.commands));
+  if (!r.commands.empty() && r.kind != RecipeKind::kMmdebstrap)
+    return invalid_argument("commands",
+                            "commands run in a chroot of a full system: only mmdebstrap recipes "
+                            "(and those derived from one) may have them");
+  for (const auto& cmd : r.commands) {
+    if (cmd.empty() || cmd.size() > 65536 || cmd.find('\0') != std::string::npos)
+      return invalid_argument("commands",
+                              "each command must be non-empty shell text of at most "
+                              "64 KiB");
+  }
 
   if (const toml::node* n = root.get("initramfs")) {
     const toml::table* t = n->as_table();
@@ -163,7 +261,7 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir) 
       if (!valid_module(m))
         return invalid_argument("initramfs.modules", "\"" + m + "\" is not a module name");
   }
-  if (r.kind == RecipeKind::kDebs && r.initramfs_init.empty())
+  if (!layered && r.kind == RecipeKind::kDebs && r.initramfs_init.empty())
     return invalid_argument("initramfs.init", "a \"debs\" recipe needs an initramfs init script");
 
   if (const toml::node* n = root.get("corpus")) {

@@ -44,6 +44,11 @@ struct RecipeArchive {
 struct Recipe {
   std::string name;  // [a-z0-9][a-z0-9.-]*: the catalogue directory name
   std::string version;
+  // The recipe this one derives from (its file is `<from>.toml` beside this one), or empty. A
+  // derived recipe inherits kind, arch, suite, variant, kernel and boot (it may not set them),
+  // and cmdline, login_user, disk_size_mib and corpus unless it sets them; `packages`, `files`,
+  // `archives` and `commands` are what its layer adds on top of its parent's root filesystem.
+  std::string from;
   std::string arch;  // Debian architecture; only "arm64" is accepted
   RecipeKind kind = RecipeKind::kDebs;
   std::string suite = "bookworm";
@@ -61,14 +66,19 @@ struct Recipe {
   std::vector<std::string> prune;  // kDebs: guest paths removed from the assembled tree
   std::vector<RecipeFile> files;
   std::vector<RecipeArchive> archives;  // unpacked after the files (below them, beside them)
-  bool compress_kernel = false;         // store the kernel gzip-compressed (QEMU inflates it)
-  std::string corpus_path;              // empty: no benchmark corpus
+  // mmdebstrap recipes: shell commands run in the layer's root filesystem (chroot, /bin/sh -c)
+  // after its packages, files and archives, in this order; each must succeed.
+  std::vector<std::string> commands;
+  bool compress_kernel = false;  // store the kernel gzip-compressed (QEMU inflates it)
+  std::string corpus_path;       // empty: no benchmark corpus
   uint64_t corpus_bytes = 0;
   uint64_t corpus_seed = 0;
 
   std::string source_path;  // the recipe file, "" when parsed from text
   std::string file_name;    // its base name, e.g. "tiny.toml"
   std::string sha256;       // hash of the recipe text and every source file it reads
+  // Which of the inheritable keys (cmdline, login_user, disk_size_mib, corpus) the text set.
+  std::vector<std::string> given;
 };
 
 // Parses recipe text. `base_dir` resolves `source = "..."` of [[files]] (they are read and
@@ -77,6 +87,12 @@ Result<Recipe> parse_recipe(std::string_view text, const std::string& base_dir);
 
 // Reads and parses a recipe file (sources relative to its directory).
 Result<Recipe> load_recipe(const std::string& path);
+
+// Loads the recipe at `path` and, through `from`, every recipe it derives from: base first, the
+// image's recipe last, each derived one completed with what it inherits. kInvalidArgument
+// naming `from` for an unknown parent, a cycle, a chain deeper than 8, or a parent that is not
+// an mmdebstrap recipe.
+Result<std::vector<Recipe>> load_recipe_chain(const std::string& path);
 
 std::string_view recipe_kind_name(RecipeKind kind);
 
