@@ -38,10 +38,10 @@ exec chroot "$root" "$@"
 // Options every apt-get in a layer gets: the mirror stand-in's Release files may be past their
 // Valid-Until (a snapshot), and the cache mounted in belongs to root.
 const std::vector<std::string>& apt_options() {
-  static const std::vector<std::string> o = {
+  static const std::vector<std::string> kOptions = {
       "-o", "Acquire::Check-Valid-Until=false", "-o", "Acquire::Check-Date=false",
       "-o", "APT::Sandbox::User=root",          "-q"};
-  return o;
+  return kOptions;
 }
 
 size_t count_debs(const std::string& dir) {
