@@ -8,9 +8,13 @@
 namespace armhive {
 
 const char* const kHostKeysScript =
-    "[ -s /run/sshd.pid ] && for k in /run/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && "
-    "cat \"$k\"; done; "
-    "for k in /etc/ssh/ssh_host_*_key.pub; do [ -f \"$k\" ] && cat \"$k\"; done; "
+    // No keys (not ready yet) until the guest has an IPv4 route off loopback, i.e. its DHCP
+    // address: a ready lease must take an ssh login at once, and a systemd guest has its keys
+    // (made at sysinit) and its agent long before networkd has an address. /proc, not ip(8):
+    // busybox and iproute2 print differently.
+    "[ \"$(wc -l < /proc/net/route)\" -gt 1 ] || exit 0; "
+    "[ -s /run/sshd.pid ] && for k in /run/ssh/ssh_host_*_key.pub /etc/ssh/ssh_host_*_key.pub; "
+    "do [ -f \"$k\" ] && cat \"$k\"; done; "
     "for k in /run/dropbear/*_host_key /etc/dropbear/dropbear_*_host_key; do "
     "[ -f \"$k\" ] && dropbearkey -y -f \"$k\"; done; true";
 

@@ -14,9 +14,10 @@ namespace armhive {
 
 // Prints the guest's SSH host public keys: OpenSSH's .pub files (the tiny image makes them in
 // /run/ssh at boot), or dropbear's keys. A constant script run as `sh -c SCRIPT`: nothing from
-// a request is in it. The tiny image's keys in /run/ssh count only once sshd has written its
-// pid file, which it does after binding port 22: the keys exist a moment before sshd listens,
-// and a client given them then would be refused.
+// a request is in it. OpenSSH's keys (/run/ssh in the tiny image, /etc/ssh in Debian ones) count
+// only once sshd has written its pid file, which it does after binding port 22: the keys exist
+// a moment before sshd listens, and a client given them then would be refused. And nothing
+// counts before the guest has its DHCP address (a route in /proc/net/route).
 extern const char* const kHostKeysScript;
 
 // What parse_host_keys accepts of a guest (its output is untrusted): at most kMaxHostKeys
