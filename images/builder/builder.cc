@@ -97,23 +97,12 @@ Result<BuildResult> ImageBuilder::build_debs(const Recipe& recipe, const BuildOp
     }
   }
 
-  fs::path work = catalog / (".build-" + recipe.name + "-" + std::to_string(::getpid()));
-  fs::remove_all(work, ec);
-  fs::path rootfs = work / "rootfs";
-  fs::path kernel_dir = work / "kernel";
-  fs::path out = work / "out";
-  for (const auto& d : {rootfs, kernel_dir, out}) {
-    fs::create_directories(d, ec);
-    if (ec) return unavailable("cannot create " + d.string() + ": " + ec.message());
-  }
-  struct Cleanup {
-    fs::path dir;
-    bool keep;
-    ~Cleanup() {
-      std::error_code ignored;
-      if (!keep) fs::remove_all(dir, ignored);
-    }
-  } cleanup{work, options.keep_work};
+  ARMHIVE_ASSIGN_OR_RETURN(std::unique_ptr<ScratchDir> scratch,
+                           ScratchDir::make(catalog, recipe.name, options.keep_work, {"kernel"}));
+  const fs::path work = scratch->dir();
+  const fs::path rootfs = scratch->rootfs();
+  const fs::path kernel_dir = work / "kernel";
+  const fs::path out = scratch->out();
 
   std::string kernel_path, initrd_data;
   std::vector<PackageInfo> recorded;

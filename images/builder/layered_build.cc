@@ -287,22 +287,11 @@ Result<BuildResult> LayeredBuild::build(const std::vector<Recipe>& chain) {
     }
   }
 
-  fs::path work = catalog / (".build-" + image.name + "-" + std::to_string(::getpid()));
-  fs::remove_all(work, ec);
-  const fs::path rootfs = work / "rootfs";
-  const fs::path out = work / "out";
-  for (const auto& d : {rootfs, out}) {
-    fs::create_directories(d, ec);
-    if (ec) return unavailable("cannot create " + d.string() + ": " + ec.message());
-  }
-  struct Cleanup {
-    fs::path dir;
-    bool keep;
-    ~Cleanup() {
-      std::error_code ignored;
-      if (!keep) fs::remove_all(dir, ignored);
-    }
-  } cleanup{work, options_.keep_work};
+  ARMHIVE_ASSIGN_OR_RETURN(std::unique_ptr<ScratchDir> scratch,
+                           ScratchDir::make(catalog, image.name, options_.keep_work));
+  const fs::path work = scratch->dir();
+  const fs::path rootfs = scratch->rootfs();
+  const fs::path out = scratch->out();
 
   const size_t debs_before = count_debs(cache_dir_);
   std::vector<fs::path> host_tools;

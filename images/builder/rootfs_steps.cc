@@ -126,6 +126,27 @@ std::vector<PackageInfo> installed_packages(const fs::path& status_file) {
   return out;
 }
 
+Result<std::unique_ptr<ScratchDir>> ScratchDir::make(const fs::path& catalog,
+                                                     const std::string& name, bool keep,
+                                                     const std::vector<std::string>& extra) {
+  std::error_code ec;
+  const fs::path dir = catalog / (".build-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir, ec);
+  std::unique_ptr<ScratchDir> scratch(new ScratchDir(dir, keep));
+  std::vector<std::string> subdirs = {"rootfs", "out"};
+  subdirs.insert(subdirs.end(), extra.begin(), extra.end());
+  for (const std::string& d : subdirs) {
+    fs::create_directories(dir / d, ec);
+    if (ec) return unavailable("cannot create " + (dir / d).string() + ": " + ec.message());
+  }
+  return scratch;
+}
+
+ScratchDir::~ScratchDir() noexcept {
+  std::error_code ignored;
+  if (!keep_) fs::remove_all(dir_, ignored);
+}
+
 Status install_files(ProcessRunner& runner, const Recipe& recipe, const fs::path& rootfs,
                      const fs::path& work, const fs::path& out, std::vector<fs::path>& host_tools,
                      const Say& say) {

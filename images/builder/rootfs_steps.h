@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,28 @@ Status install_files(ProcessRunner& runner, const Recipe& recipe,
                      const std::filesystem::path& rootfs, const std::filesystem::path& work,
                      const std::filesystem::path& out,
                      std::vector<std::filesystem::path>& host_tools, const Say& say);
+
+// A build's scratch directory `<catalog>/.build-NAME-PID` with `rootfs/`, `out/` and any
+// `extra` subdirectories, made afresh; removed with everything in it when the object goes,
+// unless `keep` (armhive-image build --keep-work).
+class ScratchDir {
+ public:
+  static Result<std::unique_ptr<ScratchDir>> make(const std::filesystem::path& catalog,
+                                                  const std::string& name, bool keep,
+                                                  const std::vector<std::string>& extra = {});
+  ~ScratchDir() noexcept;
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path rootfs() const { return dir_ / "rootfs"; }
+  std::filesystem::path out() const { return dir_ / "out"; }
+
+ private:
+  ScratchDir(std::filesystem::path dir, bool keep) : dir_(std::move(dir)), keep_(keep) {}
+  std::filesystem::path dir_;
+  bool keep_;
+};
 
 // What the assembled image is made of besides the root filesystem.
 struct ImageParts {
