@@ -101,8 +101,10 @@ Result<std::vector<std::string>> LayeredBuild::keys(const std::vector<Recipe>& c
       ARMHIVE_ASSIGN_OR_RETURN(base, resolve_packages(r, index_));
       ARMHIVE_ASSIGN_OR_RETURN(in.index_digest, index_.release_digest(r.suite));
       in.packages.push_back(pin(base.kernel));
-    }
-    if (!r.packages.empty()) {
+      // resolve_packages has looked up the base's listed packages already (mmdebstrap
+      // resolves the rest): no second apt-cache call.
+      for (const PackageInfo& p : base.packages) in.packages.push_back(pin(p));
+    } else if (!r.packages.empty()) {
       ARMHIVE_ASSIGN_OR_RETURN(auto found, index_.show_many(r.packages, r.arch));
       for (const std::string& name : r.packages) {
         auto it = found.find(name);

@@ -29,28 +29,9 @@ std::string ci_catalog() {
   return c ? c : "/var/cache/armhive/e2e-catalog/ci";
 }
 
-// One 1-vCPU ci VM on the dedicated CPU 1; a Debian guest with a toolchain wants more memory
-// than tiny's 384 MiB.
-std::string ci_pool_toml() {
-  return R"(
-[host.cpus]
-housekeeping = "0"
-dedicated = "1"
-
-[[pools]]
-name = "ci"
-image = "ci"
-vcpus = 1
-memory_mib = 1024
-network = "armhive"
-max = 1
-max_starting = 1
-default_ttl = "20m"
-max_ttl = "1h"
-cpu_policy = "dedicated"
-min_warm = 1
-)";
-}
+// One 1-vCPU ci VM on the dedicated CPU 1, kept warm; a Debian guest with a toolchain wants
+// more memory than tiny's 384 MiB.
+std::string ci_pool_toml() { return one_core_pool_toml(1, "20m", "ci", 1024); }
 
 ExecResultDto run_in(Client& api, const std::string& lease, std::vector<std::string> argv,
                      int64_t timeout_s = 120) {

@@ -18,9 +18,11 @@ inline std::string e2e_state() {
   return s ? s : "/tmp/armhive-e2e";
 }
 
-// A pool "ci" of one 1-vCPU tiny VM on one dedicated core (CPU 1 of this 2-CPU machine),
-// CPU 0 for housekeeping; min_warm 1 keeps a warm VM, 0 makes every lease boot cold.
-inline std::string one_core_pool_toml(int min_warm, const std::string& default_ttl = "10m") {
+// A pool "ci" of one 1-vCPU VM of `image` (tiny by default) on one dedicated core (CPU 1 of
+// this 2-CPU machine), CPU 0 for housekeeping; min_warm 1 keeps a warm VM, 0 makes every lease
+// boot cold.
+inline std::string one_core_pool_toml(int min_warm, const std::string& default_ttl = "10m",
+                                      const std::string& image = "tiny", int memory_mib = 384) {
   return R"(
 [host.cpus]
 housekeeping = "0"
@@ -28,9 +30,11 @@ dedicated = "1"
 
 [[pools]]
 name = "ci"
-image = "tiny"
+image = ")" +
+         image + R"("
 vcpus = 1
-memory_mib = 384
+memory_mib = )" +
+         std::to_string(memory_mib) + R"(
 network = "armhive"
 max = 1
 max_starting = 1
