@@ -13,4 +13,83 @@ std::string utc_now() {
   return buf;
 }
 
+namespace {
+
+// `n` digits at `pos` as a number, or -1 when they are not all digits.
+int digits(std::string_view s, size_t pos, size_t n) {
+  if (pos + n > s.size()) return -1;
+  int v = 0;
+  for (size_t i = pos; i < pos + n; ++i) {
+    if (s[i] < '0' || s[i] > '9') return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v;
+}
+
+bool leap_year(int y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+int days_in_month(int y, int m) {
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && leap_year(y) ? 29 : kDays[m - 1];
+}
+
+// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (H. Hinnant's algorithm).
+int64_t days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2 ? 1 : 0;
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+}  // namespace
+
+Result<int64_t> parse_rfc3339_ms(std::string_view field, std::string_view text) {
+  auto bad = [&] {
+    return invalid_argument(std::string(field),
+                            "must be an RFC 3339 time such as 2026-12-01T08:00:00Z (got \"" +
+                                std::string(text.substr(0, 40)) + "\")");
+  };
+  // YYYY-MM-DDTHH:MM:SS is 19 characters.
+  if (text.size() < 20 || text.size() > 64) return bad();
+  int year = digits(text, 0, 4), month = digits(text, 5, 2), day = digits(text, 8, 2);
+  int hour = digits(text, 11, 2), minute = digits(text, 14, 2), second = digits(text, 17, 2);
+  if (year < 1 || month < 1 || month > 12 || day < 1 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != 'T' && text[10] != 't') || text[13] != ':' || text[16] != ':' || hour < 0 ||
+      hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 60) {
+    return bad();
+  }
+  if (day > days_in_month(year, month)) return bad();
+  if (second == 60) second = 59;
+  size_t pos = 19;
+  int64_t millis = 0;
+  if (text[pos] == '.') {
+    size_t first = ++pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      if (pos - first < 3) millis = millis * 10 + (text[pos] - '0');
+      ++pos;
+    }
+    if (pos == first) return bad();
+    for (size_t n = pos - first; n < 3; ++n) millis *= 10;
+  }
+  int64_t offset_min = 0;
+  if (pos < text.size() && (text[pos] == 'Z' || text[pos] == 'z')) {
+    ++pos;
+  } else if (pos < text.size() && (text[pos] == '+' || text[pos] == '-')) {
+    int oh = digits(text, pos + 1, 2), om = digits(text, pos + 4, 2);
+    if (oh < 0 || oh > 23 || om < 0 || om > 59 || pos + 3 >= text.size() || text[pos + 3] != ':') {
+      return bad();
+    }
+    offset_min = (text[pos] == '+' ? 1 : -1) * (oh * 60 + om);
+    pos += 6;
+  } else {
+    return bad();
+  }
+  if (pos != text.size()) return bad();
+  int64_t secs = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second -
+                 offset_min * 60;
+  return secs * 1000 + millis;
+}
+
 }  // namespace armhive

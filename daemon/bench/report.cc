@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "base/csv.h"
 #include "daemon/bench/compare_settings.h"
 #include "daemon/bench/suite_figures.h"
 #include "daemon/bench/svg.h"
@@ -32,25 +33,6 @@ std::optional<double> opt_num(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_number()) return std::nullopt;
   return it->get<double>();
-}
-
-std::string csv_cell(std::string_view v) {
-  std::string s(v);
-  if (!s.empty() &&
-      (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r')) {
-    // A leading sign on a plain number is harmless; anything else could be a formula.
-    bool numeric = s.size() > 1 && s.find_first_not_of("0123456789.eE+-") == std::string::npos;
-    if (!numeric) s = "'" + s;
-  }
-  if (s.find_first_of(",\"\r\n") != std::string::npos) {
-    std::string q = "\"";
-    for (char c : s) {
-      if (c == '"') q += '"';
-      q += c;
-    }
-    return q + "\"";
-  }
-  return s;
 }
 
 std::string csv_num(const std::optional<double>& v, int decimals) {
@@ -404,19 +386,19 @@ std::string render_benchmark_csv(const std::vector<BenchmarkRun>& runs) {
     bool emulated = r.report.value("emulated", false);
     for (const auto& m : extract_benchmark_metrics(r.report)) {
       std::vector<std::string> cells = {
-          csv_cell(r.id),
-          csv_cell(to_rfc3339(r.created_at)),
-          csv_cell(r.vm_name),
-          csv_cell(r.pool),
-          csv_cell(r.host),
+          csv_field(r.id),
+          csv_field(to_rfc3339(r.created_at)),
+          csv_field(r.vm_name),
+          csv_field(r.pool),
+          csv_field(r.host),
           emulated ? "true" : "false",
           std::string(to_string(r.state)),
           m.suite,
           m.direction,
           m.mtu ? std::to_string(m.mtu) : "",
           m.threads ? std::to_string(m.threads) : "",
-          csv_cell(m.key),
-          csv_cell(m.unit),
+          csv_field(m.key),
+          csv_field(m.unit),
           csv_num(m.value, 4),
           csv_num(m.min, 4),
           csv_num(m.max, 4),
