@@ -41,4 +41,9 @@ Result<GuestFileTransfer> GuestAgent::get_file(std::string_view name, const std:
   return unavailable("this hypervisor cannot transfer guest files", std::string(name));
 }
 
+Result<std::vector<VmCounters>> VmMeter::vm_counters(const std::vector<std::string>& names) {
+  (void)names;
+  return std::vector<VmCounters>{};
+}
+
 }  // namespace armhive

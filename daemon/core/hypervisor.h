@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "base/result.h"
+#include "daemon/core/usage_meter.h"
 
 namespace armhive {
 
-// What the lease engine asks of a host's hypervisor, in three interfaces (VM lifecycle, guest
-// agent, console). The libvirt implementation lives in daemon/virt (LibvirtHypervisor); tests
-// use the hand-written fake in tests/support, kept honest by a conformance suite.
+// What the lease engine asks of a host's hypervisor, in four interfaces (VM lifecycle, guest
+// agent, console, usage meter). The libvirt implementation lives in daemon/virt
+// (LibvirtHypervisor); tests use the hand-written fake in tests/support, kept honest by a
+// conformance suite.
 //
 // Threading: every method may be called from any engine thread, but the engine serialises all
 // calls about one VM on that VM's strand (QEMU's per-domain job lock punishes overlap). Calls
@@ -236,8 +238,26 @@ class VmConsole {
   virtual Result<std::string> console_log(std::string_view name, size_t max_bytes) = 0;
 };
 
+// One running VM's counters (VmMeter::vm_counters).
+struct VmCounters {
+  std::string name;  // domain name
+  UsageCounters counters;
+};
+
+// What a host's running VMs have used, for the usage of their leases (daemon/core/
+// usage_meter.h).
+class VmMeter {
+ public:
+  virtual ~VmMeter() = default;
+  // The counters of those of `names` that run now, read in ONE call to the host however many
+  // are named (libvirt's bulk domain statistics), in no particular order. A name that is not
+  // a running domain of the host is left out, not an error; an error means the host could not
+  // be asked. The default (a hypervisor that cannot meter its VMs) reports none.
+  virtual Result<std::vector<VmCounters>> vm_counters(const std::vector<std::string>& names);
+};
+
 // Everything the engine asks of a host's hypervisor. Users that need less take the narrower
 // interface (the benchmark runner takes only the GuestAgent).
-class Hypervisor : public VmLifecycle, public GuestAgent, public VmConsole {};
+class Hypervisor : public VmLifecycle, public GuestAgent, public VmConsole, public VmMeter {};
 
 }  // namespace armhive

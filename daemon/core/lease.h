@@ -10,6 +10,7 @@
 #include "base/result.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/pool_queue.h"
+#include "daemon/core/usage_meter.h"
 
 namespace armhive {
 
@@ -73,6 +74,9 @@ struct Lease {
   std::vector<int> cpus;      // host CPUs pinned to it
   bool warm_handout = false;  // served from the warm pool
   std::vector<LeaseTransition> history;
+  // What its VM used (daemon/core/usage_meter.h): set when it turns ready, updated by the
+  // engine's samples, final once it ended. nullopt for a lease that never got a VM.
+  std::optional<LeaseUsage> usage;
   // While it waits in its pool's queue: its position and what holds it (daemon/core/
   // pool_queue.h). Computed by the engine when the lease is read; never persisted.
   std::optional<QueueSlot> queue;

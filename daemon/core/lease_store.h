@@ -9,6 +9,7 @@
 #include "daemon/core/host_health.h"
 #include "daemon/core/lease.h"
 #include "daemon/core/lease_filter.h"
+#include "daemon/core/usage_report.h"
 #include "daemon/core/vm_record.h"
 
 namespace armhive {
@@ -53,6 +54,28 @@ class LeaseStore {
       if (listed->size() < page.limit || listed->empty()) return counts;
       page.after_id = listed->back().id;
     }
+  }
+
+  // The usage report over the leases created in q's window (daemon/core/usage_report.h;
+  // update() stores a lease's usage with it). The default pages through list() and
+  // aggregates in memory; SqliteLeaseStore sums in SQL.
+  virtual Result<std::vector<UsageRow>> usage(const UsageQuery& q) {
+    LeaseFilter page;
+    page.owner = q.owner;
+    page.limit = kMaxLeaseListLimit;
+    std::vector<Lease> matching;
+    for (;;) {
+      auto listed = list(page);
+      if (!listed.is_ok()) return listed.status();
+      if (listed->empty()) break;
+      const bool more = listed->size() >= page.limit;
+      page.after_id = listed->back().id;
+      for (Lease& l : *listed) {
+        if (usage_query_matches(q, l)) matching.push_back(std::move(l));
+      }
+      if (!more) break;
+    }
+    return aggregate_usage(matching, q);
   }
 
   // Insert or replace; idempotent.

@@ -15,6 +15,7 @@
 #include "daemon/core/lease.h"
 #include "daemon/core/lease_filter.h"
 #include "daemon/core/topology.h"
+#include "daemon/core/usage_report.h"
 
 namespace armhive {
 
@@ -97,6 +98,27 @@ class LeaseService {
       if (listed->size() < page.limit || listed->empty()) return counts;
       page.after_id = listed->back().id;
     }
+  }
+  // What the leases created in q's window used, per group (GET /v1/usage; daemon/core/
+  // usage_report.h). This default pages through list_leases and aggregates in memory; the
+  // engine sums in SQL.
+  virtual Result<std::vector<UsageRow>> usage(const UsageQuery& q) {
+    LeaseFilter page;
+    page.owner = q.owner;
+    page.limit = kMaxLeaseListLimit;
+    std::vector<Lease> matching;
+    for (;;) {
+      auto listed = list_leases(page);
+      if (!listed.is_ok()) return listed.status();
+      if (listed->empty()) break;
+      const bool more = listed->size() >= page.limit;
+      page.after_id = listed->back().id;
+      for (Lease& l : *listed) {
+        if (usage_query_matches(q, l)) matching.push_back(std::move(l));
+      }
+      if (!more) break;
+    }
+    return aggregate_usage(matching, q);
   }
   // Blocks until the lease is ready or terminal, or until timeout; returns its state then.
   virtual Result<Lease> wait_lease(const std::string& id, std::chrono::milliseconds timeout) = 0;
