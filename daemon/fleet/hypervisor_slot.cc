@@ -90,6 +90,10 @@ Result<std::string> HypervisorSlot::console_log(std::string_view name, size_t ma
   ARMHIVE_SLOT_FORWARD(console_log(name, max_bytes));
 }
 
+Result<std::vector<VmCounters>> HypervisorSlot::vm_counters(const std::vector<std::string>& names) {
+  ARMHIVE_SLOT_FORWARD(vm_counters(names));
+}
+
 #undef ARMHIVE_SLOT_FORWARD
 
 }  // namespace armhive

@@ -53,6 +53,7 @@ class HypervisorSlot final : public Hypervisor {
   Result<int64_t> exec_start(std::string_view name, const GuestExecRequest& request) override;
   Result<std::optional<GuestExecResult>> exec_status(std::string_view name, int64_t pid) override;
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
+  Result<std::vector<VmCounters>> vm_counters(const std::vector<std::string>& names) override;
 
  private:
   Status not_connected() const EXCLUDES(mu_);

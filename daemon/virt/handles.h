@@ -78,4 +78,31 @@ class LibvirtString {
   char* s_ = nullptr;
 };
 
+// The records virConnectGetAllDomainStats() / virDomainListGetStats() return, released with
+// virDomainStatsRecordListFree() (which also drops each record's domain reference).
+class DomainStatsList {
+ public:
+  DomainStatsList() = default;
+  explicit DomainStatsList(virDomainStatsRecordPtr* records) noexcept : records_(records) {}
+  ~DomainStatsList() noexcept {
+    if (records_ != nullptr) virDomainStatsRecordListFree(records_);
+  }
+  DomainStatsList(DomainStatsList&& other) noexcept
+      : records_(std::exchange(other.records_, nullptr)) {}
+  DomainStatsList& operator=(DomainStatsList&& other) noexcept {
+    if (this != &other) {
+      if (records_ != nullptr) virDomainStatsRecordListFree(records_);
+      records_ = std::exchange(other.records_, nullptr);
+    }
+    return *this;
+  }
+  DomainStatsList(const DomainStatsList&) = delete;
+  DomainStatsList& operator=(const DomainStatsList&) = delete;
+
+  virDomainStatsRecordPtr* get() const noexcept { return records_; }
+
+ private:
+  virDomainStatsRecordPtr* records_ = nullptr;
+};
+
 }  // namespace armhive

@@ -13,7 +13,9 @@ Status FakeHypervisor::create_vm(const VmSpec& spec) {
   ++creates_;
   if (fail_create) return Status(fail_create_code, "injected create failure", spec.name);
   if (domains_.count(spec.name)) return conflict("domain exists", spec.name);
-  domains_[spec.name] = Domain{spec, {}, 0, {}, {}, 0};
+  Domain d{spec, {}, 0, {}, {}, 0, {}};
+  d.counters = UsageCounters{next_run_id_++, 0, spec.memory_mib << 19, 0, 0, 0};  // rss: half
+  domains_[spec.name] = std::move(d);
   files_.insert(spec.name);
   return Status::ok();
 }
@@ -190,6 +192,65 @@ Result<std::string> FakeHypervisor::console_log(std::string_view name, size_t) {
 void FakeHypervisor::set_event_handler(std::function<void(const VmEvent&)> handler) {
   std::lock_guard lock(mu_);
   handler_ = std::move(handler);
+}
+
+Result<std::vector<VmCounters>> FakeHypervisor::vm_counters(const std::vector<std::string>& names) {
+  for (const std::string& n : names) ARMHIVE_RETURN_IF_ERROR(validate_domain_name(n));
+  std::lock_guard lock(mu_);
+  counter_requests_.push_back(names);
+  std::vector<VmCounters> out;
+  for (const std::string& n : names) {
+    auto it = domains_.find(n);
+    if (it != domains_.end()) out.push_back({n, it->second.counters});
+  }
+  return out;
+}
+
+bool FakeHypervisor::add_usage(const std::string& name, std::chrono::nanoseconds cpu,
+                               uint64_t disk_write, uint64_t net_rx, uint64_t net_tx) {
+  std::lock_guard lock(mu_);
+  auto it = domains_.find(name);
+  if (it == domains_.end()) return false;
+  UsageCounters& c = it->second.counters;
+  c.cpu_ns = c.cpu_ns.value_or(0) + static_cast<uint64_t>(cpu.count());
+  c.disk_write_bytes = c.disk_write_bytes.value_or(0) + disk_write;
+  c.net_rx_bytes = c.net_rx_bytes.value_or(0) + net_rx;
+  c.net_tx_bytes = c.net_tx_bytes.value_or(0) + net_tx;
+  return true;
+}
+
+bool FakeHypervisor::set_rss(const std::string& name, uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  auto it = domains_.find(name);
+  if (it == domains_.end()) return false;
+  it->second.counters.rss_bytes = bytes;
+  return true;
+}
+
+bool FakeHypervisor::restart_qemu(const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto it = domains_.find(name);
+  if (it == domains_.end()) return false;
+  it->second.counters = UsageCounters{next_run_id_++, 0, it->second.counters.rss_bytes, 0, 0, 0};
+  return true;
+}
+
+bool FakeHypervisor::set_counters(const std::string& name, const UsageCounters& counters) {
+  std::lock_guard lock(mu_);
+  auto it = domains_.find(name);
+  if (it == domains_.end()) return false;
+  it->second.counters = counters;
+  return true;
+}
+
+int FakeHypervisor::counter_calls() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(counter_requests_.size());
+}
+
+std::vector<std::vector<std::string>> FakeHypervisor::counter_requests() const {
+  std::lock_guard lock(mu_);
+  return counter_requests_;
 }
 
 void FakeHypervisor::crash(const std::string& name) {

@@ -30,6 +30,9 @@ class FakeHypervisor final : public Hypervisor {
     std::vector<std::string> keys;
     std::string key_user;
     int host_key_reads = 0;
+    // What vm_counters() reports: a new run (its id) at create with every counter at zero, as
+    // QEMU's start; moved by the test (add_usage, set_rss, restart_qemu, set_counters).
+    UsageCounters counters;
   };
 
   Status create_vm(const VmSpec& spec) override;
@@ -48,6 +51,20 @@ class FakeHypervisor final : public Hypervisor {
   Result<std::optional<GuestExecResult>> exec_status(std::string_view name, int64_t pid) override;
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
   void set_event_handler(std::function<void(const VmEvent&)> handler) override;
+  // The named running domains' counters, as libvirt's bulk statistics: unknown names left out.
+  // Each call is counted (counter_calls) with the names it asked for (counter_requests).
+  Result<std::vector<VmCounters>> vm_counters(const std::vector<std::string>& names) override;
+
+  // The guest burns CPU, writes to disk, receives and sends: its cumulative counters grow.
+  // False for an unknown domain.
+  bool add_usage(const std::string& name, std::chrono::nanoseconds cpu, uint64_t disk_write = 0,
+                 uint64_t net_rx = 0, uint64_t net_tx = 0);
+  bool set_rss(const std::string& name, uint64_t bytes);
+  // QEMU restarted: a new run id and every counter back at zero.
+  bool restart_qemu(const std::string& name);
+  bool set_counters(const std::string& name, const UsageCounters& counters);
+  int counter_calls() const;
+  std::vector<std::vector<std::string>> counter_requests() const;
 
   // Simulates QEMU dying: the domain disappears (files stay) and a crash event fires.
   void crash(const std::string& name);
@@ -107,6 +124,8 @@ class FakeHypervisor final : public Hypervisor {
   };
   std::map<int64_t, Process> processes_;
   int64_t next_pid_ = 100;
+  int64_t next_run_id_ = 1;
+  std::vector<std::vector<std::string>> counter_requests_;
 };
 
 }  // namespace armhive

@@ -59,6 +59,11 @@ Result<std::string> FaultyHypervisor::console_log(std::string_view name, size_t 
   ARMHIVE_FAULT("console_log");
   return inner_.console_log(name, max_bytes);
 }
+Result<std::vector<VmCounters>> FaultyHypervisor::vm_counters(
+    const std::vector<std::string>& names) {
+  ARMHIVE_FAULT("vm_counters");
+  return inner_.vm_counters(names);
+}
 void FaultyHypervisor::set_event_handler(std::function<void(const VmEvent&)> handler) {
   inner_.set_event_handler(std::move(handler));
 }

@@ -25,6 +25,7 @@ class FaultyHypervisor final : public Hypervisor {
   Result<int64_t> exec_start(std::string_view name, const GuestExecRequest& request) override;
   Result<std::optional<GuestExecResult>> exec_status(std::string_view name, int64_t pid) override;
   Result<std::string> console_log(std::string_view name, size_t max_bytes) override;
+  Result<std::vector<VmCounters>> vm_counters(const std::vector<std::string>& names) override;
   void set_event_handler(std::function<void(const VmEvent&)> handler) override;
 
  private:

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include "daemon/fleet/hypervisor_slot.h"
 #include "daemon/virt/event_loop.h"
@@ -149,6 +150,37 @@ TEMPLATE_TEST_CASE("hypervisor: agent calls on a VM that does not exist are not 
         ErrorCode::kNotFound);
   CHECK(hv.set_authorized_keys("armhive-vm-zz", "root", {}).code() == ErrorCode::kNotFound);
   CHECK(hv.exec("armhive-vm-zz", {.argv = {"true"}}).status().code() == ErrorCode::kNotFound);
+}
+
+// The usage meter: one call answers for every named running VM; names that are not running
+// domains are left out (libvirt's test driver reports no counters, only the records).
+TEMPLATE_TEST_CASE("hypervisor: usage counters of the named running VMs in one call",
+                   "[conformance][hypervisor][usage]", LibvirtSubject, FakeSubject, SlotSubject) {
+  TestType subject;
+  Hypervisor& hv = subject.hypervisor();
+  REQUIRE(hv.create_vm(spec_for(subject.base, "vm-a1")).is_ok());
+  REQUIRE(hv.create_vm(spec_for(subject.base, "vm-a2")).is_ok());
+  auto names = [](const std::vector<VmCounters>& counters) {
+    std::set<std::string> out;
+    for (const VmCounters& c : counters) out.insert(c.name);
+    return out;
+  };
+  auto both = hv.vm_counters({"armhive-vm-a1", "armhive-vm-a2", "armhive-vm-zz"});
+  INFO(both.status().to_string());
+  REQUIRE(both.is_ok());
+  CHECK(names(*both) == std::set<std::string>{"armhive-vm-a1", "armhive-vm-a2"});
+  for (const VmCounters& c : *both) CHECK(c.counters.run_id >= 0);
+  auto one = hv.vm_counters({"armhive-vm-a2"});
+  REQUIRE(one.is_ok());
+  CHECK(names(*one) == std::set<std::string>{"armhive-vm-a2"});
+  CHECK(hv.vm_counters({})->empty());
+  CHECK(hv.vm_counters({"armhive-VM;x"}).status().code() == ErrorCode::kInvalidArgument);
+
+  REQUIRE(hv.destroy_vm("armhive-vm-a1").is_ok());
+  auto after = hv.vm_counters({"armhive-vm-a1", "armhive-vm-a2"});
+  REQUIRE(after.is_ok());
+  CHECK(names(*after) == std::set<std::string>{"armhive-vm-a2"});
+  REQUIRE(hv.destroy_vm("armhive-vm-a2").is_ok());
 }
 
 }  // namespace
