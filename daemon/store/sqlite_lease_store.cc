@@ -76,6 +76,32 @@ ALTER TABLE vms ADD COLUMN host TEXT NOT NULL DEFAULT '';
     R"sql(
 ALTER TABLE leases ADD COLUMN host_keys TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE vms ADD COLUMN host_keys TEXT NOT NULL DEFAULT '[]';
+)sql",
+    // Step 5: what a lease's VM used (daemon/core/usage_meter.h), one row per lease that got a
+    // VM: the totals, the window they cover, and the raw counters of the last sample (NULL:
+    // not reported) that the next sample is measured against. Counters are stored as SQLite's
+    // signed 64-bit integers (clamped: 2^63 ns of CPU is 292 years). The usage report selects
+    // leases by creation time.
+    R"sql(
+CREATE TABLE lease_usage (
+  lease_id TEXT PRIMARY KEY REFERENCES leases(id) ON DELETE CASCADE,
+  cpu_ns INTEGER NOT NULL,
+  disk_write_bytes INTEGER NOT NULL,
+  net_rx_bytes INTEGER NOT NULL,
+  net_tx_bytes INTEGER NOT NULL,
+  peak_rss_bytes INTEGER NOT NULL,
+  started_at INTEGER NOT NULL,
+  sampled_at INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  final INTEGER NOT NULL,
+  last_run_id INTEGER NOT NULL,
+  last_cpu_ns INTEGER,
+  last_rss_bytes INTEGER,
+  last_disk_write_bytes INTEGER,
+  last_net_rx_bytes INTEGER,
+  last_net_tx_bytes INTEGER
+);
+CREATE INDEX leases_created ON leases(created_at);
 )sql"};
 
 constexpr const char* kColumns =
@@ -190,6 +216,83 @@ Status insert_history(Database::Tx& tx, const Lease& lease, size_t from) {
   return Status::ok();
 }
 
+int64_t clamp_counter(uint64_t v) {
+  return v > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
+}
+
+SqlValue opt_counter(const std::optional<uint64_t>& v) {
+  return v ? SqlValue(clamp_counter(*v)) : SqlValue(nullptr);
+}
+
+// A stored counter: never negative (a negative one is a row we did not write).
+Status counter_column(const std::string& key, const char* column, const SqlValue& v,
+                      uint64_t& out) {
+  int64_t i = sql_int(v);
+  if (i < 0) return bad_row("lease_usage", key, std::string(column) + " is negative");
+  out = static_cast<uint64_t>(i);
+  return Status::ok();
+}
+
+Status opt_counter_column(const std::string& key, const char* column, const SqlValue& v,
+                          std::optional<uint64_t>& out) {
+  if (sql_is_null(v)) {
+    out.reset();
+    return Status::ok();
+  }
+  uint64_t value = 0;
+  ARMHIVE_RETURN_IF_ERROR(counter_column(key, column, v, value));
+  out = value;
+  return Status::ok();
+}
+
+constexpr const char* kUsageColumns =
+    "lease_id, cpu_ns, disk_write_bytes, net_rx_bytes, net_tx_bytes, peak_rss_bytes, "
+    "started_at, sampled_at, samples, final, last_run_id, last_cpu_ns, last_rss_bytes, "
+    "last_disk_write_bytes, last_net_rx_bytes, last_net_tx_bytes";
+
+Status put_usage_in(Database::Tx& tx, const std::string& lease_id, const LeaseUsage& u) {
+  return tx.execute(
+      std::string("INSERT INTO lease_usage (") + kUsageColumns +
+          ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(lease_id) DO UPDATE SET "
+          "cpu_ns=excluded.cpu_ns, disk_write_bytes=excluded.disk_write_bytes, "
+          "net_rx_bytes=excluded.net_rx_bytes, net_tx_bytes=excluded.net_tx_bytes, "
+          "peak_rss_bytes=excluded.peak_rss_bytes, started_at=excluded.started_at, "
+          "sampled_at=excluded.sampled_at, samples=excluded.samples, final=excluded.final, "
+          "last_run_id=excluded.last_run_id, last_cpu_ns=excluded.last_cpu_ns, "
+          "last_rss_bytes=excluded.last_rss_bytes, "
+          "last_disk_write_bytes=excluded.last_disk_write_bytes, "
+          "last_net_rx_bytes=excluded.last_net_rx_bytes, "
+          "last_net_tx_bytes=excluded.last_net_tx_bytes",
+      {lease_id, clamp_counter(u.cpu_ns), clamp_counter(u.disk_write_bytes),
+       clamp_counter(u.net_rx_bytes), clamp_counter(u.net_tx_bytes),
+       clamp_counter(u.peak_rss_bytes), to_unix_ms(u.started_at), to_unix_ms(u.sampled_at),
+       u.samples, static_cast<int64_t>(u.final ? 1 : 0), u.last.run_id, opt_counter(u.last.cpu_ns),
+       opt_counter(u.last.rss_bytes), opt_counter(u.last.disk_write_bytes),
+       opt_counter(u.last.net_rx_bytes), opt_counter(u.last.net_tx_bytes)});
+}
+
+Result<LeaseUsage> usage_from_row(const SqlRow& r) {
+  const std::string key = sql_text(r[0]);
+  LeaseUsage u;
+  ARMHIVE_RETURN_IF_ERROR(counter_column(key, "cpu_ns", r[1], u.cpu_ns));
+  ARMHIVE_RETURN_IF_ERROR(counter_column(key, "disk_write_bytes", r[2], u.disk_write_bytes));
+  ARMHIVE_RETURN_IF_ERROR(counter_column(key, "net_rx_bytes", r[3], u.net_rx_bytes));
+  ARMHIVE_RETURN_IF_ERROR(counter_column(key, "net_tx_bytes", r[4], u.net_tx_bytes));
+  ARMHIVE_RETURN_IF_ERROR(counter_column(key, "peak_rss_bytes", r[5], u.peak_rss_bytes));
+  u.started_at = from_unix_ms(sql_int(r[6]));
+  u.sampled_at = from_unix_ms(sql_int(r[7]));
+  u.samples = sql_int(r[8]);
+  u.final = sql_int(r[9]) != 0;
+  u.last.run_id = sql_int(r[10]);
+  ARMHIVE_RETURN_IF_ERROR(opt_counter_column(key, "last_cpu_ns", r[11], u.last.cpu_ns));
+  ARMHIVE_RETURN_IF_ERROR(opt_counter_column(key, "last_rss_bytes", r[12], u.last.rss_bytes));
+  ARMHIVE_RETURN_IF_ERROR(
+      opt_counter_column(key, "last_disk_write_bytes", r[13], u.last.disk_write_bytes));
+  ARMHIVE_RETURN_IF_ERROR(opt_counter_column(key, "last_net_rx_bytes", r[14], u.last.net_rx_bytes));
+  ARMHIVE_RETURN_IF_ERROR(opt_counter_column(key, "last_net_tx_bytes", r[15], u.last.net_tx_bytes));
+  return u;
+}
+
 Status update_in(Database::Tx& tx, const Lease& lease) {
   std::vector<SqlValue> values = lease_values(lease);
   values.push_back(lease.id);
@@ -202,7 +305,11 @@ Status update_in(Database::Tx& tx, const Lease& lease) {
   if (tx.changes() != 1) return not_found("no such lease in the database", lease.id);
   auto stored = tx.query("SELECT COUNT(*) FROM lease_history WHERE lease_id = ?", {lease.id});
   if (!stored.is_ok()) return stored.status();
-  return insert_history(tx, lease, static_cast<size_t>(sql_int((*stored)[0][0])));
+  ARMHIVE_RETURN_IF_ERROR(insert_history(tx, lease, static_cast<size_t>(sql_int((*stored)[0][0]))));
+  // A usage is never taken away from a lease: a version without one (written before the
+  // baseline) leaves the row alone.
+  if (lease.usage) ARMHIVE_RETURN_IF_ERROR(put_usage_in(tx, lease.id, *lease.usage));
+  return Status::ok();
 }
 
 constexpr const char* kDeleteVm = "DELETE FROM vms WHERE name = ?";
@@ -232,7 +339,9 @@ Status SqliteLeaseStore::insert(const Lease& lease) {
     std::string sql = std::string("INSERT INTO leases (") + kColumns +
                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     ARMHIVE_RETURN_IF_ERROR(tx.execute(sql, lease_values(lease)));
-    return insert_history(tx, lease, 0);
+    ARMHIVE_RETURN_IF_ERROR(insert_history(tx, lease, 0));
+    if (lease.usage) ARMHIVE_RETURN_IF_ERROR(put_usage_in(tx, lease.id, *lease.usage));
+    return Status::ok();
   });
 }
 
@@ -283,6 +392,17 @@ Result<std::vector<Lease>> SqliteLeaseStore::load(const std::string& where,
       t.at = from_unix_ms(sql_int(h[3]));
       t.reason = sql_text(h[4]);
       l.history.push_back(std::move(t));
+    }
+    ARMHIVE_ASSIGN_OR_RETURN(
+        std::vector<SqlRow> usage,
+        db_.query(std::string("SELECT ") + kUsageColumns + " FROM lease_usage WHERE lease_id IN (" +
+                      placeholders + ")",
+                  ids));
+    for (const SqlRow& u : usage) {
+      auto it = index.find(sql_text(u[0]));
+      if (it == index.end()) continue;
+      ARMHIVE_ASSIGN_OR_RETURN(LeaseUsage parsed, usage_from_row(u));
+      leases[it->second].usage = std::move(parsed);
     }
   }
   return leases;
@@ -357,6 +477,60 @@ Result<std::map<LeaseState, size_t>> SqliteLeaseStore::count(const LeaseFilter& 
     auto state = lease_state_from_string(sql_text(r[0]));
     if (!state) return internal_error("unknown lease state in the database", sql_text(r[0]));
     out[*state] += static_cast<size_t>(sql_int(r[1]));
+  }
+  return out;
+}
+
+Result<std::vector<UsageRow>> SqliteLeaseStore::usage(const UsageQuery& q) {
+  std::vector<SqlValue> params;
+  std::string key;
+  switch (q.group_by) {
+    case UsageGroupBy::kOwner:
+      key = "l.owner";
+      break;
+    case UsageGroupBy::kPool:
+      key = "l.pool";
+      break;
+    case UsageGroupBy::kLabel:
+      // The label's value; '' for a lease without it (bound, never spliced: as filter_where).
+      key = "COALESCE(json_extract(l.labels, ?), '')";
+      params.emplace_back("$.\"" + q.label + "\"");
+      break;
+  }
+  std::string where = "l.created_at >= ? AND l.created_at < ?";
+  params.emplace_back(to_unix_ms(q.since));
+  params.emplace_back(to_unix_ms(q.until));
+  if (q.owner) {
+    where += " AND l.owner = ?";
+    params.emplace_back(*q.owner);
+  }
+  ARMHIVE_ASSIGN_OR_RETURN(
+      std::vector<SqlRow> rows,
+      db_.query("SELECT " + key +
+                    " AS g, COUNT(*), TOTAL(u.cpu_ns), SUM(u.sampled_at - u.started_at), "
+                    "TOTAL(u.disk_write_bytes), TOTAL(u.net_rx_bytes), TOTAL(u.net_tx_bytes), "
+                    "MAX(u.peak_rss_bytes) FROM leases l JOIN lease_usage u ON u.lease_id = l.id "
+                    "WHERE " +
+                    where + " GROUP BY g ORDER BY g",
+                params));
+  std::vector<UsageRow> out;
+  out.reserve(rows.size());
+  // TOTAL() is a double (it cannot overflow as SUM() would); below 2^53 exactly the integer.
+  auto counter = [](const SqlValue& v) -> uint64_t {
+    double d = sql_double(v);
+    return d <= 0 ? 0 : d >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(d);
+  };
+  for (const SqlRow& r : rows) {
+    UsageRow row;
+    row.group = sql_is_null(r[0]) ? std::string() : sql_text(r[0]);
+    row.leases = sql_int(r[1]);
+    row.cpu_ns = counter(r[2]);
+    row.wall_ms = std::max<int64_t>(0, sql_int(r[3]));
+    row.disk_write_bytes = counter(r[4]);
+    row.net_rx_bytes = counter(r[5]);
+    row.net_tx_bytes = counter(r[6]);
+    row.peak_rss_bytes = static_cast<uint64_t>(std::max<int64_t>(0, sql_int(r[7])));
+    out.push_back(std::move(row));
   }
   return out;
 }

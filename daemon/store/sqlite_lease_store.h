@@ -12,7 +12,8 @@
 
 namespace armhive {
 
-// LeaseStore in the daemon's SQLite database (tables leases, lease_history, vms, host_admin).
+// LeaseStore in the daemon's SQLite database (tables leases, lease_history, lease_usage, vms,
+// host_admin).
 // Rows that cannot be understood (an unknown state or purpose string, JSON that is not what the
 // schema says) are kInternal errors naming the row, never silently coerced to defaults.
 // Threading: thread-safe (Database serialises); calls block on disk only, never on libvirt.
@@ -30,6 +31,8 @@ class SqliteLeaseStore final : public LeaseStore {
   Result<std::vector<Lease>> list(const LeaseFilter& filter) override;
   Result<std::map<LeaseState, size_t>> count(const LeaseFilter& filter) override;  // in SQL
   Result<std::vector<Lease>> active() override;
+  // In SQL over leases JOIN lease_usage, every value bound.
+  Result<std::vector<UsageRow>> usage(const UsageQuery& q) override;
   Status put_vm(const VmRecord& vm) override;
   Status delete_vm(const std::string& name) override;
   Result<std::vector<VmRecord>> vms() override;
