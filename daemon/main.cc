@@ -320,6 +320,7 @@ int serve(const DaemonConfig& config, const std::string& config_path) {
   engine_options.boot_timeout = config.boot_timeout;
   engine_options.reconcile_period = config.reconcile_period;
   engine_options.host_probe_period = config.host_probe_period;
+  engine_options.usage_period = config.usage_period;
   engine_options.host_probe_timeout = config.host_probe_timeout;
   engine_options.unreachable_grace = config.unreachable_grace;
   LeaseEngine engine(engine_options, std::move(engine_hosts).value(), **leases, clock, &metrics);

@@ -357,6 +357,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.duration("unreachable_grace", c.unreachable_grace));
     ARMHIVE_RETURN_IF_ERROR(r.duration("image_gc_period", c.image_gc_period));
     ARMHIVE_RETURN_IF_ERROR(r.duration("guard_check_period", c.guard_check_period));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("usage_period", c.usage_period));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
   }
   ARMHIVE_RETURN_IF_ERROR(st);

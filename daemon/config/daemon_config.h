@@ -120,6 +120,9 @@ struct DaemonConfig {
   std::chrono::milliseconds host_probe_period{std::chrono::seconds(5)};
   std::chrono::milliseconds host_probe_timeout{std::chrono::seconds(10)};
   std::chrono::milliseconds unreachable_grace{std::chrono::minutes(5)};
+  // How often the ready leases' VMs are sampled for their usage (EngineOptions::usage_period);
+  // a duration of whole seconds, so at least 1s.
+  std::chrono::milliseconds usage_period{std::chrono::seconds(10)};
   // How often the images shipped to remote hosts that no pool or VM uses any more are deleted
   // there (daemon/fleet HostRegistry::collect_images). Zero: never.
   std::chrono::milliseconds image_gc_period{std::chrono::minutes(10)};

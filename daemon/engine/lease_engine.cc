@@ -52,6 +52,7 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
       reaper_timer_(io_),
       schedule_timer_(io_),
       reconcile_timer_(io_),
+      usage_timer_(io_),
       rng_(std::random_device{}()) {
   MutexLock lock(mu_);  // nobody else sees the engine yet; taken for the analysis
   if (hosts.empty()) setup_error_ = invalid_argument("hosts", "the engine needs at least one host");
@@ -83,6 +84,17 @@ LeaseEngine::LeaseEngine(EngineOptions options, std::vector<EngineHost> hosts, L
                                  "VM create to guest agent answering and address known");
     metrics_->describe_counter("armhive_leases_ended_total", "Leases ended, by final state");
     metrics_->describe_counter("armhive_vm_failures_total", "VMs that failed to boot or crashed");
+    // Labels pool (from the configuration) and owner (token names: a set the admin makes).
+    metrics_->describe_counter("armhive_usage_cpu_seconds_total",
+                               "CPU time leased VMs used (vCPUs and QEMU), by pool and owner");
+    metrics_->describe_counter("armhive_usage_wall_seconds_total",
+                               "Time leased VMs were measured over, by pool and owner");
+    metrics_->describe_counter("armhive_usage_disk_write_bytes_total",
+                               "Bytes leased VMs wrote to their disks, by pool and owner");
+    metrics_->describe_counter("armhive_usage_net_rx_bytes_total",
+                               "Bytes leased VMs received, by pool and owner");
+    metrics_->describe_counter("armhive_usage_net_tx_bytes_total",
+                               "Bytes leased VMs sent, by pool and owner");
   }
   gate_->engine = this;
   for (const std::string& name : host_order_) set_event_handler(*host_io(name));
@@ -98,6 +110,8 @@ std::shared_ptr<LeaseEngine::HostIo> LeaseEngine::make_host_io(EngineHost& h) {
   io->io = std::make_unique<boost::asio::io_context>();
   io->reconcile_mu = std::make_unique<std::mutex>();
   io->reconcile_queued = std::make_unique<std::atomic<bool>>(false);
+  io->usage_mu = std::make_unique<std::mutex>();
+  io->usage_queued = std::make_unique<std::atomic<bool>>(false);
   io->probe = std::make_unique<DeadlineWorker>(h.name);
   return io;
 }
@@ -235,6 +249,11 @@ Status LeaseEngine::start() {
   arm_timer(reconcile_timer_, options_.reconcile_period, [this] {
     for (const std::string& host : host_names()) queue_reconcile(host);
   });
+  if (options_.usage_period.count() > 0) {
+    arm_timer(usage_timer_, options_.usage_period, [this] {
+      for (const std::string& host : host_names()) queue_usage(host);
+    });
+  }
   return Status::ok();
 }
 
@@ -276,6 +295,7 @@ void LeaseEngine::stop() {
   reaper_timer_.cancel();
   schedule_timer_.cancel();
   reconcile_timer_.cancel();
+  usage_timer_.cancel();
   // A last attempt at queued writes, backoff or not; what still fails is redone by the next
   // start()'s recovery from libvirt.
   Status s = persist_.flush(/*force=*/true);
@@ -347,6 +367,8 @@ void LeaseEngine::transition_locked(ActiveLease& al, LeaseState to, std::string 
     l.expires_at = now + l.ttl;  // the TTL counts VM time, not time spent waiting
   }
   if (is_terminal(to)) l.ended_at = now;
+  // Its figures stay those of the last sample taken before its VM went.
+  if (is_terminal(to) && l.usage) l.usage->final = true;
   persist_.lease(l);
   emit_locked("lease." + std::string(to_string(to)), l, l.reason);
   if (metrics_ && is_terminal(to)) {
@@ -562,6 +584,12 @@ Result<std::vector<Lease>> LeaseEngine::list_leases(const LeaseFilter& filter) {
     if (auto unwritten = persist_.unwritten_lease(l.id)) l = *unwritten;
   }
   return listed;
+}
+
+Result<std::vector<UsageRow>> LeaseEngine::usage(const UsageQuery& q) {
+  auto rows = store_.usage(q);
+  if (!rows.is_ok()) health_.failed("store.usage", rows.status());
+  return rows;
 }
 
 // Counted in SQL: the store is written on every transition, so its states are current.

@@ -64,6 +64,10 @@ struct EngineOptions {
   std::chrono::milliseconds host_probe_period{std::chrono::seconds(5)};
   std::chrono::milliseconds host_probe_timeout{std::chrono::seconds(10)};
   std::chrono::milliseconds unreachable_grace{std::chrono::minutes(5)};
+  // Every usage_period each host's ready leases are sampled with one bulk statistics call
+  // (VmMeter::vm_counters) for their usage (Lease::usage). Zero: only when sample_usage() is
+  // called (the baseline at hand-out and the final sample before a destroy are taken anyway).
+  std::chrono::milliseconds usage_period{std::chrono::seconds(10)};
 };
 
 // One libvirt host the engine drives: its hypervisor (borrowed, outlives the engine), its
@@ -92,8 +96,15 @@ struct EngineHost {
 // all in-memory VM and lease state. Borrows the hypervisors, LeaseStore, Clock and Metrics
 // (they must outlive it).
 //
+// Usage (lease_engine_usage.cc): a lease's usage starts from its VM's counters read at hand-out
+// (what a warm VM used before is not the lease's), grows with the samples every usage_period
+// (one VmMeter call per host for all its ready leases) and with a last sample just before its
+// VM is destroyed, and is final once the lease ended (daemon/core/usage_meter.h). It is
+// persisted with the lease; what each sample adds is counted in armhive_usage_*_total{pool,
+// owner}.
+//
 // Metrics: the engine records only what it alone observes (hand-out and provisioning latency,
-// VM failures, ended leases); gauges of pools, leases and cores are derived from pools() and
+// VM failures, ended leases, usage); gauges of pools, leases and cores are derived from pools() and
 // hosts() when /metrics is scraped.
 //
 // Threading: public methods are thread-safe. All state sits behind mu_, which is never held
@@ -151,6 +162,8 @@ class LeaseEngine final : public LeaseService {
   Result<Lease> wait_lease(const std::string& id, std::chrono::milliseconds timeout) override;
   Result<Lease> renew_lease(const std::string& id, Seconds ttl) override;
   Result<Lease> release_lease(const std::string& id) override;
+  // From the store (summed in SQL): the figures of live leases as of their last sample.
+  Result<std::vector<UsageRow>> usage(const UsageQuery& q) override;
   Result<GuestExecResult> exec(const std::string& lease_id,
                                const GuestExecRequest& request) override;
   // On the caller's thread like exec(); the sink is also cancelled once the lease is no
@@ -200,6 +213,9 @@ class LeaseEngine final : public LeaseService {
   // Probes every host now (also each host every host_probe_period, on its own thread), waiting
   // at most host_probe_timeout per host. Returns the hosts found unreachable.
   std::vector<std::string> probe_hosts();
+  // Samples every host's ready leases now, one host after another on this thread (also each
+  // host every usage_period, on its own workers).
+  void sample_usage();
   // Blocks until no VM operation is queued or running (tests).
   bool wait_idle(std::chrono::milliseconds timeout);
 
@@ -264,6 +280,13 @@ class LeaseEngine final : public LeaseService {
     std::unique_ptr<std::mutex> reconcile_mu;  // one pass at a time (held across libvirt)
     // A timed pass is queued or running: the timer queues no second one behind a hung host.
     std::unique_ptr<std::atomic<bool>> reconcile_queued;
+    // One usage sample of the host at a time, held across its libvirt statistics call and the
+    // applying of what it read (usage_mu, then mu_; never the other way round), so a VM's
+    // samples are applied in the order they were read: a periodic sample read before the
+    // final one and applied after it would look like counters going backwards. Never held
+    // with mu_.
+    std::unique_ptr<std::mutex> usage_mu;
+    std::unique_ptr<std::atomic<bool>> usage_queued;  // a timed sample is queued or running
     // Runs the host's probe with a deadline: a hung libvirtd holds this thread, not the caller.
     std::unique_ptr<DeadlineWorker> probe;
     // Its io workers and probe loop, started by start_host() and joined by stop_host() (by the
@@ -336,6 +359,19 @@ class LeaseEngine final : public LeaseService {
                                             std::optional<LeaseState> state) const REQUIRES(mu_);
   // Queues one reconcile pass of the host on its io (none if one is queued or running).
   void queue_reconcile(const std::string& host);
+  // Usage (lease_engine_usage.cc). queue_usage() posts one sample of the host to its io (none
+  // if one is queued or running); sample_host_usage() reads the counters of the host's ready
+  // leases in one call and applies them; final_usage_sample() is the last sample of a VM
+  // whose lease is being released, taken on its strand before it is destroyed.
+  void queue_usage(const std::string& host);
+  void sample_host_usage(const std::string& host);
+  void final_usage_sample(HostIo& io, const std::string& vm_name);
+  // The counters of one VM (a hand-out's baseline); nullopt when they cannot be read (the
+  // failure is counted) or it does not run.
+  std::optional<UsageCounters> vm_counters_of(HostIo& io, const std::string& vm_name);
+  // Applies counters to the usage of the leases their VMs are handed to (ready or releasing)
+  // and queues the leases' writes.
+  void apply_counters_locked(const std::vector<VmCounters>& counters) REQUIRES(mu_);
   void persist_vm_locked(const Vm& vm) REQUIRES(mu_);
   // Whether each host the pool selects may take one of its boots now, and if not the first
   // reason (in this order). pool_snapshot_locked() counts boot slots from it and
@@ -438,6 +474,7 @@ class LeaseEngine final : public LeaseService {
   boost::asio::steady_timer reaper_timer_;
   boost::asio::steady_timer schedule_timer_;
   boost::asio::steady_timer reconcile_timer_;
+  boost::asio::steady_timer usage_timer_;
 
   mutable Mutex mu_;
   std::condition_variable_any changed_;  // any lease or event change

@@ -769,6 +769,9 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
     s = io->hypervisor->set_lease(vm_name, lease_id);
     io->health->failed("hypervisor.set_lease", s);
   }
+  // The lease's usage counts from here: what the VM used while warm is not the lease's.
+  std::optional<UsageCounters> baseline;
+  if (s.is_ok()) baseline = vm_counters_of(*io, vm_name);
   bool destroy_vm = false;
   {
     MutexLock lock(mu_);
@@ -806,6 +809,12 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
       al.lease.host_keys = vm.record.host_keys;
       al.lease.cpus = vm.record.cpus;
       al.lease.login_user = user;  // the user whose keys were just installed
+      if (!al.lease.usage) {
+        al.lease.usage = start_usage(baseline, clock_.now());
+      } else {
+        // Measured on another VM before: this one's counters are the new base.
+        al.lease.usage->last = baseline.value_or(UsageCounters{});
+      }
       transition_locked(al, LeaseState::kReady,
                         (al.lease.warm_handout ? "warm VM " : "VM ") + vm_name + " at " +
                             vm.record.address + " on cores " + join_cpus(vm.record.cpus));
@@ -830,6 +839,7 @@ void LeaseEngine::handout(const std::string& vm_name, const std::string& lease_i
 // refills the pool. Runs on the VM's strand.
 void LeaseEngine::destroy(const std::string& vm_name) {
   std::string host;
+  bool metered = false;  // its lease is being released: its usage takes a last sample
   {
     MutexLock lock(mu_);
     auto it = vms_.find(vm_name);
@@ -837,8 +847,13 @@ void LeaseEngine::destroy(const std::string& vm_name) {
     it->second.record.state = VmState::kDestroying;
     host = it->second.record.host;
     persist_vm_locked(it->second);
+    auto lit = leases_.find(it->second.record.lease_id);
+    metered = lit != leases_.end() && lit->second.lease.state == LeaseState::kReleasing &&
+              lit->second.lease.vm_name == vm_name && lit->second.lease.usage &&
+              !lit->second.lease.usage->final;
   }
   std::shared_ptr<HostIo> io = host_io(host);
+  if (io != nullptr && metered) final_usage_sample(*io, vm_name);
   Status s = io == nullptr ? unavailable("host " + host + " is not driven by this armhived")
                            : io->hypervisor->destroy_vm(vm_name);
   MutexLock lock(mu_);

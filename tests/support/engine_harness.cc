@@ -38,6 +38,7 @@ Harness::Harness(std::vector<PoolConfig> pools, std::string db_path,
   options.reaper_period = 3600s;  // tests call expire_due_leases() themselves
   options.reconcile_period = 3600s;
   options.host_probe_period = 0ms;  // tests call probe_hosts() themselves
+  options.usage_period = 0ms;       // tests call sample_usage() themselves
   options.schedule_period = 20ms;
   options.retry_backoff = retry_backoff;
   options.max_retry_backoff = retry_backoff * 8;

@@ -27,7 +27,8 @@ PoolConfig ci_pool(int min_warm, int max, int vcpus = 2);
 
 // One LeaseEngine over a FakeHypervisor and a SQLite LeaseStore (in memory or a file), each
 // behind a fault-injecting wrapper driven by `faults` (disarmed: plain pass-through), and a
-// manual clock. Options are tuned for tests: fast polls, no background reaper/reconcile.
+// manual clock. Options are tuned for tests: fast polls, no background reaper/reconcile/usage
+// sampling.
 struct Harness {
   explicit Harness(std::vector<PoolConfig> pools,
                    std::string db_path = ":memory:", std::shared_ptr<FakeHypervisor> hv = nullptr,

@@ -425,6 +425,22 @@ TEST_CASE("networks isolate their guests unless told not to; the guard check per
   CHECK(bad.status().field() == "networks[0].isolate_guests");
 }
 
+TEST_CASE("[engine] usage_period: how often leases' usage is sampled, at least 1s",
+          "[config][usage]") {
+  const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
+  auto c = parse_daemon_config(pools);
+  REQUIRE(c.is_ok());
+  CHECK(c->usage_period == std::chrono::seconds(10));
+  auto every = parse_daemon_config("[engine]\nusage_period = \"1m\"\n" + pools);
+  REQUIRE(every.is_ok());
+  CHECK(every->usage_period == std::chrono::minutes(1));
+  for (const char* bad : {"\"500ms\"", "0"}) {
+    auto fast = parse_daemon_config(std::string("[engine]\nusage_period = ") + bad + "\n" + pools);
+    REQUIRE_FALSE(fast.is_ok());
+    CHECK(fast.status().field() == "engine.usage_period");
+  }
+}
+
 TEST_CASE("[access] listens on the access address by default, never every address unasked",
           "[config][access]") {
   const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
