@@ -170,6 +170,33 @@ Result<LeasePage> Client::list_leases(const LeaseQuery& q) {
   return decode<LeasePage>(call_ok("GET", path), lease_page_from_json);
 }
 
+namespace {
+
+std::string usage_path(const UsageQueryDto& q) {
+  std::string path = "/v1/usage";
+  std::string sep = "?";
+  auto add = [&](const std::string& k, const std::string& v) {
+    if (v.empty()) return;
+    path += sep + k + "=" + url_encode(v);
+    sep = "&";
+  };
+  add("since", q.since);
+  add("until", q.until);
+  add("group_by", q.group_by);
+  add("label", q.label);
+  return path;
+}
+
+}  // namespace
+
+Result<UsageReportDto> Client::usage(const UsageQueryDto& query) {
+  return decode<UsageReportDto>(call_ok("GET", usage_path(query)), usage_report_from_json);
+}
+
+Result<std::string> Client::usage_csv(const UsageQueryDto& query) {
+  return call_ok("GET", usage_path(query), {}, {{"Accept", "text/csv"}});
+}
+
 Result<LeaseDto> Client::get_lease(const std::string& id) {
   return decode<LeaseDto>(call_ok("GET", "/v1/leases/" + path_id(id)), lease_from_json);
 }

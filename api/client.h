@@ -67,6 +67,10 @@ class Client {
                                 const std::string& idempotency_key = {});
   Result<LeasePage> list_leases(const LeaseQuery& query);
   Result<LeaseDto> get_lease(const std::string& id);
+  // GET /v1/usage: what the leases created in the window used, per group (a token that is not
+  // admin sees its own leases only); usage_csv asks for the same as text/csv.
+  Result<UsageReportDto> usage(const UsageQueryDto& query);
+  Result<std::string> usage_csv(const UsageQueryDto& query);
   // Long-poll: returns when the lease is ready or terminal, or after `timeout` (then with
   // its current state; the caller checks).
   Result<LeaseDto> wait_lease(const std::string& id, std::chrono::seconds timeout);

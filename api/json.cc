@@ -149,6 +149,20 @@ Status parse_lease(const json& j, const std::string& prefix, LeaseDto& l) {
     AH_TRY(q.str("reason", dto.reason, true));
     l.queue = std::move(dto);
   }
+  if (const json* usage = r.find("usage")) {
+    JsonReader u(*usage, r.field("usage"));
+    AH_TRY(u.require_object());
+    LeaseUsageDto dto;
+    AH_TRY(u.number("cpu_seconds", dto.cpu_seconds));
+    AH_TRY(u.number("wall_seconds", dto.wall_seconds));
+    AH_TRY(u.integer("peak_memory_bytes", dto.peak_memory_bytes));
+    AH_TRY(u.integer("disk_write_bytes", dto.disk_write_bytes));
+    AH_TRY(u.integer("net_rx_bytes", dto.net_rx_bytes));
+    AH_TRY(u.integer("net_tx_bytes", dto.net_tx_bytes));
+    AH_TRY(u.str("sampled_at", dto.sampled_at));
+    AH_TRY(u.boolean("final", dto.final));
+    l.usage = std::move(dto);
+  }
   AH_TRY(r.objects("history", l.history, parse_transition));
   return Status::ok();
 }
@@ -390,6 +404,17 @@ Result<ExecRequestDto> exec_request_from_json(const json& j) {
   return out;
 }
 
+json to_json(const LeaseUsageDto& u) {
+  return {{"cpu_seconds", u.cpu_seconds},
+          {"wall_seconds", u.wall_seconds},
+          {"peak_memory_bytes", u.peak_memory_bytes},
+          {"disk_write_bytes", u.disk_write_bytes},
+          {"net_rx_bytes", u.net_rx_bytes},
+          {"net_tx_bytes", u.net_tx_bytes},
+          {"sampled_at", u.sampled_at},
+          {"final", u.final}};
+}
+
 json to_json(const LeaseDto& l) {
   json j = {{"id", l.id},
             {"pool", l.pool},
@@ -431,6 +456,7 @@ json to_json(const LeaseDto& l) {
   }
   if (l.startup) j["startup"] = to_json(*l.startup);
   if (l.queue) j["queue"] = {{"position", l.queue->position}, {"reason", l.queue->reason}};
+  if (l.usage) j["usage"] = to_json(*l.usage);
   for (const auto& t : l.history) {
     j["history"].push_back({{"from", t.from}, {"to", t.to}, {"at", t.at}, {"reason", t.reason}});
   }

@@ -145,6 +145,20 @@ struct LeaseQueueDto {
   std::string reason;  // at_max_starting, at_pool_max, no_free_cores, warm_vm_booting, …
 };
 
+// What a lease's VM used (daemon/core/usage_meter.h): counted from its hand-out, sampled while
+// it is ready, and `final` once the lease ended (the figures of the last sample before its VM
+// was destroyed).
+struct LeaseUsageDto {
+  double cpu_seconds = 0;         // its vCPUs and QEMU's own threads
+  double wall_seconds = 0;        // from the hand-out to the last sample: what cpu_seconds covers
+  int64_t peak_memory_bytes = 0;  // the highest resident memory (QEMU's rss) sampled
+  int64_t disk_write_bytes = 0;
+  int64_t net_rx_bytes = 0;
+  int64_t net_tx_bytes = 0;
+  std::string sampled_at;  // RFC 3339: the last sample
+  bool final = false;
+};
+
 struct LeaseDto {
   std::string id;
   std::string pool;
@@ -165,7 +179,36 @@ struct LeaseDto {
   std::vector<PortForwardDto> forwards;  // the extra ports' forwards while ready
   std::optional<StartupStatusDto> startup;
   std::optional<LeaseQueueDto> queue;  // set while it waits in its pool's queue
+  std::optional<LeaseUsageDto> usage;  // set once it got a VM
   std::vector<TransitionDto> history;
+};
+
+// GET /v1/usage: what the leases created in [since, until) used, per group.
+struct UsageRowDto {
+  std::string group;  // the owner, pool or label value ("" for leases without the label)
+  int64_t leases = 0;
+  double cpu_seconds = 0;
+  double wall_seconds = 0;
+  int64_t disk_write_bytes = 0;
+  int64_t net_rx_bytes = 0;
+  int64_t net_tx_bytes = 0;
+  int64_t peak_memory_bytes = 0;  // the highest of the group's leases
+};
+
+struct UsageReportDto {
+  std::string since;     // RFC 3339
+  std::string until;     // RFC 3339
+  std::string group_by;  // owner|pool|label
+  std::string label;     // the label key, when group_by is label
+  std::vector<UsageRowDto> rows;
+};
+
+// The query of GET /v1/usage as the client sends it (empty: the server's default).
+struct UsageQueryDto {
+  std::string since;     // RFC 3339 or a duration before now ("7d")
+  std::string until;     // the same; empty: now
+  std::string group_by;  // owner|pool|label
+  std::string label;     // group_by label: the key
 };
 
 struct LeasePage {

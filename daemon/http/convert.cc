@@ -1,5 +1,8 @@
 #include "daemon/http/convert.h"
 
+#include <cmath>
+#include <cstdint>
+
 #include "api/host_key_alias.h"
 #include "daemon/core/host_keys.h"
 
@@ -70,6 +73,44 @@ ExecResultDto to_dto(GuestExecResult r) {
   return out;
 }
 
+namespace {
+
+// Bytes and counters as JSON integers (int64): a counter past 2^63 is shown as the largest.
+int64_t wire_count(uint64_t v) {
+  return v > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v);
+}
+
+// Seconds to the millisecond: the samples are not finer than that.
+double wire_seconds(double s) { return std::round(s * 1000.0) / 1000.0; }
+
+}  // namespace
+
+LeaseUsageDto to_dto(const LeaseUsage& u) {
+  LeaseUsageDto d;
+  d.cpu_seconds = wire_seconds(u.cpu_seconds());
+  d.wall_seconds = wire_seconds(u.wall_seconds());
+  d.peak_memory_bytes = wire_count(u.peak_rss_bytes);
+  d.disk_write_bytes = wire_count(u.disk_write_bytes);
+  d.net_rx_bytes = wire_count(u.net_rx_bytes);
+  d.net_tx_bytes = wire_count(u.net_tx_bytes);
+  d.sampled_at = to_rfc3339(u.sampled_at);
+  d.final = u.final;
+  return d;
+}
+
+UsageRowDto to_dto(const UsageRow& r) {
+  UsageRowDto d;
+  d.group = r.group;
+  d.leases = r.leases;
+  d.cpu_seconds = wire_seconds(static_cast<double>(r.cpu_ns) / 1e9);
+  d.wall_seconds = wire_seconds(static_cast<double>(r.wall_ms) / 1e3);
+  d.disk_write_bytes = wire_count(r.disk_write_bytes);
+  d.net_rx_bytes = wire_count(r.net_rx_bytes);
+  d.net_tx_bytes = wire_count(r.net_tx_bytes);
+  d.peak_memory_bytes = wire_count(r.peak_rss_bytes);
+  return d;
+}
+
 LeaseDto to_dto(const Lease& l) {
   LeaseDto d;
   d.id = l.id;
@@ -90,6 +131,7 @@ LeaseDto to_dto(const Lease& l) {
     d.vm = VmDto{l.vm_name, l.address, l.login_user, l.cpus, l.host};
   }
   d.ssh = ssh_dto(l);
+  if (l.usage) d.usage = to_dto(*l.usage);
   for (const auto& t : l.history) {
     d.history.push_back(
         {std::string(to_string(t.from)), std::string(to_string(t.to)), to_rfc3339(t.at), t.reason});

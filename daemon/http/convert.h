@@ -23,6 +23,9 @@ HostDto to_dto(const HostView& host);
 // A host to add, as the configuration's [[hosts]] would give it (errors name the body's keys).
 HostSpec from_dto(const HostCreateDto& host);
 EventDto to_dto(const Event& event);
+// Counters past INT64_MAX are shown as INT64_MAX; seconds are rounded to the millisecond.
+LeaseUsageDto to_dto(const LeaseUsage& usage);
+UsageRowDto to_dto(const UsageRow& row);
 
 // The ssh command line a person can paste (the CLI's `armhive ssh` builds the same argv): it
 // verifies the host key strictly under the lease's HostKeyAlias against the file

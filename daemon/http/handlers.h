@@ -14,6 +14,7 @@ void add_event_routes(Router& router, ServerContext& ctx);      // event_handler
 void add_github_routes(Router& router, ServerContext& ctx);     // github_handlers.cc
 void add_file_routes(Router& router, ServerContext& ctx);       // file_handlers.cc
 void add_tunnel_routes(Router& router, ServerContext& ctx);     // tunnel_handlers.cc
+void add_usage_routes(Router& router, ServerContext& ctx);      // usage_handlers.cc
 
 // Describes the API's metric families in the registry (metrics_handlers.cc).
 void describe_api_metrics(Metrics& metrics);

@@ -274,6 +274,7 @@ Status HttpServer::start() {
   add_github_routes(r->router, r->ctx);
   add_file_routes(r->router, r->ctx);
   add_tunnel_routes(r->router, r->ctx);
+  add_usage_routes(r->router, r->ctx);
   r->hub.start();
   d.running = std::move(r);
   d.accept();

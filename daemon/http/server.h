@@ -83,7 +83,8 @@ struct HttpOptions {
   std::chrono::seconds max_wait{300};               // cap on ?wait=ready&timeout=
   std::chrono::milliseconds event_keepalive{5000};  // newline on an idle event stream
   std::string version = std::string(kVersion);
-  // The wall clock for dev lease lifetimes (renew's hard maximum); null: the system clock. Not
+  // The wall clock for dev lease lifetimes (renew's hard maximum) and the default window of
+  // GET /v1/usage ("now"); null: the system clock. Not
   // owned; outlives the server.
   const Clock* clock = nullptr;
   // Receives one line per request and per server error; may be empty. Called from worker

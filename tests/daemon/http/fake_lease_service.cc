@@ -434,6 +434,17 @@ void FakeLeaseService::make_ready(const std::string& id) {
   }
 }
 
+bool FakeLeaseService::set_usage(const std::string& id, const LeaseUsage& usage) {
+  std::lock_guard lock(mu_);
+  for (auto& l : leases_) {
+    if (l.id == id) {
+      l.usage = usage;
+      return true;
+    }
+  }
+  return false;
+}
+
 void FakeLeaseService::emit(const std::string& type, const std::string& lease_id,
                             const std::string& owner) {
   std::lock_guard lock(mu_);

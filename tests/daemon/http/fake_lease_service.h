@@ -61,6 +61,9 @@ class FakeLeaseService final : public LeaseService {
 
   // Test controls.
   void make_ready(const std::string& id);
+  // What the lease's VM used, as the engine's samples would have it (false: no such lease).
+  // usage() is LeaseService's default over these leases.
+  bool set_usage(const std::string& id, const LeaseUsage& usage);
   void emit(const std::string& type, const std::string& lease_id, const std::string& owner);
   GuestExecRequest last_exec() const;
   // How many wait_lease calls have begun (a client long-polling for readiness).
