@@ -40,5 +40,6 @@ std::unique_ptr<CommandGroup> make_completion_command();  // completion_command.
 std::unique_ptr<CommandGroup> make_gitlab_commands();     // gitlab_commands.cc
 std::unique_ptr<CommandGroup> make_cp_command();          // cp_command.cc
 std::unique_ptr<CommandGroup> make_tunnel_command();      // tunnel_command.cc
+std::unique_ptr<CommandGroup> make_usage_command();       // usage_command.cc
 
 }  // namespace armhive

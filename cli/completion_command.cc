@@ -12,12 +12,13 @@ constexpr const char* kBashCompletion = R"BASH(# bash completion for armhive; in
 _armhive() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
-  local top="lease ssh tunnel exec console pools hosts events bench completion"
+  local top="lease ssh tunnel exec console pools hosts events bench usage completion"
   local global="--server --token --config --ca-file --insecure --json --help"
   case "$prev" in
     --ssh-key|-i|--config|--ca-file|-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --purpose) COMPREPLY=($(compgen -W "ci dev" -- "$cur")); return ;;
     --suite) COMPREPLY=($(compgen -W "network compression network,compression" -- "$cur")); return ;;
+    --group-by) COMPREPLY=($(compgen -W "owner pool label" -- "$cur")); return ;;
     --state) COMPREPLY=($(compgen -W "pending provisioning ready releasing released expired failed host_unreachable lost" -- "$cur")); return ;;
   esac
   if [[ $cword -eq 1 ]]; then COMPREPLY=($(compgen -W "$top $global" -- "$cur")); return; fi
@@ -37,6 +38,7 @@ _armhive() {
     exec) COMPREPLY=($(compgen -W "--timeout --stdin $global" -- "$cur")) ;;
     events) COMPREPLY=($(compgen -W "--since --no-follow $global" -- "$cur")) ;;
     hosts) COMPREPLY=($(compgen -W "--svg $global" -- "$cur")) ;;
+    usage) COMPREPLY=($(compgen -W "--since --until --group-by --label --csv $global" -- "$cur")) ;;
     completion) COMPREPLY=($(compgen -W "bash" -- "$cur")) ;;
     *) COMPREPLY=($(compgen -W "$global" -- "$cur")) ;;
   esac

@@ -36,6 +36,16 @@ std::string queue_text(const LeaseQueueDto& q) {
          (it == kMeaning.end() ? "" : " (" + it->second + ")");
 }
 
+// What its VM used: two lines, "(final)" once the lease ended, else as of the last sample.
+void print_usage(const LeaseUsageDto& u, std::ostream& out) {
+  out << "Usage:    CPU " << seconds_text(u.cpu_seconds) << " over " << seconds_text(u.wall_seconds)
+      << " (" << cpus_text(u.cpu_seconds, u.wall_seconds) << " CPUs), peak memory "
+      << bytes_text(u.peak_memory_bytes)
+      << (u.final ? " (final)" : " (as of " + relative_time(u.sampled_at) + ")") << "\n"
+      << "          disk written " << bytes_text(u.disk_write_bytes) << ", network in "
+      << bytes_text(u.net_rx_bytes) << ", out " << bytes_text(u.net_tx_bytes) << "\n";
+}
+
 void print_lease(const LeaseDto& l, std::ostream& out) {
   out << "Lease:    " << l.id << "\n"
       << "Pool:     " << l.pool << "\n"
@@ -60,6 +70,7 @@ void print_lease(const LeaseDto& l, std::ostream& out) {
     // armhived offers none for a VM it cannot reach (a remote host's own network).
     out << "SSH:      none through armhived (use armhive exec or armhive cp)\n";
   }
+  if (l.usage) print_usage(*l.usage, out);
   if (!l.history.empty()) {
     out << "History:\n";
     for (const auto& t : l.history) {

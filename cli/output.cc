@@ -1,8 +1,12 @@
 #include "cli/output.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 
 #include "api/json.h"
+#include "base/validation.h"
 
 namespace armhive {
 
@@ -68,5 +72,36 @@ std::string labels_text(const std::map<std::string, std::string>& labels) {
 }
 
 std::string or_dash(const std::string& s) { return s.empty() ? "-" : s; }
+
+std::string bytes_text(int64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return std::to_string(std::max<int64_t>(bytes, 0)) + " B";
+  double v = static_cast<double>(bytes);
+  int unit = -1;
+  while (v >= 1024 && unit < 4) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[unit]);
+  return buf;
+}
+
+std::string seconds_text(double seconds) {
+  if (!(seconds >= 0)) seconds = 0;
+  if (seconds < 60) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f s", seconds);
+    return buf;
+  }
+  return format_duration(static_cast<int64_t>(std::llround(seconds)));
+}
+
+std::string cpus_text(double cpu_seconds, double wall_seconds) {
+  if (!(wall_seconds > 0)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", cpu_seconds / wall_seconds);
+  return buf;
+}
 
 }  // namespace armhive

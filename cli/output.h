@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -34,5 +35,11 @@ std::string join(const std::vector<std::string>& v, const std::string& sep);
 // "k=v,k2=v2", or "-" when empty.
 std::string labels_text(const std::map<std::string, std::string>& labels);
 std::string or_dash(const std::string& s);
+// "512 B", "1.5 KiB", "200.0 MiB", "1.0 GiB" (binary units).
+std::string bytes_text(int64_t bytes);
+// "12.3 s" under a minute, else format_duration's "1h30m".
+std::string seconds_text(double seconds);
+// The average CPUs busy over the wall time ("1.20"), "-" without wall time.
+std::string cpus_text(double cpu_seconds, double wall_seconds);
 
 }  // namespace armhive

@@ -590,5 +590,83 @@ TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   CHECK(completion.out.find("complete -F _armhive armhive") != std::string::npos);
 }
 
+TEST_CASE("cli: usage reports what leases used; lease show has their usage lines", "[cli][usage]") {
+  ApiFixture f;
+  TempHome home("armhive-cli-usage");
+  Cli cli{f, f.ci_b, home.path};
+  json a = cli.run_json({"lease", "create", "--pool", "tiny", "--label", "team=a,b"});
+  json b = cli.run_json({"lease", "create", "--pool", "tiny"});
+  const std::string id_a = a["id"], id_b = b["id"];
+  Lease fake_clock = f.leases.get_lease(id_a).value();
+  LeaseUsage u;
+  u.cpu_ns = 42'000'000'000ULL;
+  u.peak_rss_bytes = 200ULL << 20;
+  u.disk_write_bytes = 1ULL << 30;
+  u.net_rx_bytes = 3000;
+  u.net_tx_bytes = 1000;
+  u.started_at = fake_clock.created_at;
+  u.sampled_at = fake_clock.created_at + std::chrono::seconds(60);
+  u.final = true;
+  REQUIRE(f.leases.set_usage(id_a, u));
+  u.final = false;
+  u.cpu_ns = 6'000'000'000ULL;
+  REQUIRE(f.leases.set_usage(id_b, u));
+
+  auto show = cli.run({"lease", "show", id_a});
+  INFO(show.out);
+  CHECK(show.exit_code == 0);
+  CHECK(show.out.find("Usage:    CPU 42.0 s over 1m (0.70 CPUs), peak memory 200.0 MiB (final)\n"
+                      "          disk written 1.0 GiB, network in 2.9 KiB, out 1000 B\n") !=
+        std::string::npos);
+  CHECK(cli.run_json({"lease", "show", id_a})["usage"]["cpu_seconds"] == 42);
+
+  // The fake's leases were made in September 2026.
+  const std::vector<std::string> window = {"--since", "2026-09-01T00:00:00Z", "--until",
+                                           "2026-10-01T00:00:00Z"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), window.begin(), window.end());
+    return args;
+  };
+  auto table = cli.run(with({"usage"}));
+  INFO(table.out << table.err);
+  CHECK(table.exit_code == 0);
+  CHECK(table.out.find("Leases created from 2026-09-01T00:00:00.000Z to "
+                       "2026-10-01T00:00:00.000Z, by owner:\n") == 0);
+  CHECK(table.out.find("OWNER  LEASES  CPU     WALL  CPUS  PEAK MEM   DISK WRITTEN") !=
+        std::string::npos);
+  CHECK(table.out.find("ci-b   2       48.0 s  2m    0.40  200.0 MiB  2.0 GiB") !=
+        std::string::npos);
+
+  json report = cli.run_json(with({"usage", "--group-by", "label", "--label", "team"}));
+  CHECK(report["group_by"] == "label");
+  REQUIRE(report["rows"].size() == 2);
+  CHECK(report["rows"][0]["group"] == "");
+  CHECK(report["rows"][1]["group"] == "a,b");
+  CHECK(report["rows"][1]["cpu_seconds"] == 42);
+
+  auto csv = cli.run(with({"usage", "--group-by", "label", "--label", "team", "--csv"}));
+  CHECK(csv.exit_code == 0);
+  CHECK(csv.out ==
+        "label:team,leases,cpu_seconds,wall_seconds,peak_memory_bytes,disk_write_bytes,"
+        "net_rx_bytes,net_tx_bytes\r\n"
+        ",1,6.000,60.000,209715200,1073741824,3000,1000\r\n"
+        "\"a,b\",1,42.000,60.000,209715200,1073741824,3000,1000\r\n");
+
+  // Another token sees none of ci-b's leases; bad flags are usage errors (1) naming the flag,
+  // what only the server can judge is its 400 (2).
+  Cli other{f, f.ci_a, home.path};
+  CHECK(other.run_json(with({"usage"}))["rows"].empty());
+  auto bad_since = cli.run({"usage", "--since", "last week"});
+  CHECK(bad_since.exit_code == 1);
+  CHECK(bad_since.err.find("--since") != std::string::npos);
+  CHECK(cli.run({"usage", "--group-by", "team"}).exit_code == 1);
+  auto no_key = cli.run({"usage", "--group-by", "label"});
+  CHECK(no_key.exit_code == 1);
+  CHECK(no_key.err.find("--label") != std::string::npos);
+  auto bad_key = cli.run({"usage", "--group-by", "label", "--label", "Bad Key"});
+  CHECK(bad_key.exit_code == 2);
+  CHECK(bad_key.err.find("label") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace armhive
