@@ -104,6 +104,20 @@ TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill an
   CHECK(uname->exit_code == 0);
   CHECK(uname->out == "aarch64\n");
 
+  // A job that keeps its one vCPU busy for kBurn seconds (by the guest's clock) and writes
+  // 4 MiB to disk; its usage is checked once the lease has ended, below.
+  constexpr int kBurn = 8;
+  auto burn =
+      api->exec(lease->id, {{"sh", "-c",
+                             "end=$(( $(date +%s) + " + std::to_string(kBurn) +
+                                 " )); while [ $(date +%s) -lt $end ]; do :; done; "
+                                 "dd if=/dev/zero of=/root/usage bs=64k count=64 conv=fsync "
+                                 "2>/dev/null; echo burnt"},
+                            "",
+                            60});
+  REQUIRE(burn.is_ok());
+  CHECK(burn->out == "burnt\n");
+
   // The vCPU thread runs on the dedicated core only; QEMU's own threads on housekeeping.
   pid_t pid = qemu_pid(vm);
   REQUIRE(pid > 0);
@@ -144,6 +158,32 @@ TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill an
   CHECK(qemu_pid(vm) < 0);
   CHECK_FALSE(vm_files(state).count(vm));
   CHECK(api->get_lease(lease->id)->state == "released");
+
+  // What the first lease's VM used, final now that it ended (libvirt's bulk stats of the real
+  // QEMU process): at least most of the burn — one TCG vCPU busy for kBurn guest seconds needs
+  // the host CPU for about as long, though a starved vCPU thread gets less and the guest clock
+  // follows the host's — and no more than its VM's one vCPU plus QEMU's own threads could use
+  // in the time it was leased.
+  auto ended = api->get_lease(lease->id);
+  REQUIRE(ended.is_ok());
+  REQUIRE(ended->usage.has_value());
+  const LeaseUsageDto& used = *ended->usage;
+  INFO(to_json(used).dump());
+  CHECK(used.final);
+  CHECK(used.wall_seconds >= kBurn);
+  CHECK(used.cpu_seconds >= 0.5 * kBurn);
+  CHECK(used.cpu_seconds <= 2 * used.wall_seconds);  // two host cores, no more
+  CHECK(used.peak_memory_bytes > 16 * 1024 * 1024);
+  CHECK(used.disk_write_bytes >= 4 * 1024 * 1024);
+  CHECK(used.net_rx_bytes > 0);  // the ssh login
+  CHECK(used.net_tx_bytes > 0);
+  // The usage report counts it under its pool, with at least its figures.
+  auto report = api->usage({.since = "1h", .group_by = "pool"});
+  REQUIRE(report.is_ok());
+  REQUIRE(report->rows.size() == 1);
+  CHECK(report->rows[0].group == "ci");
+  CHECK(report->rows[0].leases >= 2);
+  CHECK(report->rows[0].cpu_seconds >= used.cpu_seconds);
 
   // Shortened to 3 s, its TTL runs out on the server; the pool refills to one warm VM.
   REQUIRE(api->renew_lease(second->id, 3).is_ok());
