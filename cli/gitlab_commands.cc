@@ -37,7 +37,9 @@ class GitlabCommands final : public CommandGroup {
     run_ = gitlab_->add_subcommand("run", "run one stage's script in the VM (run_exec)");
     run_->add_option("script", script_, "the script GitLab Runner wrote")->required();
     run_->add_option("stage", stage_, "the stage name")->required();
-    run_->add_option("--shell", shell_, "the guest shell that runs scripts (default /bin/sh)");
+    run_->add_option("--shell", shell_,
+                     "the guest shell that runs scripts (default: the script's #! line, else "
+                     "/bin/sh)");
     cleanup_ = gitlab_->add_subcommand("cleanup", "release the job's VM (cleanup_exec)");
   }
 
@@ -132,7 +134,9 @@ class GitlabCommands final : public CommandGroup {
     const std::string path = gitlab_script_path(stage_);
     // The script travels as the upload command's stdin; paths are arguments, not script text.
     ExecRequestDto upload;
-    upload.argv = {"/bin/sh", "-c", R"(mkdir -p "${1%/*}" && cat > "$1")", "upload", path};
+    upload.argv = {"/bin/sh", "-c", R"(mkdir -p "${1%/*}" && cat > "$1" && chmod 700 "$1")",
+                   "upload", path};
+    const std::vector<std::string> argv = gitlab_stage_argv(script, shell_, path);
     upload.stdin_data = std::move(script);
     upload.timeout_s = 120;
     auto up = client.exec(lease->id, upload);
@@ -142,7 +146,7 @@ class GitlabCommands final : public CommandGroup {
                             "): " + up->err);
     }
     ExecRequestDto exec;
-    exec.argv = {shell_, path};
+    exec.argv = argv;
     exec.timeout_s = 0;  // GitLab's job timeout applies: it signals us, and our exit kills it
     auto r =
         client.exec_stream(lease->id, exec, [](std::string_view stream, std::string_view data) {
@@ -188,7 +192,7 @@ class GitlabCommands final : public CommandGroup {
   CLI::App* run_ = nullptr;
   CLI::App* cleanup_ = nullptr;
   std::string builds_dir_ = "/builds", cache_dir_ = "/cache", pool_, script_, stage_;
-  std::string shell_ = "/bin/sh";
+  std::string shell_;  // empty: as the script asks (gitlab_stage_argv)
   int64_t wait_s_ = 900;
   GitlabExitCodes codes_;
 };

@@ -128,4 +128,11 @@ std::string gitlab_script_path(std::string_view stage) {
   return "/tmp/armhive-gitlab/" + std::string(stage) + ".sh";
 }
 
+std::vector<std::string> gitlab_stage_argv(std::string_view script, const std::string& shell,
+                                           const std::string& path) {
+  if (!shell.empty()) return {shell, path};
+  if (script.substr(0, 2) == "#!") return {path};
+  return {"/bin/sh", path};
+}
+
 }  // namespace armhive

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/result.h"
 
@@ -55,5 +56,10 @@ inline constexpr const char* kGitlabJobLabel = "gitlab.job";
 Status check_gitlab_stage(std::string_view stage);
 // Where the stage's script goes in the guest.
 std::string gitlab_script_path(std::string_view stage);
+// How the guest runs the stage's script once it is at `path` (executable): with `shell` when
+// the driver was given one (--shell); else as the script asks, by its "#!" line (GitLab Runner
+// writes "#!/usr/bin/env bash" scripts for the bash shell); else with /bin/sh.
+std::vector<std::string> gitlab_stage_argv(std::string_view script, const std::string& shell,
+                                           const std::string& path);
 
 }  // namespace armhive

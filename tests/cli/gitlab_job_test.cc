@@ -87,5 +87,18 @@ TEST_CASE("gitlab: stage names become guest file names only when safe", "[cli][g
   CHECK(gitlab_script_path("build_script") == "/tmp/armhive-gitlab/build_script.sh");
 }
 
+TEST_CASE("gitlab: a stage's script runs as its #! line asks, unless --shell says otherwise",
+          "[cli][gitlab]") {
+  const std::string path = "/tmp/armhive-gitlab/step_script.sh";
+  // GitLab Runner's bash scripts start with "#!/usr/bin/env bash": the guest's bash runs them.
+  CHECK(gitlab_stage_argv("#!/usr/bin/env bash\nset -eo pipefail\n", "", path) ==
+        std::vector<std::string>{path});
+  CHECK(gitlab_stage_argv("echo no interpreter line\n", "", path) ==
+        std::vector<std::string>{"/bin/sh", path});
+  CHECK(gitlab_stage_argv("", "", path) == std::vector<std::string>{"/bin/sh", path});
+  CHECK(gitlab_stage_argv("#!/usr/bin/env bash\n", "/bin/bash", path) ==
+        std::vector<std::string>{"/bin/bash", path});
+}
+
 }  // namespace
 }  // namespace armhive
