@@ -6,6 +6,24 @@
 
 namespace armhive {
 
+std::vector<std::string> startup_environment(const std::map<std::string, std::string>& env,
+                                             const std::map<std::string, std::string>& secrets) {
+  // What a root login on Debian has; the command's own variables replace these.
+  std::map<std::string, std::string> all = {
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", "/root"},
+      {"USER", "root"},
+      {"LOGNAME", "root"},
+      {"SHELL", "/bin/sh"},
+  };
+  for (const auto& [name, value] : env) all[name] = value;
+  for (const auto& [name, value] : secrets) all[name] = value;
+  std::vector<std::string> out;
+  out.reserve(all.size());
+  for (const auto& [name, value] : all) out.push_back(name + "=" + value);
+  return out;
+}
+
 namespace {
 
 const std::vector<std::string> kSchema = {R"sql(
@@ -200,8 +218,7 @@ void StartupRunner::step(const std::string& lease_id) {
   if (e.status.state == "waiting") {
     GuestExecRequest req;
     req.argv = e.status.argv;
-    for (const auto& [name, value] : e.status.env) req.env.push_back(name + "=" + value);
-    for (const auto& [name, value] : e.secrets) req.env.push_back(name + "=" + value);
+    req.env = startup_environment(e.status.env, e.secrets);
     auto pid = agent_.exec_start(lease->vm_name, req);
     StartupStatusDto s = e.status;
     if (!pid.is_ok()) {

@@ -37,6 +37,13 @@ struct StartupEvent {
   std::string detail;
 };
 
+// The environment a startup command starts with: PATH, HOME, USER, LOGNAME and SHELL as a root
+// login has them, then `env` and `secrets` (which replace those). Always the whole environment:
+// the guest agent's guest-exec replaces its own environment with any it is given, so a command
+// given one variable alone would run without PATH (cmake, for one, then cannot find itself).
+std::vector<std::string> startup_environment(const std::map<std::string, std::string>& env,
+                                             const std::map<std::string, std::string>& secrets);
+
 // Runs each lease's startup command in its guest right after hand-out (guest-exec through the
 // agent, with its environment), watches it until it exits, records state and exit code, and
 // with release_on_exit releases the lease when it exits (or cannot be started).

@@ -94,6 +94,11 @@ TEST_CASE("startup: the command runs after hand-out with its environment; its ex
   auto env = f.h.hypervisor->started_env(pids[0]);
   CHECK(std::find(env.begin(), env.end(), "LANG=C.UTF-8") != env.end());
   CHECK(std::find(env.begin(), env.end(), std::string("RUNNER_JIT=") + kSecret) != env.end());
+  // The rest of a login's environment: the guest agent would otherwise start it without PATH.
+  CHECK(std::find(env.begin(), env.end(),
+                  "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") !=
+        env.end());
+  CHECK(std::find(env.begin(), env.end(), "HOME=/root") != env.end());
   CHECK(f.h.hypervisor->saw(l.vm_name + ": /opt/runner/run.sh --jitconfig-env"));
   // The lease shows the command: non-secret values, secret names only.
   auto v = f.runner->view(l.id);
@@ -224,6 +229,12 @@ TEST_CASE(
     CHECK(f.dump_database().find(kSecret) == std::string::npos);
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("startup: the command's own variables replace the login defaults", "[startup]") {
+  auto env = startup_environment({{"PATH", "/opt/bin"}, {"LANG", "C.UTF-8"}}, {{"HOME", "/srv"}});
+  CHECK(env == std::vector<std::string>{"HOME=/srv", "LANG=C.UTF-8", "LOGNAME=root",
+                                        "PATH=/opt/bin", "SHELL=/bin/sh", "USER=root"});
 }
 
 }  // namespace
