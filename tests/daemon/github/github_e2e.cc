@@ -21,6 +21,7 @@
 #include "daemon/github/webhook_signature.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/e2e_daemon.h"
+#include "tests/support/github_standin.h"
 
 namespace armhive {
 namespace {
@@ -28,11 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using nlohmann::json;
-
-std::string source_dir() {
-  const char* s = std::getenv("ARMHIVE_SOURCE_DIR");
-  return s ? s : ARMHIVE_SOURCE_DIR;
-}
 
 std::string random_hex(size_t bytes) {
   std::random_device rd;
@@ -44,19 +40,6 @@ std::string random_hex(size_t bytes) {
     out += kHex[v & 0xf];
   }
   return out;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_secret(const std::string& path, const std::string& text) {
-  fs::remove(path);
-  std::ofstream(path) << text << "\n";
-  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
 }
 
 // Everything a leaked secret could sit in: the database (sqlite3 .dump), the daemon's log,
@@ -170,69 +153,6 @@ TEST_CASE(
   daemon.kill(SIGTERM);
 }
 
-// The stand-in's process, killed (by pid) when the test ends.
-struct Standin {
-  explicit Standin(const std::string& dir) {
-    port_file = dir + "/standin.port";
-    record = dir + "/standin.jsonl";
-    fs::remove(port_file);
-    fs::remove(record);
-    const std::string script = source_dir() + "/tests/daemon/github/github_api_standin.py";
-    pid = ::fork();
-    if (pid == 0) {
-      ::execlp("python3", "python3", script.c_str(), port_file.c_str(), record.c_str(), nullptr);
-      ::_exit(127);
-    }
-  }
-  ~Standin() {
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
-    }
-  }
-  int port() {
-    for (int i = 0; i < 100 && !fs::exists(port_file); ++i) std::this_thread::sleep_for(100ms);
-    return std::stoi(read_file(port_file));
-  }
-  std::vector<json> requests() {
-    std::vector<json> out;
-    std::istringstream lines(read_file(record));
-    std::string line;
-    while (std::getline(lines, line)) out.push_back(json::parse(line));
-    return out;
-  }
-  pid_t pid = -1;
-  std::string port_file;
-  std::string record;
-};
-
-int post_webhook(int port, const std::string& dir, const std::string& delivery,
-                 const std::string& body, const std::string& signature) {
-  const std::string file = dir + "/webhook.json";
-  std::ofstream(file, std::ios::binary) << body;
-  SubprocessRunner run;
-  auto r = run.run({.argv = {"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
-                             "-H", "Content-Type: application/json", "-H",
-                             "X-GitHub-Event: workflow_job", "-H", "X-GitHub-Delivery: " + delivery,
-                             "-H", "X-Hub-Signature-256: " + signature, "--data-binary", "@" + file,
-                             "http://127.0.0.1:" + std::to_string(port) + "/v1/github/webhook"},
-                    .timeout = 30s});
-  REQUIRE(r.is_ok());
-  return std::atoi(r->out.c_str());
-}
-
-std::string job(const std::string& action, int64_t id, const std::string& runner = "") {
-  json j = {{"action", action},
-            {"workflow_job",
-             {{"id", id},
-              {"run_id", 555},
-              {"labels", {"self-hosted", "armhive-arm64"}},
-              {"runner_name", runner.empty() ? json(nullptr) : json(runner)}}},
-            {"organization", {{"login", "octo-org"}}},
-            {"repository", {{"full_name", "octo-org/example"}}}};
-  return j.dump();
-}
-
 TEST_CASE(
     "github: a queued job gets a runner with its JIT configuration in a fresh VM; "
     "completed releases it; bad signatures do nothing; the secret leaks nowhere",
@@ -240,11 +160,11 @@ TEST_CASE(
   const std::string dir = e2e_state() + "/github";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  Standin standin(dir);
+  GithubStandin standin(dir);
   const int api_port = standin.port();
   const std::string secret = "whsec-" + random_hex(16);
-  write_secret(dir + "/webhook.secret", secret);
-  write_secret(dir + "/github.token", "github_pat_e2e");
+  write_secret_file(dir + "/webhook.secret", secret);
+  write_secret_file(dir + "/github.token", "github_pat_e2e");
   const std::string github = R"(
 [github]
 api_url = "http://127.0.0.1:)" +
@@ -275,9 +195,10 @@ armhive-arm64 = "ci"
       300s));
 
   // A forged delivery: 401, nothing asked of GitHub, nothing leased, audited.
-  const std::string queued = job("queued", 9001);
-  CHECK(post_webhook(18481, dir, "d-forged", queued, webhook_signature("guess", queued)) == 401);
-  CHECK(post_webhook(18481, dir, "d-unsigned", queued, "") == 401);
+  const std::string queued = workflow_job_json("queued", 9001);
+  CHECK(post_github_webhook(18481, dir, "d-forged", queued, webhook_signature("guess", queued)) ==
+        401);
+  CHECK(post_github_webhook(18481, dir, "d-unsigned", queued, "") == 401);
   std::this_thread::sleep_for(1s);
   CHECK(standin.requests().empty());
   CHECK(api->list_leases({}).value().items.empty());
@@ -292,8 +213,8 @@ armhive-arm64 = "ci"
 
   // The real one.
   const auto t0 = std::chrono::steady_clock::now();
-  REQUIRE(post_webhook(18481, dir, "d-1", queued, webhook_signature(secret, queued)) == 202);
-  CHECK(post_webhook(18481, dir, "d-1", queued, webhook_signature(secret, queued)) == 409);
+  REQUIRE(post_github_webhook(18481, dir, "d-1", queued, webhook_signature(secret, queued)) == 202);
+  CHECK(post_github_webhook(18481, dir, "d-1", queued, webhook_signature(secret, queued)) == 409);
   LeaseQuery mine;
   mine.labels = {{"github.job", "9001"}};
   std::string lease_id;
@@ -335,10 +256,11 @@ armhive-arm64 = "ci"
   CHECK(everywhere(daemon).find(jit) == std::string::npos);
 
   // The job runs, then completes: the lease ends.
-  const std::string running = job("in_progress", 9001, "armhive-9001");
-  REQUIRE(post_webhook(18481, dir, "d-2", running, webhook_signature(secret, running)) == 202);
-  const std::string done = job("completed", 9001, "armhive-9001");
-  REQUIRE(post_webhook(18481, dir, "d-3", done, webhook_signature(secret, done)) == 202);
+  const std::string running = workflow_job_json("in_progress", 9001, "armhive-9001");
+  REQUIRE(post_github_webhook(18481, dir, "d-2", running, webhook_signature(secret, running)) ==
+          202);
+  const std::string done = workflow_job_json("completed", 9001, "armhive-9001");
+  REQUIRE(post_github_webhook(18481, dir, "d-3", done, webhook_signature(secret, done)) == 202);
   REQUIRE(eventually(
       [&] {
         auto l = api->get_lease(lease_id);
