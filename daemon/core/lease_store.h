@@ -60,22 +60,7 @@ class LeaseStore {
   // update() stores a lease's usage with it). The default pages through list() and
   // aggregates in memory; SqliteLeaseStore sums in SQL.
   virtual Result<std::vector<UsageRow>> usage(const UsageQuery& q) {
-    LeaseFilter page;
-    page.owner = q.owner;
-    page.limit = kMaxLeaseListLimit;
-    std::vector<Lease> matching;
-    for (;;) {
-      auto listed = list(page);
-      if (!listed.is_ok()) return listed.status();
-      if (listed->empty()) break;
-      const bool more = listed->size() >= page.limit;
-      page.after_id = listed->back().id;
-      for (Lease& l : *listed) {
-        if (usage_query_matches(q, l)) matching.push_back(std::move(l));
-      }
-      if (!more) break;
-    }
-    return aggregate_usage(matching, q);
+    return usage_by_paging(q, [this](const LeaseFilter& f) { return list(f); });
   }
 
   // Insert or replace; idempotent.

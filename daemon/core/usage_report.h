@@ -6,8 +6,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/lease.h"
+#include "daemon/core/lease_filter.h"
 
 namespace armhive {
 
@@ -46,5 +48,28 @@ bool usage_query_matches(const UsageQuery& q, const Lease& lease);
 // The report's rows over `leases` (any order; those the query does not match, and those
 // without usage, are skipped), sorted by group.
 std::vector<UsageRow> aggregate_usage(const std::vector<Lease>& leases, const UsageQuery& q);
+
+// The usage report by paging through `list` (a LeaseFilter -> Result<std::vector<Lease>>, in id
+// order from after_id) and aggregating in memory: the default of LeaseStore and LeaseService
+// for implementations that cannot sum in SQL.
+template <typename ListLeases>
+Result<std::vector<UsageRow>> usage_by_paging(const UsageQuery& q, ListLeases&& list) {
+  LeaseFilter page;
+  page.owner = q.owner;
+  page.limit = kMaxLeaseListLimit;
+  std::vector<Lease> matching;
+  for (;;) {
+    auto listed = list(page);
+    if (!listed.is_ok()) return listed.status();
+    if (listed->empty()) break;
+    const bool more = listed->size() >= page.limit;
+    page.after_id = listed->back().id;
+    for (Lease& l : *listed) {
+      if (usage_query_matches(q, l)) matching.push_back(std::move(l));
+    }
+    if (!more) break;
+  }
+  return aggregate_usage(matching, q);
+}
 
 }  // namespace armhive

@@ -103,22 +103,7 @@ class LeaseService {
   // usage_report.h). This default pages through list_leases and aggregates in memory; the
   // engine sums in SQL.
   virtual Result<std::vector<UsageRow>> usage(const UsageQuery& q) {
-    LeaseFilter page;
-    page.owner = q.owner;
-    page.limit = kMaxLeaseListLimit;
-    std::vector<Lease> matching;
-    for (;;) {
-      auto listed = list_leases(page);
-      if (!listed.is_ok()) return listed.status();
-      if (listed->empty()) break;
-      const bool more = listed->size() >= page.limit;
-      page.after_id = listed->back().id;
-      for (Lease& l : *listed) {
-        if (usage_query_matches(q, l)) matching.push_back(std::move(l));
-      }
-      if (!more) break;
-    }
-    return aggregate_usage(matching, q);
+    return usage_by_paging(q, [this](const LeaseFilter& f) { return list_leases(f); });
   }
   // Blocks until the lease is ready or terminal, or until timeout; returns its state then.
   virtual Result<Lease> wait_lease(const std::string& id, std::chrono::milliseconds timeout) = 0;

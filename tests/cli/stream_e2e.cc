@@ -129,18 +129,9 @@ std::string write_script(const std::string& dir, const std::string& name, const 
   return path;
 }
 
-std::vector<LeaseDto> job_leases(Client& api, const std::string& job_id, bool active) {
-  LeaseQuery q;
-  q.labels = {{"gitlab.job", job_id}};
-  q.active = active;
-  auto page = api.list_leases(q);
-  REQUIRE(page.is_ok());
-  return page->items;
-}
-
 // Cleanup released the job's VM: it leaves the active leases once the VM is destroyed.
 bool released(Client& api, const std::string& job_id) {
-  return eventually([&] { return job_leases(api, job_id, true).empty(); }, 120s);
+  return eventually([&] { return gitlab_job_leases(api, job_id, true).empty(); }, 120s);
 }
 
 TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[stream-e2e]") {
@@ -283,7 +274,7 @@ TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[strea
     auto prep = run_cli(env, {"gitlab", "prepare"}, genv);
     INFO(prep.err);
     REQUIRE(prep.exit_code == 0);
-    REQUIRE(job_leases(*api, "1001", true).size() == 1);
+    REQUIRE(gitlab_job_leases(*api, "1001", true).size() == 1);
     std::string all;
     for (const auto& [stage, body] : passing) {
       auto r = run_cli(env, {"gitlab", "run", write_script(scripts, stage, body), stage}, genv);
@@ -296,7 +287,7 @@ TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[strea
     CHECK(all.find("after\n") != std::string::npos);
     CHECK(run_cli(env, {"gitlab", "cleanup"}, genv).exit_code == 0);
     CHECK(released(*api, "1001"));
-    auto ended = job_leases(*api, "1001", false);
+    auto ended = gitlab_job_leases(*api, "1001", false);
     REQUIRE(ended.size() == 1);
     CHECK(ended[0].labels.at("gitlab.pipeline") == "500");
     CHECK(ended[0].labels.at("gitlab.project") == "42");
@@ -331,7 +322,7 @@ TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[strea
     CHECK(prep.err.find("no-such-pool") != std::string::npos);
     CHECK(prep.err.find("ci") != std::string::npos);
     CHECK(run_cli(env, {"gitlab", "cleanup"}, genv).exit_code == 0);
-    CHECK(job_leases(*api, "1003", false).empty());
+    CHECK(gitlab_job_leases(*api, "1003", false).empty());
   }
 
   // 7. A cancelled job: output of the running stage arrives while it runs; the runner sends

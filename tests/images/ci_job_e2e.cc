@@ -243,15 +243,6 @@ double step_time(const std::string& log, const std::string& name) {
   return std::atof(log.c_str() + at + tag.size());
 }
 
-std::vector<LeaseDto> job_leases(Client& api, const std::string& job_id, bool active) {
-  LeaseQuery q;
-  q.labels = {{"gitlab.job", job_id}};
-  q.active = active;
-  auto page = api.list_leases(q);
-  REQUIRE(page.is_ok());
-  return page->items;
-}
-
 std::string sha256_of(const std::string& path) {
   auto sum = sha256_file(path);
   REQUIRE(sum.is_ok());
@@ -341,8 +332,8 @@ TEST_CASE("a real CI job through the GitLab custom executor on the ci image: pas
   auto prepare = job.driver({"gitlab", "prepare"});
   INFO(prepare.err);
   REQUIRE(prepare.exit_code == 0);
-  REQUIRE(job_leases(*api, job.id, true).size() == 1);
-  const std::string lease_id = job_leases(*api, job.id, true)[0].id;
+  REQUIRE(gitlab_job_leases(*api, job.id, true).size() == 1);
+  const std::string lease_id = gitlab_job_leases(*api, job.id, true)[0].id;
   JobResult passing = run_job(job);
   INFO(passing.log);
   CHECK(passing.step_exit == 0);
@@ -361,7 +352,7 @@ TEST_CASE("a real CI job through the GitLab custom executor on the ci image: pas
   CHECK(info->out == "job 9001\ncommit " + main_commit + "\nmachine aarch64\n");
   auto cleanup = job.driver({"gitlab", "cleanup"});
   CHECK(cleanup.exit_code == 0);
-  CHECK(eventually([&] { return job_leases(*api, job.id, true).empty(); }, 120s));
+  CHECK(eventually([&] { return gitlab_job_leases(*api, job.id, true).empty(); }, 120s));
 
   // The stage times, from the guest's clock.
   const double apt_s = step_time(passing.log, "configure") - step_time(passing.log, "apt");
@@ -412,7 +403,7 @@ TEST_CASE("a real CI job through the GitLab custom executor on the ci image: pas
   CHECK(failing.stages.count("upload_artifacts_on_failure") == 1);
   CHECK_FALSE(fs::exists(state + "/outside/artifacts/project-9002.tar.gz"));
   CHECK(job.driver({"gitlab", "cleanup"}).exit_code == 0);
-  CHECK(eventually([&] { return job_leases(*api, job.id, true).empty(); }, 120s));
+  CHECK(eventually([&] { return gitlab_job_leases(*api, job.id, true).empty(); }, 120s));
 
   // 3. GitHub: a signed workflow_job webhook -> generate-jitconfig on the API stand-in -> a
   // lease whose startup command is the runner (tests/fixtures/ci-job/runner-standin) -> the same

@@ -49,4 +49,13 @@ LeaseDto lease_warm_vm(Client& api, const std::string& state_dir) {
   return *lease;
 }
 
+std::vector<LeaseDto> gitlab_job_leases(Client& api, const std::string& job_id, bool active) {
+  LeaseQuery q;
+  q.labels = {{"gitlab.job", job_id}};
+  q.active = active;
+  auto page = api.list_leases(q);
+  REQUIRE(page.is_ok());
+  return page->items;
+}
+
 }  // namespace armhive

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "api/client.h"
 
@@ -55,6 +56,10 @@ std::set<std::string> vm_files(const std::string& state);
 // Waits until `api`'s first pool has a warm VM, then leases it with a fresh key made in
 // `state_dir`; the lease is ready (REQUIREd) and names its VM.
 LeaseDto lease_warm_vm(Client& api, const std::string& state_dir);
+
+// The leases of GitLab job `job_id` (label gitlab.job, as `armhive gitlab prepare` sets it),
+// only the active ones when `active`; REQUIREs the listing to work.
+std::vector<LeaseDto> gitlab_job_leases(Client& api, const std::string& job_id, bool active);
 
 // Polls `pred` until it holds or `timeout` passes (real guests: no events to wait on).
 template <typename Pred>
