@@ -665,13 +665,28 @@ Result<std::vector<VmCounters>> LibvirtHypervisor::vm_counters(
   for (const std::string& n : names) ARMHIVE_RETURN_IF_ERROR(check_name(n));
   ARMHIVE_RETURN_IF_ERROR(ensure_connected());
   ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, connection_.get());
-  // Every running domain of the host in one round trip, without waiting for a domain busy
-  // with a job (NOWAIT: libvirt then leaves out what it cannot read at once; the sample's
-  // missing counters add nothing). The domains not asked for are dropped here.
+  // Never waiting for a domain busy with a job (NOWAIT: libvirt then leaves out what it cannot
+  // read at once; the sample's missing counters add nothing).
   virDomainStatsRecordPtr* raw = nullptr;
-  int n = virConnectGetAllDomainStats(
-      conn.get(), kUsageStatsGroups, &raw,
-      VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE | VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT);
+  int n = 0;
+  if (names.size() == 1) {
+    // One VM (a lease's baseline, on the hand-out path): that domain alone, not a monitor
+    // query of every VM on the host.
+    auto dom = connection_.lookup_domain(names[0]);
+    if (!dom.is_ok()) {
+      if (dom.status().code() == ErrorCode::kNotFound) return out;  // not running: no counters
+      return dom.status();
+    }
+    virDomainPtr doms[] = {dom->get(), nullptr};
+    n = virDomainListGetStats(doms, kUsageStatsGroups, &raw,
+                              VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT);
+  } else {
+    // The periodic sample: every running domain of the host in one round trip; those not
+    // asked for are dropped below.
+    n = virConnectGetAllDomainStats(
+        conn.get(), kUsageStatsGroups, &raw,
+        VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE | VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT);
+  }
   if (n < 0) return libvirt_error("get domain statistics", connection_.uri());
   DomainStatsList records(raw);
   const std::set<std::string> wanted(names.begin(), names.end());
