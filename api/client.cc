@@ -4,6 +4,7 @@
 
 #include "api/exec_stream.h"
 #include "api/json.h"
+#include "base/url_encode.h"
 
 namespace armhive {
 namespace {
@@ -57,23 +58,6 @@ Result<T> decode(const Result<std::string>& body, F parse) {
 std::string path_id(const std::string& id) { return url_encode(id); }
 
 }  // namespace
-
-std::string url_encode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || u == '-' ||
-        u == '_' || u == '.' || u == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
-    }
-  }
-  return out;
-}
 
 Result<std::unique_ptr<Client>> Client::create(ClientOptions options) {
   const std::string& s = options.server;

@@ -152,7 +152,4 @@ class Client {
   ClientOptions options_;
 };
 
-// Percent-encodes a query or path component.
-std::string url_encode(std::string_view s);
-
 }  // namespace armhive

@@ -11,78 +11,76 @@ namespace {
 
 using nlohmann::json;
 
-#define AH_TRY(expr) ARMHIVE_RETURN_IF_ERROR(expr)
-
 Status parse_pool(const json& j, const std::string& prefix, PoolDto& p) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.str("name", p.name, true));
-  AH_TRY(r.str("image", p.image));
-  AH_TRY(r.integer("vcpus", p.vcpus));
-  AH_TRY(r.integer("memory_mib", p.memory_mib));
-  AH_TRY(r.integer("disk_gib", p.disk_gib));
-  AH_TRY(r.integer("mtu", p.mtu));
-  AH_TRY(r.str("cpu_policy", p.cpu_policy));
-  AH_TRY(r.integer("min_warm", p.min_warm));
-  AH_TRY(r.integer("max", p.max));
-  AH_TRY(r.integer("default_ttl_seconds", p.default_ttl_seconds));
-  AH_TRY(r.integer("max_ttl_seconds", p.max_ttl_seconds));
-  AH_TRY(r.str_map("labels", p.labels));
-  AH_TRY(r.integer("warm", p.warm));
-  AH_TRY(r.integer("starting", p.starting));
-  AH_TRY(r.integer("leased", p.leased));
-  AH_TRY(r.integer("pending_leases", p.pending_leases));
-  AH_TRY(r.integer("files_max_bytes", p.files_max_bytes));
-  AH_TRY(r.str("files_path_prefix", p.files_path_prefix));
-  AH_TRY(r.boolean("ssh", p.ssh));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("name", p.name, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("image", p.image));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("vcpus", p.vcpus));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("memory_mib", p.memory_mib));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("disk_gib", p.disk_gib));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("mtu", p.mtu));
+  ARMHIVE_RETURN_IF_ERROR(r.str("cpu_policy", p.cpu_policy));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("min_warm", p.min_warm));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("max", p.max));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("default_ttl_seconds", p.default_ttl_seconds));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("max_ttl_seconds", p.max_ttl_seconds));
+  ARMHIVE_RETURN_IF_ERROR(r.str_map("labels", p.labels));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("warm", p.warm));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("starting", p.starting));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("leased", p.leased));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("pending_leases", p.pending_leases));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("files_max_bytes", p.files_max_bytes));
+  ARMHIVE_RETURN_IF_ERROR(r.str("files_path_prefix", p.files_path_prefix));
+  ARMHIVE_RETURN_IF_ERROR(r.boolean("ssh", p.ssh));
   return Status::ok();
 }
 
 Status parse_core(const json& j, const std::string& prefix, CoreDto& c) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.integer("cpu", c.cpu, true));
-  AH_TRY(r.integer("cluster", c.cluster));
-  AH_TRY(r.integer("numa_node", c.numa_node));
-  AH_TRY(r.str("role", c.role));
-  AH_TRY(r.str("lease_id", c.lease_id));
-  AH_TRY(r.str("vm", c.vm));
-  AH_TRY(r.str("pool", c.pool));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.integer("cpu", c.cpu, true));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("cluster", c.cluster));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("numa_node", c.numa_node));
+  ARMHIVE_RETURN_IF_ERROR(r.str("role", c.role));
+  ARMHIVE_RETURN_IF_ERROR(r.str("lease_id", c.lease_id));
+  ARMHIVE_RETURN_IF_ERROR(r.str("vm", c.vm));
+  ARMHIVE_RETURN_IF_ERROR(r.str("pool", c.pool));
   return Status::ok();
 }
 
 Status parse_numa(const json& j, const std::string& prefix, NumaNodeDto& n) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.integer("id", n.id));
-  AH_TRY(r.integer("memory_kib", n.memory_kib));
-  AH_TRY(r.int_list("cpus", n.cpus));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.integer("id", n.id));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("memory_kib", n.memory_kib));
+  ARMHIVE_RETURN_IF_ERROR(r.int_list("cpus", n.cpus));
   return Status::ok();
 }
 
 Status parse_health_result(const json& j, const std::string& prefix, HealthResultDto& h) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.str("at", h.at));
-  AH_TRY(r.str("pool", h.pool));
-  AH_TRY(r.str("suite", h.suite));
-  AH_TRY(r.str("figure", h.figure));
-  AH_TRY(r.str("label", h.label));
-  AH_TRY(r.str("unit", h.unit));
-  AH_TRY(r.boolean("higher_is_better", h.higher_is_better));
-  AH_TRY(r.number("value", h.value));
-  AH_TRY(r.str("run_id", h.run_id));
-  AH_TRY(r.str("verdict", h.verdict));
-  AH_TRY(r.str("reason", h.reason));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("at", h.at));
+  ARMHIVE_RETURN_IF_ERROR(r.str("pool", h.pool));
+  ARMHIVE_RETURN_IF_ERROR(r.str("suite", h.suite));
+  ARMHIVE_RETURN_IF_ERROR(r.str("figure", h.figure));
+  ARMHIVE_RETURN_IF_ERROR(r.str("label", h.label));
+  ARMHIVE_RETURN_IF_ERROR(r.str("unit", h.unit));
+  ARMHIVE_RETURN_IF_ERROR(r.boolean("higher_is_better", h.higher_is_better));
+  ARMHIVE_RETURN_IF_ERROR(r.number("value", h.value));
+  ARMHIVE_RETURN_IF_ERROR(r.str("run_id", h.run_id));
+  ARMHIVE_RETURN_IF_ERROR(r.str("verdict", h.verdict));
+  ARMHIVE_RETURN_IF_ERROR(r.str("reason", h.reason));
   if (const json* b = r.find("band")) {
     JsonReader br(*b, r.field("band") + ".");
-    AH_TRY(br.require_object());
+    ARMHIVE_RETURN_IF_ERROR(br.require_object());
     HealthBandDto band;
-    AH_TRY(br.integer("n", band.n));
-    AH_TRY(br.number("median", band.median));
-    AH_TRY(br.number("mad", band.mad));
-    AH_TRY(br.number("low", band.low));
-    AH_TRY(br.number("high", band.high));
+    ARMHIVE_RETURN_IF_ERROR(br.integer("n", band.n));
+    ARMHIVE_RETURN_IF_ERROR(br.number("median", band.median));
+    ARMHIVE_RETURN_IF_ERROR(br.number("mad", band.mad));
+    ARMHIVE_RETURN_IF_ERROR(br.number("low", band.low));
+    ARMHIVE_RETURN_IF_ERROR(br.number("high", band.high));
     h.band = band;
   }
   return Status::ok();
@@ -90,19 +88,19 @@ Status parse_health_result(const json& j, const std::string& prefix, HealthResul
 
 Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.str("hostname", h.hostname));
-  AH_TRY(r.str("uri", h.uri));
-  AH_TRY(r.str_map("labels", h.labels));
-  AH_TRY(r.boolean("connected", h.connected));
-  AH_TRY(r.str("state", h.state));
-  AH_TRY(r.str("unreachable_since", h.unreachable_since));
-  AH_TRY(r.str("last_error", h.last_error));
-  AH_TRY(r.str("arch", h.arch));
-  AH_TRY(r.str("cpu_model", h.cpu_model));
-  AH_TRY(r.str("accel", h.accel));
-  AH_TRY(r.integer("memory_kib", h.memory_kib));
-  AH_TRY(r.objects("numa_nodes", h.numa_nodes, parse_numa));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("hostname", h.hostname));
+  ARMHIVE_RETURN_IF_ERROR(r.str("uri", h.uri));
+  ARMHIVE_RETURN_IF_ERROR(r.str_map("labels", h.labels));
+  ARMHIVE_RETURN_IF_ERROR(r.boolean("connected", h.connected));
+  ARMHIVE_RETURN_IF_ERROR(r.str("state", h.state));
+  ARMHIVE_RETURN_IF_ERROR(r.str("unreachable_since", h.unreachable_since));
+  ARMHIVE_RETURN_IF_ERROR(r.str("last_error", h.last_error));
+  ARMHIVE_RETURN_IF_ERROR(r.str("arch", h.arch));
+  ARMHIVE_RETURN_IF_ERROR(r.str("cpu_model", h.cpu_model));
+  ARMHIVE_RETURN_IF_ERROR(r.str("accel", h.accel));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("memory_kib", h.memory_kib));
+  ARMHIVE_RETURN_IF_ERROR(r.objects("numa_nodes", h.numa_nodes, parse_numa));
   if (const json* c = r.find("clusters")) {
     if (!c->is_array()) return invalid_argument(r.field("clusters"), "must be an array");
     h.clusters.clear();
@@ -110,29 +108,29 @@ Status parse_host(const json& j, const std::string& prefix, HostDto& h) {
       std::vector<int> cpus;
       const json wrapped = {{"c", (*c)[i]}};  // JsonReader keeps a reference: must outlive it
       JsonReader inner(wrapped, r.field("clusters") + "[" + std::to_string(i) + "]");
-      AH_TRY(inner.int_list("c", cpus));
+      ARMHIVE_RETURN_IF_ERROR(inner.int_list("c", cpus));
       h.clusters.push_back(std::move(cpus));
     }
   }
-  AH_TRY(r.objects("cores", h.cores, parse_core));
-  AH_TRY(r.number("fragmentation", h.fragmentation));
-  AH_TRY(r.objects("health", h.health, parse_health_result));
+  ARMHIVE_RETURN_IF_ERROR(r.objects("cores", h.cores, parse_core));
+  ARMHIVE_RETURN_IF_ERROR(r.number("fragmentation", h.fragmentation));
+  ARMHIVE_RETURN_IF_ERROR(r.objects("health", h.health, parse_health_result));
   return Status::ok();
 }
 
 Status parse_benchmark_run(const json& j, const std::string& prefix, BenchmarkRunDto& b) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.str("id", b.id, true));
-  AH_TRY(r.str("lease_id", b.lease_id));
-  AH_TRY(r.str("owner", b.owner));
-  AH_TRY(r.str("vm_name", b.vm_name));
-  AH_TRY(r.str("pool", b.pool));
-  AH_TRY(r.str("host", b.host));
-  AH_TRY(r.str("state", b.state, true));
-  AH_TRY(r.str("error", b.error));
-  AH_TRY(r.str("created_at", b.created_at));
-  AH_TRY(r.opt_str("finished_at", b.finished_at));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("id", b.id, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("lease_id", b.lease_id));
+  ARMHIVE_RETURN_IF_ERROR(r.str("owner", b.owner));
+  ARMHIVE_RETURN_IF_ERROR(r.str("vm_name", b.vm_name));
+  ARMHIVE_RETURN_IF_ERROR(r.str("pool", b.pool));
+  ARMHIVE_RETURN_IF_ERROR(r.str("host", b.host));
+  ARMHIVE_RETURN_IF_ERROR(r.str("state", b.state, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("error", b.error));
+  ARMHIVE_RETURN_IF_ERROR(r.str("created_at", b.created_at));
+  ARMHIVE_RETURN_IF_ERROR(r.opt_str("finished_at", b.finished_at));
   if (const json* req = r.find("request")) b.request_json = dump_json(*req);
   if (const json* rep = r.find("report")) b.report_json = dump_json(*rep);
   return Status::ok();
@@ -141,10 +139,10 @@ Status parse_benchmark_run(const json& j, const std::string& prefix, BenchmarkRu
 template <typename T, typename F>
 Result<std::vector<T>> items_from_json(const json& j, F parse) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
   if (r.find("items") == nullptr) return r.missing("items");
   std::vector<T> out;
-  AH_TRY(r.objects("items", out, parse));
+  ARMHIVE_RETURN_IF_ERROR(r.objects("items", out, parse));
   return out;
 }
 
@@ -174,7 +172,7 @@ json to_json(const PoolDto& p) {
 
 Result<PoolDto> pool_from_json(const json& j) {
   PoolDto p;
-  AH_TRY(parse_pool(j, "", p));
+  ARMHIVE_RETURN_IF_ERROR(parse_pool(j, "", p));
   return p;
 }
 
@@ -233,23 +231,23 @@ json to_json(const HostDto& h) {
 Result<HostCreateDto> host_create_from_json(const json& j) {
   HostCreateDto h;
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
-  AH_TRY(r.only({"name", "libvirt_uri", "labels", "cpus", "l2_clusters", "vm_dir", "image_dir",
-                 "network_guard"}));
-  AH_TRY(r.str("name", h.name, true));
-  AH_TRY(r.str("libvirt_uri", h.libvirt_uri, true));
-  AH_TRY(r.str_map("labels", h.labels));
-  AH_TRY(r.str_list("l2_clusters", h.l2_clusters));
-  AH_TRY(r.str("vm_dir", h.vm_dir));
-  AH_TRY(r.str("image_dir", h.image_dir));
-  AH_TRY(r.str("network_guard", h.network_guard));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.only({"name", "libvirt_uri", "labels", "cpus", "l2_clusters", "vm_dir",
+                                  "image_dir", "network_guard"}));
+  ARMHIVE_RETURN_IF_ERROR(r.str("name", h.name, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("libvirt_uri", h.libvirt_uri, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str_map("labels", h.labels));
+  ARMHIVE_RETURN_IF_ERROR(r.str_list("l2_clusters", h.l2_clusters));
+  ARMHIVE_RETURN_IF_ERROR(r.str("vm_dir", h.vm_dir));
+  ARMHIVE_RETURN_IF_ERROR(r.str("image_dir", h.image_dir));
+  ARMHIVE_RETURN_IF_ERROR(r.str("network_guard", h.network_guard));
   if (const json* cpus = r.find("cpus")) {
     JsonReader c(*cpus, "cpus");
-    AH_TRY(c.require_object());
-    AH_TRY(c.only({"housekeeping", "dedicated", "shared"}));
-    AH_TRY(c.opt_str("housekeeping", h.housekeeping_cpus));
-    AH_TRY(c.opt_str("dedicated", h.dedicated_cpus));
-    AH_TRY(c.opt_str("shared", h.shared_cpus));
+    ARMHIVE_RETURN_IF_ERROR(c.require_object());
+    ARMHIVE_RETURN_IF_ERROR(c.only({"housekeeping", "dedicated", "shared"}));
+    ARMHIVE_RETURN_IF_ERROR(c.opt_str("housekeeping", h.housekeeping_cpus));
+    ARMHIVE_RETURN_IF_ERROR(c.opt_str("dedicated", h.dedicated_cpus));
+    ARMHIVE_RETURN_IF_ERROR(c.opt_str("shared", h.shared_cpus));
   }
   return h;
 }
@@ -271,7 +269,7 @@ json to_json(const HostCreateDto& h) {
 
 Result<HostDto> host_from_json(const json& j) {
   HostDto h;
-  AH_TRY(parse_host(j, "", h));
+  ARMHIVE_RETURN_IF_ERROR(parse_host(j, "", h));
   return h;
 }
 
@@ -283,23 +281,23 @@ json to_json(const EventDto& e) {
 
 Result<EventDto> event_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
   EventDto e;
-  AH_TRY(r.integer("seq", e.seq, true));
-  AH_TRY(r.str("at", e.at));
-  AH_TRY(r.str("type", e.type, true));
-  AH_TRY(r.str("lease_id", e.lease_id));
-  AH_TRY(r.str("vm", e.vm));
-  AH_TRY(r.str("pool", e.pool));
-  AH_TRY(r.str("owner", e.owner));
-  AH_TRY(r.str("state", e.state));
-  AH_TRY(r.str("detail", e.detail));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("seq", e.seq, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("at", e.at));
+  ARMHIVE_RETURN_IF_ERROR(r.str("type", e.type, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("lease_id", e.lease_id));
+  ARMHIVE_RETURN_IF_ERROR(r.str("vm", e.vm));
+  ARMHIVE_RETURN_IF_ERROR(r.str("pool", e.pool));
+  ARMHIVE_RETURN_IF_ERROR(r.str("owner", e.owner));
+  ARMHIVE_RETURN_IF_ERROR(r.str("state", e.state));
+  ARMHIVE_RETURN_IF_ERROR(r.str("detail", e.detail));
   return e;
 }
 
 Result<BenchmarkRunDto> benchmark_run_dto_from_json(const json& j) {
   BenchmarkRunDto b;
-  AH_TRY(parse_benchmark_run(j, "", b));
+  ARMHIVE_RETURN_IF_ERROR(parse_benchmark_run(j, "", b));
   return b;
 }
 

@@ -16,8 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-#define AH_TRY(expr) ARMHIVE_RETURN_IF_ERROR(expr)
-
 Result<int64_t> ttl_from_json(const json& v, const std::string& field) {
   if (v.is_number_integer()) {
     if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(kMaxTtlSeconds)) {
@@ -25,12 +23,12 @@ Result<int64_t> ttl_from_json(const json& v, const std::string& field) {
                               "must be at most 30 days (" + std::to_string(kMaxTtlSeconds) + " s)");
     }
     int64_t s = v.get<int64_t>();
-    AH_TRY(check_ttl(field, s));
+    ARMHIVE_RETURN_IF_ERROR(check_ttl(field, s));
     return s;
   }
   if (v.is_string()) {
     ARMHIVE_ASSIGN_OR_RETURN(int64_t s, parse_duration(field, v.get<std::string>()));
-    AH_TRY(check_ttl(field, s));
+    ARMHIVE_RETURN_IF_ERROR(check_ttl(field, s));
     return s;
   }
   return invalid_argument(
@@ -48,8 +46,8 @@ void put_bytes(json& j, const std::string& key, const std::string& bytes) {
 
 Status get_bytes(const JsonReader& r, const std::string& key, std::string& out) {
   std::string text, b64;
-  AH_TRY(r.str(key, text));
-  AH_TRY(r.str(key + "_base64", b64));
+  ARMHIVE_RETURN_IF_ERROR(r.str(key, text));
+  ARMHIVE_RETURN_IF_ERROR(r.str(key + "_base64", b64));
   if (!text.empty() && !b64.empty()) {
     return invalid_argument(r.field(key), "give either " + key + " or " + key + "_base64");
   }
@@ -68,102 +66,102 @@ json optional_string(const std::optional<T>& v) {
 
 Status parse_vm(const json& j, const std::string& prefix, VmDto& vm) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.str("name", vm.name));
-  AH_TRY(r.str("address", vm.address));
-  AH_TRY(r.str("login_user", vm.login_user));
-  AH_TRY(r.int_list("cpus", vm.cpus));
-  AH_TRY(r.str("host", vm.host));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("name", vm.name));
+  ARMHIVE_RETURN_IF_ERROR(r.str("address", vm.address));
+  ARMHIVE_RETURN_IF_ERROR(r.str("login_user", vm.login_user));
+  ARMHIVE_RETURN_IF_ERROR(r.int_list("cpus", vm.cpus));
+  ARMHIVE_RETURN_IF_ERROR(r.str("host", vm.host));
   return Status::ok();
 }
 
 Status parse_ssh(const json& j, const std::string& prefix, SshDto& ssh) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.str("user", ssh.user));
-  AH_TRY(r.str("host", ssh.host));
-  AH_TRY(r.integer("port", ssh.port));
-  AH_TRY(r.str("command", ssh.command));
-  AH_TRY(r.str_list("host_keys", ssh.host_keys));
-  AH_TRY(r.str("known_hosts", ssh.known_hosts));
-  AH_TRY(r.str("host_key_alias", ssh.host_key_alias));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("user", ssh.user));
+  ARMHIVE_RETURN_IF_ERROR(r.str("host", ssh.host));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("port", ssh.port));
+  ARMHIVE_RETURN_IF_ERROR(r.str("command", ssh.command));
+  ARMHIVE_RETURN_IF_ERROR(r.str_list("host_keys", ssh.host_keys));
+  ARMHIVE_RETURN_IF_ERROR(r.str("known_hosts", ssh.known_hosts));
+  ARMHIVE_RETURN_IF_ERROR(r.str("host_key_alias", ssh.host_key_alias));
   return Status::ok();
 }
 
 Status parse_forward(const json& j, const std::string& prefix, PortForwardDto& f) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.integer("guest_port", f.guest_port));
-  AH_TRY(r.str("host", f.host));
-  AH_TRY(r.integer("port", f.port));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.integer("guest_port", f.guest_port));
+  ARMHIVE_RETURN_IF_ERROR(r.str("host", f.host));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("port", f.port));
   return Status::ok();
 }
 
 Status parse_transition(const json& j, const std::string& prefix, TransitionDto& t) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.str("from", t.from));
-  AH_TRY(r.str("to", t.to));
-  AH_TRY(r.str("at", t.at));
-  AH_TRY(r.str("reason", t.reason));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("from", t.from));
+  ARMHIVE_RETURN_IF_ERROR(r.str("to", t.to));
+  ARMHIVE_RETURN_IF_ERROR(r.str("at", t.at));
+  ARMHIVE_RETURN_IF_ERROR(r.str("reason", t.reason));
   return Status::ok();
 }
 
 Status parse_lease(const json& j, const std::string& prefix, LeaseDto& l) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.str("id", l.id, true));
-  AH_TRY(r.str("pool", l.pool));
-  AH_TRY(r.str("owner", l.owner));
-  AH_TRY(r.str("state", l.state, true));
-  AH_TRY(r.str("reason", l.reason));
-  AH_TRY(r.str("purpose", l.purpose));
-  AH_TRY(r.str_map("labels", l.labels));
-  AH_TRY(r.str("created_at", l.created_at));
-  AH_TRY(r.opt_str("ready_at", l.ready_at));
-  AH_TRY(r.str("expires_at", l.expires_at));
-  AH_TRY(r.opt_str("ended_at", l.ended_at));
-  AH_TRY(r.integer("ttl_seconds", l.ttl_seconds));
-  AH_TRY(r.boolean("warm_handout", l.warm_handout));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("id", l.id, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("pool", l.pool));
+  ARMHIVE_RETURN_IF_ERROR(r.str("owner", l.owner));
+  ARMHIVE_RETURN_IF_ERROR(r.str("state", l.state, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("reason", l.reason));
+  ARMHIVE_RETURN_IF_ERROR(r.str("purpose", l.purpose));
+  ARMHIVE_RETURN_IF_ERROR(r.str_map("labels", l.labels));
+  ARMHIVE_RETURN_IF_ERROR(r.str("created_at", l.created_at));
+  ARMHIVE_RETURN_IF_ERROR(r.opt_str("ready_at", l.ready_at));
+  ARMHIVE_RETURN_IF_ERROR(r.str("expires_at", l.expires_at));
+  ARMHIVE_RETURN_IF_ERROR(r.opt_str("ended_at", l.ended_at));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("ttl_seconds", l.ttl_seconds));
+  ARMHIVE_RETURN_IF_ERROR(r.boolean("warm_handout", l.warm_handout));
   if (const json* vm = r.find("vm")) {
     VmDto v;
-    AH_TRY(parse_vm(*vm, r.field("vm"), v));
+    ARMHIVE_RETURN_IF_ERROR(parse_vm(*vm, r.field("vm"), v));
     l.vm = std::move(v);
   }
   if (const json* ssh = r.find("ssh")) {
     SshDto s;
-    AH_TRY(parse_ssh(*ssh, r.field("ssh"), s));
+    ARMHIVE_RETURN_IF_ERROR(parse_ssh(*ssh, r.field("ssh"), s));
     l.ssh = std::move(s);
   }
-  AH_TRY(r.objects("forwards", l.forwards, parse_forward));
+  ARMHIVE_RETURN_IF_ERROR(r.objects("forwards", l.forwards, parse_forward));
   if (const json* startup = r.find("startup")) {
     StartupStatusDto s;
-    AH_TRY(parse_startup_status(*startup, r.field("startup"), s));
+    ARMHIVE_RETURN_IF_ERROR(parse_startup_status(*startup, r.field("startup"), s));
     l.startup = std::move(s);
   }
   if (const json* queue = r.find("queue")) {
     JsonReader q(*queue, r.field("queue"));
-    AH_TRY(q.require_object());
+    ARMHIVE_RETURN_IF_ERROR(q.require_object());
     LeaseQueueDto dto;
-    AH_TRY(q.integer("position", dto.position, true));
-    AH_TRY(q.str("reason", dto.reason, true));
+    ARMHIVE_RETURN_IF_ERROR(q.integer("position", dto.position, true));
+    ARMHIVE_RETURN_IF_ERROR(q.str("reason", dto.reason, true));
     l.queue = std::move(dto);
   }
   if (const json* usage = r.find("usage")) {
     JsonReader u(*usage, r.field("usage"));
-    AH_TRY(u.require_object());
+    ARMHIVE_RETURN_IF_ERROR(u.require_object());
     LeaseUsageDto dto;
-    AH_TRY(u.number("cpu_seconds", dto.cpu_seconds));
-    AH_TRY(u.number("wall_seconds", dto.wall_seconds));
-    AH_TRY(u.integer("peak_memory_bytes", dto.peak_memory_bytes));
-    AH_TRY(u.integer("disk_write_bytes", dto.disk_write_bytes));
-    AH_TRY(u.integer("net_rx_bytes", dto.net_rx_bytes));
-    AH_TRY(u.integer("net_tx_bytes", dto.net_tx_bytes));
-    AH_TRY(u.str("sampled_at", dto.sampled_at));
-    AH_TRY(u.boolean("final", dto.final));
+    ARMHIVE_RETURN_IF_ERROR(u.number("cpu_seconds", dto.cpu_seconds));
+    ARMHIVE_RETURN_IF_ERROR(u.number("wall_seconds", dto.wall_seconds));
+    ARMHIVE_RETURN_IF_ERROR(u.integer("peak_memory_bytes", dto.peak_memory_bytes));
+    ARMHIVE_RETURN_IF_ERROR(u.integer("disk_write_bytes", dto.disk_write_bytes));
+    ARMHIVE_RETURN_IF_ERROR(u.integer("net_rx_bytes", dto.net_rx_bytes));
+    ARMHIVE_RETURN_IF_ERROR(u.integer("net_tx_bytes", dto.net_tx_bytes));
+    ARMHIVE_RETURN_IF_ERROR(u.str("sampled_at", dto.sampled_at));
+    ARMHIVE_RETURN_IF_ERROR(u.boolean("final", dto.final));
     l.usage = std::move(dto);
   }
-  AH_TRY(r.objects("history", l.history, parse_transition));
+  ARMHIVE_RETURN_IF_ERROR(r.objects("history", l.history, parse_transition));
   return Status::ok();
 }
 
@@ -276,29 +274,30 @@ json to_json(const LeaseCreateRequest& r) {
 
 Result<LeaseCreateRequest> lease_create_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
-  AH_TRY(r.only({"pool", "ttl", "ssh_keys", "labels", "purpose", "ports", "startup"}));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(
+      r.only({"pool", "ttl", "ssh_keys", "labels", "purpose", "ports", "startup"}));
   LeaseCreateRequest out;
-  AH_TRY(r.str("pool", out.pool, true));
-  AH_TRY(check_name("pool", out.pool));
+  ARMHIVE_RETURN_IF_ERROR(r.str("pool", out.pool, true));
+  ARMHIVE_RETURN_IF_ERROR(check_name("pool", out.pool));
   if (const json* ttl = r.find("ttl")) {
     ARMHIVE_ASSIGN_OR_RETURN(int64_t s, ttl_from_json(*ttl, "ttl"));
     out.ttl_seconds = s;
   }
-  AH_TRY(r.str_list("ssh_keys", out.ssh_keys));
+  ARMHIVE_RETURN_IF_ERROR(r.str_list("ssh_keys", out.ssh_keys));
   if (out.ssh_keys.size() > kMaxSshKeys) {
     return invalid_argument("ssh_keys", "at most " + std::to_string(kMaxSshKeys) + " keys");
   }
   for (size_t i = 0; i < out.ssh_keys.size(); ++i) {
-    AH_TRY(check_ssh_key("ssh_keys[" + std::to_string(i) + "]", out.ssh_keys[i]));
+    ARMHIVE_RETURN_IF_ERROR(check_ssh_key("ssh_keys[" + std::to_string(i) + "]", out.ssh_keys[i]));
   }
-  AH_TRY(r.str_map("labels", out.labels));
-  AH_TRY(check_labels("labels", out.labels));
-  AH_TRY(r.str("purpose", out.purpose));
+  ARMHIVE_RETURN_IF_ERROR(r.str_map("labels", out.labels));
+  ARMHIVE_RETURN_IF_ERROR(check_labels("labels", out.labels));
+  ARMHIVE_RETURN_IF_ERROR(r.str("purpose", out.purpose));
   if (out.purpose != "ci" && out.purpose != "dev") {
     return invalid_argument("purpose", "must be \"ci\" or \"dev\"");
   }
-  AH_TRY(r.int_list("ports", out.ports));
+  ARMHIVE_RETURN_IF_ERROR(r.int_list("ports", out.ports));
   for (size_t i = 0; i < out.ports.size(); ++i) {
     if (out.ports[i] < 1 || out.ports[i] > 65535) {
       return invalid_argument("ports[" + std::to_string(i) + "]", "must be a TCP port, 1-65535");
@@ -314,8 +313,8 @@ json to_json(const LeaseRenewRequest& r) { return {{"ttl", r.ttl_seconds}}; }
 
 Result<LeaseRenewRequest> lease_renew_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
-  AH_TRY(r.only({"ttl"}));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.only({"ttl"}));
   const json* ttl = r.find("ttl");
   if (ttl == nullptr) return r.missing("ttl");
   LeaseRenewRequest out;
@@ -327,10 +326,10 @@ json to_json(const SshCertificateRequest& r) { return {{"public_key", r.public_k
 
 Result<SshCertificateRequest> ssh_certificate_request_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
-  AH_TRY(r.only({"public_key"}));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.only({"public_key"}));
   SshCertificateRequest out;
-  AH_TRY(r.str("public_key", out.public_key, /*required=*/true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("public_key", out.public_key, /*required=*/true));
   return out;
 }
 
@@ -340,12 +339,12 @@ json to_json(const FileTransferDto& f) {
 
 Result<FileTransferDto> file_transfer_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
   FileTransferDto f;
-  AH_TRY(r.str("path", f.path, true));
-  AH_TRY(r.str("kind", f.kind, true));
-  AH_TRY(r.integer("bytes", f.bytes));
-  AH_TRY(r.str("sha256", f.sha256, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("path", f.path, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("kind", f.kind, true));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("bytes", f.bytes));
+  ARMHIVE_RETURN_IF_ERROR(r.str("sha256", f.sha256, true));
   return f;
 }
 
@@ -361,15 +360,15 @@ json to_json(const SshCertificateDto& c) {
 
 Result<SshCertificateDto> ssh_certificate_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
   SshCertificateDto c;
-  AH_TRY(r.str("certificate", c.certificate, true));
-  AH_TRY(r.str("user", c.user));
-  AH_TRY(r.str("principal", c.principal));
-  AH_TRY(r.str("key_id", c.key_id));
-  AH_TRY(r.integer("serial", c.serial));
-  AH_TRY(r.str("valid_after", c.valid_after));
-  AH_TRY(r.str("valid_before", c.valid_before));
+  ARMHIVE_RETURN_IF_ERROR(r.str("certificate", c.certificate, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("user", c.user));
+  ARMHIVE_RETURN_IF_ERROR(r.str("principal", c.principal));
+  ARMHIVE_RETURN_IF_ERROR(r.str("key_id", c.key_id));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("serial", c.serial));
+  ARMHIVE_RETURN_IF_ERROR(r.str("valid_after", c.valid_after));
+  ARMHIVE_RETURN_IF_ERROR(r.str("valid_before", c.valid_before));
   return c;
 }
 
@@ -381,11 +380,11 @@ json to_json(const ExecRequestDto& r) {
 
 Result<ExecRequestDto> exec_request_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
-  AH_TRY(r.only({"argv", "stdin", "stdin_base64", "timeout_s"}));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.only({"argv", "stdin", "stdin_base64", "timeout_s"}));
   ExecRequestDto out;
   if (r.find("argv") == nullptr) return r.missing("argv");
-  AH_TRY(r.str_list("argv", out.argv));
+  ARMHIVE_RETURN_IF_ERROR(r.str_list("argv", out.argv));
   if (out.argv.empty()) return invalid_argument("argv", "must name a program");
   if (out.argv.size() > 4096) return invalid_argument("argv", "at most 4096 arguments");
   if (out.argv[0].empty()) return invalid_argument("argv[0]", "must not be empty");
@@ -394,9 +393,9 @@ Result<ExecRequestDto> exec_request_from_json(const json& j) {
       return invalid_argument("argv[" + std::to_string(i) + "]", "must not contain NUL");
     }
   }
-  AH_TRY(get_bytes(r, "stdin", out.stdin_data));
+  ARMHIVE_RETURN_IF_ERROR(get_bytes(r, "stdin", out.stdin_data));
   out.timeout_given = r.find("timeout_s") != nullptr;
-  AH_TRY(r.integer("timeout_s", out.timeout_s));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("timeout_s", out.timeout_s));
   if (out.timeout_s <= 0 || out.timeout_s > kMaxExecTimeoutSeconds) {
     return invalid_argument("timeout_s",
                             "must be between 1 and " + std::to_string(kMaxExecTimeoutSeconds));
@@ -465,7 +464,7 @@ json to_json(const LeaseDto& l) {
 
 Result<LeaseDto> lease_from_json(const json& j) {
   LeaseDto l;
-  AH_TRY(parse_lease(j, "", l));
+  ARMHIVE_RETURN_IF_ERROR(parse_lease(j, "", l));
   return l;
 }
 
@@ -478,11 +477,11 @@ json to_json(const LeasePage& p) {
 
 Result<LeasePage> lease_page_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
   LeasePage p;
   if (r.find("items") == nullptr) return r.missing("items");
-  AH_TRY(r.objects("items", p.items, parse_lease));
-  AH_TRY(r.str("next_cursor", p.next_cursor));
+  ARMHIVE_RETURN_IF_ERROR(r.objects("items", p.items, parse_lease));
+  ARMHIVE_RETURN_IF_ERROR(r.str("next_cursor", p.next_cursor));
   return p;
 }
 
@@ -494,13 +493,13 @@ json to_json(const Problem& p) {
 
 Result<Problem> problem_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
   Problem p;
-  AH_TRY(r.str("type", p.type));
-  AH_TRY(r.str("title", p.title));
-  AH_TRY(r.integer("status", p.status));
-  AH_TRY(r.str("detail", p.detail));
-  AH_TRY(r.str("field", p.field));
+  ARMHIVE_RETURN_IF_ERROR(r.str("type", p.type));
+  ARMHIVE_RETURN_IF_ERROR(r.str("title", p.title));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("status", p.status));
+  ARMHIVE_RETURN_IF_ERROR(r.str("detail", p.detail));
+  ARMHIVE_RETURN_IF_ERROR(r.str("field", p.field));
   return p;
 }
 
@@ -516,14 +515,14 @@ json to_json(const ExecResultDto& r) {
 
 Result<ExecResultDto> exec_result_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
   ExecResultDto out;
-  AH_TRY(r.integer("exit_code", out.exit_code, true));
-  AH_TRY(r.integer("signal", out.signal));
-  AH_TRY(r.boolean("timed_out", out.timed_out));
-  AH_TRY(r.boolean("stdout_truncated", out.out_truncated));
-  AH_TRY(get_bytes(r, "stdout", out.out));
-  AH_TRY(get_bytes(r, "stderr", out.err));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("exit_code", out.exit_code, true));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("signal", out.signal));
+  ARMHIVE_RETURN_IF_ERROR(r.boolean("timed_out", out.timed_out));
+  ARMHIVE_RETURN_IF_ERROR(r.boolean("stdout_truncated", out.out_truncated));
+  ARMHIVE_RETURN_IF_ERROR(get_bytes(r, "stdout", out.out));
+  ARMHIVE_RETURN_IF_ERROR(get_bytes(r, "stderr", out.err));
   return out;
 }
 

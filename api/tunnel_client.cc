@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "api/json.h"
+#include "base/url_encode.h"
 
 namespace armhive {
 namespace {

@@ -7,19 +7,17 @@ namespace {
 
 using nlohmann::json;
 
-#define AH_TRY(expr) ARMHIVE_RETURN_IF_ERROR(expr)
-
 Status parse_usage_row(const json& j, const std::string& prefix, UsageRowDto& row) {
   JsonReader r(j, prefix);
-  AH_TRY(r.require_object());
-  AH_TRY(r.str("group", row.group));
-  AH_TRY(r.integer("leases", row.leases));
-  AH_TRY(r.number("cpu_seconds", row.cpu_seconds));
-  AH_TRY(r.number("wall_seconds", row.wall_seconds));
-  AH_TRY(r.integer("disk_write_bytes", row.disk_write_bytes));
-  AH_TRY(r.integer("net_rx_bytes", row.net_rx_bytes));
-  AH_TRY(r.integer("net_tx_bytes", row.net_tx_bytes));
-  AH_TRY(r.integer("peak_memory_bytes", row.peak_memory_bytes));
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("group", row.group));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("leases", row.leases));
+  ARMHIVE_RETURN_IF_ERROR(r.number("cpu_seconds", row.cpu_seconds));
+  ARMHIVE_RETURN_IF_ERROR(r.number("wall_seconds", row.wall_seconds));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("disk_write_bytes", row.disk_write_bytes));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("net_rx_bytes", row.net_rx_bytes));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("net_tx_bytes", row.net_tx_bytes));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("peak_memory_bytes", row.peak_memory_bytes));
   return Status::ok();
 }
 
@@ -47,14 +45,14 @@ json to_json(const UsageReportDto& report) {
 
 Result<UsageReportDto> usage_report_from_json(const json& j) {
   JsonReader r(j, "");
-  AH_TRY(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
   UsageReportDto report;
-  AH_TRY(r.str("since", report.since));
-  AH_TRY(r.str("until", report.until));
-  AH_TRY(r.str("group_by", report.group_by));
-  AH_TRY(r.str("label", report.label));
+  ARMHIVE_RETURN_IF_ERROR(r.str("since", report.since));
+  ARMHIVE_RETURN_IF_ERROR(r.str("until", report.until));
+  ARMHIVE_RETURN_IF_ERROR(r.str("group_by", report.group_by));
+  ARMHIVE_RETURN_IF_ERROR(r.str("label", report.label));
   if (r.find("rows") == nullptr) return r.missing("rows");
-  AH_TRY(r.objects("rows", report.rows, parse_usage_row));
+  ARMHIVE_RETURN_IF_ERROR(r.objects("rows", report.rows, parse_usage_row));
   return report;
 }
 

@@ -140,7 +140,7 @@ Result<json> measure(Env& env, int64_t rows, int handouts, std::mt19937& rng) {
     }
     LeaseFilter active;
     active.include_ended = false;
-    active.limit = kMaxLeaseListLimit;
+    active.limit = kMaxListLimit;
     t0 = SteadyClock::now();
     auto listed = env.engine->list_leases(active);
     list_active.push_back(ms_since(t0));
@@ -153,20 +153,20 @@ Result<json> measure(Env& env, int64_t rows, int handouts, std::mt19937& rng) {
     char id[32];
     std::snprintf(id, sizeof id, "l-h%010llx", static_cast<unsigned long long>(at(rng)));
     LeaseFilter page;
-    page.limit = kMaxLeaseListLimit;
+    page.limit = kMaxListLimit;
     page.after_id = rows > 0 ? id : "";
     auto t0 = SteadyClock::now();
     auto listed = env.engine->list_leases(page);
     list_page.push_back(ms_since(t0));
     if (!listed.is_ok()) return listed.status();
-    if (rows > 1001 && listed->size() != kMaxLeaseListLimit) {
+    if (rows > 1001 && listed->size() != kMaxListLimit) {
       return internal_error("short page: " + std::to_string(listed->size()));
     }
   }
   // The whole table, page by page.
   auto t0 = SteadyClock::now();
   LeaseFilter all;
-  all.limit = kMaxLeaseListLimit;
+  all.limit = kMaxListLimit;
   size_t seen = 0;
   size_t pages = 0;
   for (;;) {
@@ -174,7 +174,7 @@ Result<json> measure(Env& env, int64_t rows, int handouts, std::mt19937& rng) {
     if (!listed.is_ok()) return listed.status();
     seen += listed->size();
     ++pages;
-    if (listed->size() < kMaxLeaseListLimit) break;
+    if (listed->size() < kMaxListLimit) break;
     all.after_id = listed->back().id;
   }
   double all_ms = ms_since(t0);

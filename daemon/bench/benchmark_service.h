@@ -10,6 +10,7 @@
 
 #include "base/result.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/list_limit.h"
 
 namespace armhive {
 
@@ -104,7 +105,7 @@ struct BenchmarkFilter {
   std::optional<std::string> pool;
   std::optional<std::string> host;
   std::optional<BenchmarkState> state;
-  size_t limit = 100;  // newest first
+  size_t limit = kDefaultListLimit;  // newest first
 };
 
 class BenchmarkService {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "daemon/core/lease.h"
+#include "daemon/core/list_limit.h"
 
 namespace armhive {
 
@@ -16,17 +17,13 @@ struct LeaseFilter {
   std::optional<LeaseState> state;
   std::map<std::string, std::string> labels;  // all must match
   bool include_ended = true;
-  size_t limit = 100;    // 0 = 100; at most kMaxLeaseListLimit
-  std::string after_id;  // pagination cursor: ids are ordered by creation
+  size_t limit = kDefaultListLimit;  // 0: the default; at most kMaxListLimit
+  std::string after_id;              // pagination cursor: ids are ordered by creation
 };
-
-// The most leases one listing returns, whatever the filter asks.
-inline constexpr size_t kMaxLeaseListLimit = 1000;
 
 // The limit a listing applies for `filter`.
 inline size_t effective_limit(const LeaseFilter& filter) {
-  if (filter.limit == 0) return 100;
-  return filter.limit < kMaxLeaseListLimit ? filter.limit : kMaxLeaseListLimit;
+  return effective_list_limit(filter.limit);
 }
 
 }  // namespace armhive

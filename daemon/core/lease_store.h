@@ -44,7 +44,7 @@ class LeaseStore {
   // through list(); SqliteLeaseStore counts in SQL.
   virtual Result<std::map<LeaseState, size_t>> count(const LeaseFilter& filter) {
     LeaseFilter page = filter;
-    page.limit = kMaxLeaseListLimit;
+    page.limit = kMaxListLimit;
     page.after_id.clear();
     std::map<LeaseState, size_t> counts;
     for (;;) {

@@ -56,7 +56,7 @@ template <typename ListLeases>
 Result<std::vector<UsageRow>> usage_by_paging(const UsageQuery& q, ListLeases&& list) {
   LeaseFilter page;
   page.owner = q.owner;
-  page.limit = kMaxLeaseListLimit;
+  page.limit = kMaxListLimit;
   std::vector<Lease> matching;
   for (;;) {
     auto listed = list(page);

@@ -88,7 +88,7 @@ class LeaseService {
   // list_leases; a service with a database counts there instead.
   virtual Result<std::map<LeaseState, size_t>> count_leases(const LeaseFilter& filter) {
     LeaseFilter page = filter;
-    page.limit = kMaxLeaseListLimit;
+    page.limit = kMaxListLimit;
     page.after_id.clear();
     std::map<LeaseState, size_t> counts;
     for (;;) {

@@ -68,7 +68,7 @@ void GithubProvider::start() {
   LeaseFilter mine;
   mine.owner = options_.owner;
   mine.include_ended = false;
-  mine.limit = kMaxLeaseListLimit;
+  mine.limit = kMaxListLimit;
   if (auto list = leases_.list_leases(mine); list.is_ok()) {
     std::lock_guard lock(mu_);
     for (const Lease& l : *list) {

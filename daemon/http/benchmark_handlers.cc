@@ -1,6 +1,7 @@
 // Benchmark runs: start on a lease, list, get, reports (HTML, CSV) and comparisons.
 #include "api/json.h"
 #include "daemon/bench/benchmark_service.h"
+#include "daemon/core/list_limit.h"
 #include "daemon/http/handlers.h"
 #include "daemon/http/params.h"
 
@@ -8,9 +9,6 @@ namespace armhive {
 namespace {
 
 using nlohmann::json;
-
-constexpr size_t kMaxListLimit = 1000;
-constexpr size_t kDefaultListLimit = 100;
 
 Status need_benchmarks(const ServerContext& ctx) {
   if (ctx.benchmarks == nullptr) return unavailable("benchmarks are not enabled on this server");

@@ -4,9 +4,11 @@
 #include <set>
 
 #include "api/json.h"
+#include "base/url_encode.h"
 #include "base/xml_escape.h"
 #include "daemon/bench/health_chart.h"
 #include "daemon/bench/svg.h"
+#include "daemon/core/list_limit.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/core_map_svg.h"
 #include "daemon/http/handlers.h"
@@ -44,7 +46,7 @@ Result<std::vector<HostView>> visible_hosts(ServerContext& ctx, const TokenInfo&
   LeaseFilter f;
   f.owner = who.name;
   f.include_ended = false;
-  f.limit = 1000;
+  f.limit = kMaxListLimit;
   for (;;) {  // every page: a token may hold more leases than one page
     ARMHIVE_ASSIGN_OR_RETURN(auto mine, ctx.leases.list_leases(f));
     for (const auto& l : mine) ids.insert(l.id);
@@ -103,22 +105,6 @@ Status list_hosts(ServerContext& ctx, Call& c) {
   return Status::ok();
 }
 
-// RFC 3986 percent-encoding of a path segment or query value.
-std::string url_encode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char ch : s) {
-    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
-      out += static_cast<char>(ch);
-    } else {
-      out += '%';
-      out += kHex[ch >> 4];
-      out += kHex[ch & 15];
-    }
-  }
-  return out;
-}
-
 // The host's newest health result per pool, each linking its trend page.
 std::string health_lines(const HostView& h) {
   if (h.health.empty()) return {};
@@ -157,7 +143,7 @@ Result<HealthQuery> health_query(ServerContext& ctx, Call& c) {
   bool pool_known = false;
   for (const PoolStatus& p : ctx.leases.pools()) pool_known = pool_known || p.config.name == q.pool;
   if (!pool_known) return not_found("no pool \"" + q.pool + "\"");
-  ARMHIVE_ASSIGN_OR_RETURN(size_t limit, parse_size_param(c.req, "limit", 200, 1000));
+  ARMHIVE_ASSIGN_OR_RETURN(size_t limit, parse_size_param(c.req, "limit", 200, kMaxListLimit));
   ARMHIVE_ASSIGN_OR_RETURN(q.results, ctx.options.health_series(q.host, q.pool, limit));
   return q;
 }

@@ -8,6 +8,7 @@
 #include "api/json.h"
 #include "base/validation.h"
 #include "daemon/core/dev_limits.h"
+#include "daemon/core/list_limit.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/event_hub.h"
 #include "daemon/http/exec_stream_handler.h"
@@ -20,8 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxListLimit = 1000;
-constexpr size_t kDefaultListLimit = 100;
 constexpr size_t kMaxConsoleBytes = 1 << 20;
 constexpr size_t kDefaultConsoleBytes = 64 * 1024;
 constexpr size_t kMaxIdempotencyKey = 128;
@@ -199,7 +198,7 @@ Status create_lease(ServerContext& ctx, Call& c) {
     LeaseFilter mine;
     mine.owner = who.name;
     mine.include_ended = false;
-    mine.limit = kMaxLeaseListLimit;
+    mine.limit = kMaxListLimit;
     ARMHIVE_ASSIGN_OR_RETURN(auto active, ctx.leases.list_leases(mine));
     size_t held = 0;
     bool replay = false;
@@ -219,7 +218,7 @@ Status create_lease(ServerContext& ctx, Call& c) {
       LeaseFilter mine;
       mine.owner = who.name;
       mine.include_ended = false;
-      mine.limit = 1000;
+      mine.limit = kMaxListLimit;
       // A retried create (same key) is not a new lease. Its lease is among the token's
       // active ones, of which there are at most max_leases.
       ARMHIVE_ASSIGN_OR_RETURN(auto active, ctx.leases.list_leases(mine));

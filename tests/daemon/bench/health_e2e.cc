@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/process_runner.h"
+#include "base/url_encode.h"
 #include "daemon/virt/connection.h"
 #include "daemon/virt/error.h"
 #include "daemon/virt/event_loop.h"

@@ -162,10 +162,10 @@ TEMPLATE_TEST_CASE("lease service: a listing returns at most 1000 leases",
                    "[conformance][lease-service]", EngineSubject, FakeSubject) {
   TestType subject;
   LeaseService& s = subject.service();
-  for (size_t i = 0; i < kMaxLeaseListLimit + 1; ++i) {
+  for (size_t i = 0; i < kMaxListLimit + 1; ++i) {
     REQUIRE(s.create_lease(request("slow")).is_ok());
   }
-  CHECK(s.list_leases({.limit = 5000})->size() == kMaxLeaseListLimit);
+  CHECK(s.list_leases({.limit = 5000})->size() == kMaxListLimit);
   CHECK(s.list_leases({.limit = 0})->size() == 100);
 }
 

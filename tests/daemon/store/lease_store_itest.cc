@@ -34,10 +34,10 @@ TEST_CASE("leases: lists page to the end past the listing cap; counts come from 
                 .is_ok());
   }
   LeaseFilter f;
-  f.limit = 5000;  // a listing returns at most kMaxLeaseListLimit, whatever it asks
+  f.limit = 5000;  // a listing returns at most kMaxListLimit, whatever it asks
   auto page = (*store)->list(f);
   REQUIRE(page.is_ok());
-  CHECK(page->size() == kMaxLeaseListLimit);
+  CHECK(page->size() == kMaxListLimit);
 
   // Paging with a cursor visits every lease once, in creation order.
   f.limit = 700;
@@ -90,7 +90,7 @@ TEST_CASE("leases: live listings hold every non-terminal state; pages carry each
   }
   LeaseFilter live;
   live.include_ended = false;
-  live.limit = kMaxLeaseListLimit;
+  live.limit = kMaxListLimit;
   size_t seen = 0;
   for (;;) {
     auto page = (*store)->list(live);
@@ -110,10 +110,10 @@ TEST_CASE("leases: live listings hold every non-terminal state; pages carry each
   CHECK(active->size() == expected_live);
 
   LeaseFilter all;
-  all.limit = kMaxLeaseListLimit;
+  all.limit = kMaxListLimit;
   auto page = (*store)->list(all);
   REQUIRE(page.is_ok());
-  REQUIRE(page->size() == kMaxLeaseListLimit);
+  REQUIRE(page->size() == kMaxListLimit);
   for (size_t i = 0; i < page->size(); ++i) {
     const Lease& l = (*page)[i];
     REQUIRE(l.history.size() == i % 4 + 1);
