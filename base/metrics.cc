@@ -110,12 +110,12 @@ Metrics::Family* Metrics::family_locked(std::string_view name, Type type) {
 }
 
 void Metrics::describe_counter(std::string_view name, std::string_view help) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Family* f = family_locked(name, Type::kCounter)) f->help = help;
 }
 
 void Metrics::describe_gauge(std::string_view name, std::string_view help) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Family* f = family_locked(name, Type::kGauge)) f->help = help;
 }
 
@@ -123,7 +123,7 @@ void Metrics::describe_histogram(std::string_view name, std::string_view help,
                                  std::vector<double> buckets) {
   std::sort(buckets.begin(), buckets.end());
   buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Family* f = family_locked(name, Type::kHistogram);
   if (f == nullptr) return;
   f->help = help;
@@ -132,17 +132,17 @@ void Metrics::describe_histogram(std::string_view name, std::string_view help,
 
 void Metrics::inc(std::string_view name, const Labels& labels, double value) {
   if (value < 0) return;  // counters only go up
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Family* f = family_locked(name, Type::kCounter)) f->series[labels].value += value;
 }
 
 void Metrics::set(std::string_view name, const Labels& labels, double value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (Family* f = family_locked(name, Type::kGauge)) f->series[labels].value = value;
 }
 
 void Metrics::observe(std::string_view name, const Labels& labels, double value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Family* f = family_locked(name, Type::kHistogram);
   if (f == nullptr) return;
   Series& s = f->series[labels];
@@ -158,13 +158,13 @@ void Metrics::observe(std::string_view name, const Labels& labels, double value)
 }
 
 void Metrics::clear(std::string_view name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = families_.find(name);
   if (it != families_.end()) it->second.series.clear();
 }
 
 double Metrics::value(std::string_view name, const Labels& labels) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = families_.find(name);
   if (it == families_.end()) return 0;
   auto s = it->second.series.find(labels);
@@ -172,7 +172,7 @@ double Metrics::value(std::string_view name, const Labels& labels) const {
 }
 
 uint64_t Metrics::count(std::string_view name, const Labels& labels) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = families_.find(name);
   if (it == families_.end()) return 0;
   auto s = it->second.series.find(labels);
@@ -180,7 +180,7 @@ uint64_t Metrics::count(std::string_view name, const Labels& labels) const {
 }
 
 std::string Metrics::exposition() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string out;
   for (const auto& [name, f] : families_) {
     if (!f.help.empty()) out += "# HELP " + name + " " + escape_help(f.help) + "\n";

@@ -2,10 +2,11 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/thread_annotations.h"
 
 namespace armhive {
 
@@ -61,11 +62,11 @@ class Metrics {
     std::map<Labels, Series> series;
   };
 
-  Family* family_locked(std::string_view name, Type type);
+  Family* family_locked(std::string_view name, Type type) REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, Family, std::less<>> families_;
-  uint64_t misuse_ = 0;
+  mutable Mutex mu_;
+  std::map<std::string, Family, std::less<>> families_ GUARDED_BY(mu_);
+  uint64_t misuse_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace armhive

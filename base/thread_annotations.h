@@ -17,6 +17,7 @@
 #define GUARDED_BY(x) ARMHIVE_THREAD_ANNOTATION(guarded_by(x))
 #define REQUIRES(...) ARMHIVE_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
 #define EXCLUDES(...) ARMHIVE_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
+#define ACQUIRED_BEFORE(...) ARMHIVE_THREAD_ANNOTATION(acquired_before(__VA_ARGS__))
 #define ACQUIRE(...) ARMHIVE_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define RELEASE(...) ARMHIVE_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 #define TRY_ACQUIRE(...) ARMHIVE_THREAD_ANNOTATION(try_acquire_capability(__VA_ARGS__))

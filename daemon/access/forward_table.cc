@@ -51,7 +51,7 @@ void ForwardTable::stop() {
   std::map<std::string, std::vector<Open>> all;
   std::map<std::string, std::map<uint64_t, std::function<void()>>> attached;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     all.swap(leases_);
@@ -69,7 +69,7 @@ void ForwardTable::stop() {
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   {
-    std::lock_guard lock(events_mu_);
+    MutexLock lock(events_mu_);
     events_stop_ = true;
   }
   events_cv_.notify_all();
@@ -78,7 +78,7 @@ void ForwardTable::stop() {
 
 void ForwardTable::emit(AccessEvent event) {
   {
-    std::lock_guard lock(events_mu_);
+    MutexLock lock(events_mu_);
     if (events_.size() >= kMaxQueuedEvents) {  // the sink fell behind: drop the oldest, count
       events_.pop_front();
       ++events_dropped_;
@@ -93,7 +93,7 @@ void ForwardTable::refused(const std::string& lease_id, const std::string& where
   if (metrics_ != nullptr) metrics_->inc(kRefusedMetric, {{"cap", c.cap}});
   uint64_t count = 0;
   {
-    std::lock_guard lock(refusal_mu_);
+    MutexLock lock(refusal_mu_);
     ++refusals_unlogged_;
     const auto now = std::chrono::steady_clock::now();
     if (refusal_logged_ != std::chrono::steady_clock::time_point{} &&
@@ -123,10 +123,12 @@ void ForwardTable::note_connection(const std::string& lease_id, const std::strin
 }
 
 void ForwardTable::deliver_loop() {
-  std::unique_lock lock(events_mu_);
+  MutexLock lock(events_mu_);
   for (;;) {
     // Until an event, a stop or the end of a throttled window, whichever is first.
-    auto ready = [&] { return events_stop_ || !events_.empty() || events_dropped_ > 0; };
+    auto ready = [&]() REQUIRES(events_mu_) {
+      return events_stop_ || !events_.empty() || events_dropped_ > 0;
+    };
     if (std::optional<TimePoint> due = connections_.next_due()) {
       events_cv_.wait_for(
           lock, std::max(Millis(0), std::chrono::duration_cast<Millis>(*due - SystemClock().now())),
@@ -171,7 +173,7 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
   for (int attempt = 0; attempt < range; ++attempt) {
     int port = 0;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopped_) return unavailable("access forwards are stopping");
       for (int i = 0; i < range && port == 0; ++i) {
         int candidate = next_port_;
@@ -201,7 +203,7 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
       return Open{{lease_id, guest_port, options_.advertise_host, port, guest_address}, *f};
     }
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       reserved_.erase(port);
     }
     // Taken by another process: try the next port. Anything else is not the port's fault.
@@ -222,13 +224,13 @@ ForwardTable::Ticket::Ticket(Ticket&& other) noexcept
 
 ForwardTable::Ticket::~Ticket() noexcept {
   if (table_ == nullptr) return;
-  std::lock_guard lock(table_->mu_);
+  MutexLock lock(table_->mu_);
   auto it = table_->tickets_.find(lease_id_);
   if (it != table_->tickets_.end() && --it->second.out == 0) table_->tickets_.erase(it);
 }
 
 ForwardTable::Ticket ForwardTable::ticket(const std::string& lease_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Tickets& t = tickets_[lease_id];
   ++t.out;
   return Ticket(this, lease_id, t.closes);
@@ -244,10 +246,10 @@ Result<std::vector<ForwardInfo>> ForwardTable::open(const Ticket& ticket,
                                                     const std::string& guest_address,
                                                     const std::vector<int>& guest_ports) {
   const std::string& lease_id = ticket.lease_id();
-  std::lock_guard one_at_a_time(open_mu_);
+  MutexLock one_at_a_time(open_mu_);
   std::vector<int> missing;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::set<int> have;
     if (auto it = leases_.find(lease_id); it != leases_.end()) {
       for (const Open& o : it->second) have.insert(o.info.guest_port);
@@ -258,7 +260,7 @@ Result<std::vector<ForwardInfo>> ForwardTable::open(const Ticket& ticket,
   }
   if (missing.empty()) return find(lease_id);
   std::vector<Open> opened;
-  auto release = [&](Open& o) {  // requires mu_
+  auto release = [&](Open& o) REQUIRES(mu_) {
     o.forward->close();
     reserved_.erase(o.info.port);
   };
@@ -266,14 +268,14 @@ Result<std::vector<ForwardInfo>> ForwardTable::open(const Ticket& ticket,
     auto o = open_one(lease_id, guest_address, gp);
     if (!o.is_ok()) {
       // The ones opened here go again; the lease's earlier forwards stay.
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (Open& done : opened) release(done);
       return o.status();
     }
     opened.push_back(std::move(*o));
   }
   std::vector<ForwardInfo> out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopped_) {
     for (Open& o : opened) release(o);
     return unavailable("access forwards are stopping");
@@ -306,7 +308,7 @@ void ForwardTable::close(const std::string& lease_id, const std::string& reason)
   std::vector<Open> forwards;
   std::map<uint64_t, std::function<void()>> cuts;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto t = tickets_.find(lease_id); t != tickets_.end()) ++t->second.closes;
     if (auto a = attached_.find(lease_id); a != attached_.end()) {
       cuts = std::move(a->second);
@@ -329,7 +331,7 @@ void ForwardTable::close(const std::string& lease_id, const std::string& reason)
 
 std::optional<uint64_t> ForwardTable::attach(const std::string& lease_id,
                                              std::function<void()> cut) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = leases_.find(lease_id);
   if (stopped_ || it == leases_.end() || it->second.empty()) return std::nullopt;
   uint64_t id = next_attachment_++;
@@ -338,7 +340,7 @@ std::optional<uint64_t> ForwardTable::attach(const std::string& lease_id,
 }
 
 void ForwardTable::detach(const std::string& lease_id, uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = attached_.find(lease_id);
   if (it == attached_.end()) return;
   it->second.erase(id);
@@ -346,7 +348,7 @@ void ForwardTable::detach(const std::string& lease_id, uint64_t id) {
 }
 
 std::vector<ForwardInfo> ForwardTable::find(const std::string& lease_id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<ForwardInfo> out;
   auto it = leases_.find(lease_id);
   if (it != leases_.end()) {
@@ -356,7 +358,7 @@ std::vector<ForwardInfo> ForwardTable::find(const std::string& lease_id) const {
 }
 
 std::vector<std::string> ForwardTable::leases() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   for (const auto& [id, f] : leases_) out.push_back(id);
   return out;

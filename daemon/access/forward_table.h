@@ -7,7 +7,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -16,6 +15,7 @@
 
 #include "base/metrics.h"
 #include "base/result.h"
+#include "base/thread_annotations.h"
 #include "daemon/access/tcp_forward.h"
 #include "daemon/core/event_throttle.h"
 
@@ -152,37 +152,38 @@ class ForwardTable {
 
   // The rate-limited log line of refusals.
   static constexpr std::chrono::seconds kRefusalLogPeriod{10};
-  std::mutex refusal_mu_;
-  std::chrono::steady_clock::time_point refusal_logged_{};  // never: the first one is logged
-  uint64_t refusals_unlogged_ = 0;
+  Mutex refusal_mu_;
+  // never: the first one is logged
+  std::chrono::steady_clock::time_point refusal_logged_ GUARDED_BY(refusal_mu_){};
+  uint64_t refusals_unlogged_ GUARDED_BY(refusal_mu_) = 0;
   boost::asio::io_context io_;
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
 
-  std::mutex open_mu_;  // taken before mu_, never inside it
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<Open>> leases_;
-  std::set<int> reserved_;  // ports held by open (or opening) forwards
+  Mutex open_mu_ ACQUIRED_BEFORE(mu_);  // never taken inside mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::vector<Open>> leases_ GUARDED_BY(mu_);
+  std::set<int> reserved_ GUARDED_BY(mu_);  // ports held by open (or opening) forwards
   // Leases with tickets out: how many, and how many close() calls came since the first was
   // taken (an entry lives while tickets do, so the map holds only leases being opened).
   struct Tickets {
     int out = 0;
     uint64_t closes = 0;
   };
-  std::map<std::string, Tickets> tickets_;
+  std::map<std::string, Tickets> tickets_ GUARDED_BY(mu_);
   // lease id -> attachment id -> cut (tunnels through the API)
-  std::map<std::string, std::map<uint64_t, std::function<void()>>> attached_;
-  uint64_t next_attachment_ = 1;
-  int next_port_ = 0;
-  bool stopped_ = false;
+  std::map<std::string, std::map<uint64_t, std::function<void()>>> attached_ GUARDED_BY(mu_);
+  uint64_t next_attachment_ GUARDED_BY(mu_) = 1;
+  int next_port_ GUARDED_BY(mu_) = 0;
+  bool stopped_ GUARDED_BY(mu_) = false;
 
   static constexpr size_t kMaxQueuedEvents = 4096;
   EventThrottle connections_;  // thread-safe; taken inside events_mu_, never the reverse
-  std::mutex events_mu_;
-  std::condition_variable events_cv_;
-  std::deque<AccessEvent> events_;  // at most kMaxQueuedEvents
-  uint64_t events_dropped_ = 0;     // guarded by events_mu_
-  bool events_stop_ = false;
+  Mutex events_mu_;
+  std::condition_variable_any events_cv_;
+  std::deque<AccessEvent> events_ GUARDED_BY(events_mu_);  // at most kMaxQueuedEvents
+  uint64_t events_dropped_ GUARDED_BY(events_mu_) = 0;
+  bool events_stop_ GUARDED_BY(events_mu_) = false;
   std::thread events_thread_;
 };
 

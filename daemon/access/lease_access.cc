@@ -79,7 +79,7 @@ Status LeaseAccess::check_ports(const std::string& pool, const std::vector<int>&
 
 void LeaseAccess::set_ports(const std::string& lease_id, const std::vector<int>& ports) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ports_[lease_id] = ports;
   }
   // A warm hand-out is ready already: open them now rather than at the next look.
@@ -106,7 +106,7 @@ Result<std::optional<SshEndpoint>> LeaseAccess::ssh_endpoint(const Lease& lease)
   if (reach_ && !reach_(lease).is_ok()) return std::optional<SshEndpoint>();
   std::vector<int> wanted{guest_ssh_port_};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = ports_.find(lease.id); it != ports_.end()) {
       wanted.insert(wanted.end(), it->second.begin(), it->second.end());
     }
@@ -150,7 +150,7 @@ Result<LeaseAccess::TunnelTarget> LeaseAccess::tunnel_target(const Lease& lease,
   std::string allowed = std::to_string(guest_ssh_port_);
   bool ok = port == guest_ssh_port_;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = ports_.find(lease.id); it != ports_.end()) {
       for (int p : it->second) {
         allowed += ", " + std::to_string(p);
@@ -178,7 +178,7 @@ void LeaseAccess::set_user_ca(std::string public_key) { user_ca_ = std::move(pub
 Status LeaseAccess::install_trust(const Lease& lease) {
   if (user_ca_.empty()) return Status::ok();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (trusted_.count(lease.id)) return Status::ok();
   }
   GuestExecRequest req;
@@ -191,7 +191,7 @@ Status LeaseAccess::install_trust(const Lease& lease) {
                            std::to_string(r->exit_code) + "): " + r->err.substr(0, 200),
                        lease.id);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   trusted_.insert(lease.id);
   return Status::ok();
 }
@@ -243,7 +243,7 @@ void LeaseAccess::on_event(const Event& event) {
 }
 
 void LeaseAccess::forget(const std::string& lease_id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ports_.erase(lease_id);
   trusted_.erase(lease_id);
 }
@@ -276,7 +276,7 @@ void LeaseAccess::sweep() {
     // Another VM answers at the old address now, or none: the forwards follow the lease.
     forwards_.close(id, "VM address changed (sweep)");
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       trusted_.erase(id);
     }
     if (l->state != LeaseState::kReady) continue;

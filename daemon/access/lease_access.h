@@ -3,13 +3,13 @@
 #include <atomic>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "daemon/access/expiry_warnings.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/engine/lease_service.h"
@@ -130,10 +130,10 @@ class LeaseAccess {
   std::string user_ca_;                                   // set before start(), read-only after
   std::function<Status(const Lease&)> reach_;             // likewise
   std::chrono::milliseconds sweep_period_{kSweepPeriod};  // likewise
-  std::mutex mu_;  // guards ports_ and trusted_; never held across a guest command or a bind
-  std::map<std::string, std::vector<int>> ports_;     // lease id -> extra guest ports
-  std::set<std::string> trusted_;                     // leases whose guest has the CA
-  std::map<std::string, ExpiryWarningState> warned_;  // watcher thread only
+  Mutex mu_;  // never held across a guest command or a bind
+  std::map<std::string, std::vector<int>> ports_ GUARDED_BY(mu_);  // lease id -> extra ports
+  std::set<std::string> trusted_ GUARDED_BY(mu_);                  // leases whose guest has the CA
+  std::map<std::string, ExpiryWarningState> warned_;               // watcher thread only
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -60,7 +60,7 @@ BenchmarkRunner::BenchmarkRunner(GuestAgent& agent, ProcessRunner& processes,
 BenchmarkRunner::~BenchmarkRunner() {
   std::vector<std::thread> workers;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     for (auto& [vm, q] : queues_) {
       if (q.worker.joinable()) workers.push_back(std::move(q.worker));
@@ -71,7 +71,7 @@ BenchmarkRunner::~BenchmarkRunner() {
 }
 
 bool BenchmarkRunner::stopping() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stopping_;
 }
 
@@ -100,7 +100,7 @@ void BenchmarkRunner::update(const BenchmarkRun& run) {
   // Disk first, outside the lock; a failed write is recorded in the run but does not stop it.
   Status saved = save(run);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     BenchmarkRun& stored = runs_[run.id];
     stored = run;
     if (!saved.is_ok()) stored.report["storage_error"] = saved.message();
@@ -116,7 +116,7 @@ Status BenchmarkRunner::load() {
                        options_.runs_dir);
   std::vector<BenchmarkRun> interrupted;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (fs::directory_iterator it(options_.runs_dir, ec), end; !ec && it != end;
          it.increment(ec)) {
       if (it->path().extension() != ".json") continue;
@@ -200,7 +200,7 @@ Result<BenchmarkRun> BenchmarkRunner::start(const BenchmarkRequest& request) {
   }
   run.report = {{"schema", kReportSchema}, {"emulated", target->emulated}};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return unavailable("the benchmark service is shutting down");
     if (auto q = queues_.find(target->vm_name);
         q != queues_.end() && q->second.jobs.size() >= options_.max_queued_per_vm) {
@@ -216,7 +216,7 @@ Result<BenchmarkRun> BenchmarkRunner::start(const BenchmarkRequest& request) {
   }
   update(run);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     VmQueue& q = queues_[run.vm_name];
     q.jobs.push_back({run.id, std::move(target).value()});
     if (!q.worker_active) {
@@ -233,7 +233,7 @@ void BenchmarkRunner::worker(std::string vm_name) {
     Job job;
     bool cancelled = false;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       VmQueue& q = queues_[vm_name];
       if (q.jobs.empty()) {
         q.worker_active = false;
@@ -355,7 +355,7 @@ void BenchmarkRunner::execute(const Job& job) {
 }
 
 Result<BenchmarkRun> BenchmarkRunner::get(const std::string& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = runs_.find(id);
   if (it == runs_.end()) return not_found("no such benchmark run", id);
   return it->second;
@@ -364,7 +364,7 @@ Result<BenchmarkRun> BenchmarkRunner::get(const std::string& id) {
 std::vector<BenchmarkRun> BenchmarkRunner::list(const BenchmarkFilter& f) {
   std::vector<BenchmarkRun> out;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, r] : runs_) {
       if (f.owner && r.owner != *f.owner) continue;
       if (f.lease_id && r.lease_id != *f.lease_id) continue;
@@ -410,8 +410,8 @@ Result<nlohmann::json> BenchmarkRunner::compare(const std::vector<std::string>& 
 
 Result<BenchmarkRun> BenchmarkRunner::wait(const std::string& id,
                                            std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  auto done = [&] {
+  MutexLock lock(mu_);
+  auto done = [&]() REQUIRES(mu_) {
     auto it = runs_.find(id);
     return it == runs_.end() || it->second.state == BenchmarkState::kSucceeded ||
            it->second.state == BenchmarkState::kFailed;

@@ -4,12 +4,12 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/process_runner.h"
+#include "base/thread_annotations.h"
 #include "daemon/bench/benchmark_service.h"
 #include "daemon/bench/lease_target.h"
 #include "daemon/core/clock.h"
@@ -90,11 +90,11 @@ class BenchmarkRunner final : public BenchmarkService {
   const Clock& clock_;
   BenchmarkRunnerOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  bool stopping_ = false;
-  std::map<std::string, BenchmarkRun> runs_;  // by id
-  std::map<std::string, VmQueue> queues_;     // by vm_name
+  mutable Mutex mu_;
+  std::condition_variable_any changed_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::map<std::string, BenchmarkRun> runs_ GUARDED_BY(mu_);  // by id
+  std::map<std::string, VmQueue> queues_ GUARDED_BY(mu_);     // by vm_name
 };
 
 }  // namespace armhive

@@ -146,7 +146,7 @@ CpuSampler::CpuSampler(std::string proc_root, std::chrono::milliseconds period)
 
 CpuSampler::~CpuSampler() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -156,7 +156,7 @@ CpuSampler::~CpuSampler() {
 void CpuSampler::take_snapshot() {
   auto snap = read_proc_stat(proc_root_);
   if (!snap.is_ok()) return;  // a transient read failure loses one period, not the run
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   snapshots_.push_back(std::move(snap).value());
 }
 
@@ -164,7 +164,7 @@ Status CpuSampler::start() {
   auto first = read_proc_stat(proc_root_);
   if (!first.is_ok()) return first.status().annotate("host CPU sampler");
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     snapshots_.clear();
     snapshots_.push_back(std::move(first).value());
     stopping_ = false;
@@ -174,9 +174,9 @@ Status CpuSampler::start() {
 }
 
 void CpuSampler::loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
-    if (cv_.wait_for(lock, period_, [this] { return stopping_; })) break;
+    if (cv_.wait_for(lock, period_, [this]() REQUIRES(mu_) { return stopping_; })) break;
     lock.unlock();
     take_snapshot();
     lock.lock();
@@ -185,13 +185,13 @@ void CpuSampler::loop() {
 
 Result<HostCpuUsage> CpuSampler::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   take_snapshot();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (snapshots_.size() < 2) return unavailable("host CPU sampler has fewer than two snapshots");
   HostCpuUsage usage;
   usage.period_s = std::chrono::duration<double>(period_).count();

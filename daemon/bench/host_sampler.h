@@ -4,7 +4,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/thread_annotations.h"
 
 namespace armhive {
 
@@ -67,10 +67,10 @@ class CpuSampler {
 
   std::string proc_root_;
   std::chrono::milliseconds period_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::vector<std::map<int, ProcCpuTimes>> snapshots_;  // guarded by mu_
+  Mutex mu_;
+  std::condition_variable_any cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::vector<std::map<int, ProcCpuTimes>> snapshots_ GUARDED_BY(mu_);
   std::thread thread_;
 };
 

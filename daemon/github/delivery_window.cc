@@ -16,7 +16,7 @@ void DeliveryWindow::expire_locked(TimePoint now) {
 Status DeliveryWindow::admit(const std::string& id, TimePoint now) {
   if (id.empty()) return invalid_argument(kHeader, "every delivery must carry its id");
   if (id.size() > 128) return invalid_argument(kHeader, "must be at most 128 bytes");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   expire_locked(now);
   if (ids_.count(id)) {
     return Status(ErrorCode::kConflict, "delivery " + id + " was received already (a replay)", {},
@@ -29,7 +29,7 @@ Status DeliveryWindow::admit(const std::string& id, TimePoint now) {
 }
 
 size_t DeliveryWindow::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return ids_.size();
 }
 

@@ -2,11 +2,11 @@
 
 #include <cstddef>
 #include <deque>
-#include <mutex>
 #include <set>
 #include <string>
 
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "daemon/core/clock.h"
 
 namespace armhive {
@@ -24,21 +24,21 @@ class DeliveryWindow {
 
   // kConflict (field "X-GitHub-Delivery") when `id` was admitted within the window;
   // kInvalidArgument when it is empty or longer than 128 bytes. Admits it otherwise.
-  Status admit(const std::string& id, TimePoint now);
-  size_t size() const;
+  Status admit(const std::string& id, TimePoint now) EXCLUDES(mu_);
+  size_t size() const EXCLUDES(mu_);
 
  private:
   struct Seen {
     TimePoint at;
     std::string id;
   };
-  void expire_locked(TimePoint now);
+  void expire_locked(TimePoint now) REQUIRES(mu_);
 
   Seconds window_;
   size_t capacity_;
-  mutable std::mutex mu_;
-  std::deque<Seen> order_;  // oldest first
-  std::set<std::string> ids_;
+  mutable Mutex mu_;
+  std::deque<Seen> order_ GUARDED_BY(mu_);  // oldest first
+  std::set<std::string> ids_ GUARDED_BY(mu_);
 };
 
 }  // namespace armhive

@@ -70,7 +70,7 @@ void GithubProvider::start() {
   mine.include_ended = false;
   mine.limit = kMaxListLimit;
   if (auto list = leases_.list_leases(mine); list.is_ok()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const Lease& l : *list) {
       auto name = l.labels.find(kRunnerLabel);
       if (name == l.labels.end()) continue;
@@ -89,7 +89,7 @@ void GithubProvider::start() {
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = false;
   }
   thread_ = std::thread([this] { work(); });
@@ -97,7 +97,7 @@ void GithubProvider::start() {
 
 void GithubProvider::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   wake_.notify_all();
@@ -134,7 +134,7 @@ Status GithubProvider::deliver(const std::string& event, const std::string& deli
            (job->runner_name.empty() ? "" : " runner=" + printable(job->runner_name)));
   if (job->action == "queued" || job->action == "in_progress" || job->action == "completed") {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       queue_.push_back(std::move(job).value());
     }
     wake_.notify_all();
@@ -143,7 +143,7 @@ Status GithubProvider::deliver(const std::string& event, const std::string& deli
 }
 
 std::vector<GithubProvider::Runner> GithubProvider::runners() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Runner> out;
   for (const auto& [name, r] : runners_) out.push_back(r);
   return out;
@@ -206,7 +206,7 @@ void GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
   r.job_id = job.job_id;
   r.created = clock_.now();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     runners_[name] = r;
   }
   emit("github.runner_started", lease->id,
@@ -219,7 +219,7 @@ void GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
 void GithubProvider::release(const Runner& runner, const std::string& event, const std::string& why,
                              bool delete_from_github) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     runners_.erase(runner.runner_name);
   }
   std::string detail = "runner=" + printable(runner.runner_name) +
@@ -237,7 +237,7 @@ void GithubProvider::release(const Runner& runner, const std::string& event, con
 void GithubProvider::handle(const WorkflowJob& job) {
   std::optional<Runner> target;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (job.action == "queued") {
       for (const auto& [name, r] : runners_) {
         if (r.job_id == job.job_id) return;  // a redelivery of a job we serve already
@@ -294,7 +294,7 @@ void GithubProvider::run_once() {
   for (;;) {
     WorkflowJob job;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (queue_.empty() || stop_) break;
       job = std::move(queue_.front());
       queue_.pop_front();
@@ -307,8 +307,9 @@ void GithubProvider::run_once() {
 void GithubProvider::work() {
   for (;;) {
     {
-      std::unique_lock lock(mu_);
-      wake_.wait_for(lock, options_.sweep_period, [&] { return stop_ || !queue_.empty(); });
+      MutexLock lock(mu_);
+      wake_.wait_for(lock, options_.sweep_period,
+                     [&]() REQUIRES(mu_) { return stop_ || !queue_.empty(); });
       if (stop_) return;
     }
     run_once();

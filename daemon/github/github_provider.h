@@ -7,12 +7,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "api/types.h"
 #include "base/result.h"
+#include "base/thread_annotations.h"
 #include "daemon/core/clock.h"
 #include "daemon/engine/lease_service.h"
 #include "daemon/github/delivery_window.h"
@@ -79,8 +79,8 @@ class GithubProvider {
   GithubProvider& operator=(const GithubProvider&) = delete;
 
   // Rebuilds the runners of active leases (by their labels), then starts the worker.
-  void start();
-  void stop();
+  void start() EXCLUDES(mu_);
+  void stop() EXCLUDES(mu_);
 
   // One webhook delivery (POST /v1/github/webhook), from its headers and raw body. Checks, in
   // order: signature (kUnauthenticated), delivery id and replay (kInvalidArgument /
@@ -88,10 +88,11 @@ class GithubProvider {
   // ok: accepted (queued when it is a workflow_job this provider acts on; other events and
   // jobs for other labels are accepted and ignored, as GitHub expects a 2xx).
   Status deliver(const std::string& event, const std::string& delivery_id,
-                 const std::string& signature, const std::string& body, const std::string& remote);
+                 const std::string& signature, const std::string& body, const std::string& remote)
+      EXCLUDES(mu_);
 
   // Processes queued jobs and sweeps idle runners now (tests; the worker does this too).
-  void run_once();
+  void run_once() EXCLUDES(mu_);
 
   struct Runner {
     int64_t runner_id = 0;
@@ -101,15 +102,15 @@ class GithubProvider {
     TimePoint created;
     bool busy = false;  // a job is in progress on it
   };
-  std::vector<Runner> runners();
+  std::vector<Runner> runners() EXCLUDES(mu_);
 
  private:
-  void handle(const WorkflowJob& job);
-  void launch(const WorkflowJob& job, const std::string& pool);
+  void handle(const WorkflowJob& job) EXCLUDES(mu_);
+  void launch(const WorkflowJob& job, const std::string& pool) EXCLUDES(mu_);
   void release(const Runner& runner, const std::string& event, const std::string& why,
-               bool delete_from_github);
-  void sweep();
-  void work();
+               bool delete_from_github) EXCLUDES(mu_);
+  void sweep() EXCLUDES(mu_);
+  void work() EXCLUDES(mu_);
   void emit(const std::string& type, const std::string& lease_id, const std::string& detail,
             const std::string& source = {});
 
@@ -121,11 +122,11 @@ class GithubProvider {
   EventSink sink_;
   DeliveryWindow deliveries_;
 
-  std::mutex mu_;  // guards queue_, runners_, stop_
-  std::condition_variable wake_;
-  std::deque<WorkflowJob> queue_;
-  std::map<std::string, Runner> runners_;  // by runner name
-  bool stop_ = false;
+  Mutex mu_;
+  std::condition_variable_any wake_;
+  std::deque<WorkflowJob> queue_ GUARDED_BY(mu_);
+  std::map<std::string, Runner> runners_ GUARDED_BY(mu_);  // by runner name
+  bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

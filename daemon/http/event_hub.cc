@@ -1,6 +1,7 @@
 #include "daemon/http/event_hub.h"
 
 #include <condition_variable>
+#include <mutex>
 
 namespace armhive {
 
@@ -18,7 +19,7 @@ void EventHub::stop() {
 void EventHub::watch(std::stop_token stop) {
   uint64_t after = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     after = cursor_;
   }
   std::mutex idle_mu;
@@ -40,7 +41,7 @@ void EventHub::watch(std::stop_token stop) {
     std::vector<std::function<void()>> wake;
     std::vector<std::pair<std::function<void(const std::vector<Event>&)>, std::vector<Event>>> feed;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       std::vector<Event> fresh;
       for (Event& e : batch) {
         if (e.seq <= after) continue;
@@ -76,7 +77,7 @@ void EventHub::watch(std::stop_token stop) {
 }
 
 uint64_t EventHub::add_lease_waiter(const std::string& lease_id, std::function<void()> on_event) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint64_t h = next_handle_++;
   waiters_[h] = {lease_id, std::move(on_event)};
   waiters_by_lease_.emplace(lease_id, h);
@@ -84,7 +85,7 @@ uint64_t EventHub::add_lease_waiter(const std::string& lease_id, std::function<v
 }
 
 void EventHub::remove_lease_waiter(uint64_t handle) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = waiters_.find(handle);
   if (it == waiters_.end()) return;
   auto [lo, hi] = waiters_by_lease_.equal_range(it->second.lease_id);
@@ -99,7 +100,7 @@ void EventHub::remove_lease_waiter(uint64_t handle) {
 
 uint64_t EventHub::subscribe(uint64_t after,
                              std::function<void(const std::vector<Event>&)> deliver) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint64_t h = next_handle_++;
   std::vector<Event> catch_up;
   for (const Event& e : recent_) {
@@ -113,12 +114,12 @@ uint64_t EventHub::subscribe(uint64_t after,
 }
 
 void EventHub::unsubscribe(uint64_t handle) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   subscribers_.erase(handle);
 }
 
 size_t EventHub::waiting() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return waiters_.size() + subscribers_.size();
 }
 

@@ -4,12 +4,12 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "daemon/engine/lease_service.h"
 
 namespace armhive {
@@ -38,21 +38,24 @@ class EventHub {
   void stop();
 
   // `on_event` runs for every event whose lease_id is `lease_id`.
-  uint64_t add_lease_waiter(const std::string& lease_id, std::function<void()> on_event);
-  void remove_lease_waiter(uint64_t handle);
+  uint64_t add_lease_waiter(const std::string& lease_id, std::function<void()> on_event)
+      EXCLUDES(mu_);
+  void remove_lease_waiter(uint64_t handle) EXCLUDES(mu_);
 
   // `deliver` gets, in order, every event with seq > after: first those still in the ring,
   // then each new batch. Events the caller already has (seq ≤ after) are never passed.
-  uint64_t subscribe(uint64_t after, std::function<void(const std::vector<Event>&)> deliver);
-  void unsubscribe(uint64_t handle);
+  uint64_t subscribe(uint64_t after, std::function<void(const std::vector<Event>&)> deliver)
+      EXCLUDES(mu_);
+  void unsubscribe(uint64_t handle) EXCLUDES(mu_);
 
-  size_t waiting() const;  // long-poll waiters plus subscribers (for tests and metrics)
+  size_t waiting() const
+      EXCLUDES(mu_);  // long-poll waiters plus subscribers (for tests and metrics)
 
   // How long one events_since call may block: bounds stop()'s latency, not any request's.
   static constexpr std::chrono::milliseconds kSlice{250};
 
  private:
-  void watch(std::stop_token stop);
+  void watch(std::stop_token stop) EXCLUDES(mu_);
 
   struct Waiter {
     std::string lease_id;
@@ -65,13 +68,13 @@ class EventHub {
 
   LeaseService& leases_;
   const size_t ring_;
-  mutable std::mutex mu_;
-  std::deque<Event> recent_;  // guarded by mu_
-  uint64_t cursor_ = 0;       // the newest seq seen; guarded by mu_
-  uint64_t next_handle_ = 1;  // guarded by mu_
-  std::map<uint64_t, Waiter> waiters_;
-  std::multimap<std::string, uint64_t> waiters_by_lease_;
-  std::map<uint64_t, Subscriber> subscribers_;
+  mutable Mutex mu_;
+  std::deque<Event> recent_ GUARDED_BY(mu_);
+  uint64_t cursor_ GUARDED_BY(mu_) = 0;  // the newest seq seen
+  uint64_t next_handle_ GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, Waiter> waiters_ GUARDED_BY(mu_);
+  std::multimap<std::string, uint64_t> waiters_by_lease_ GUARDED_BY(mu_);
+  std::map<uint64_t, Subscriber> subscribers_ GUARDED_BY(mu_);
   std::jthread watcher_;
 };
 

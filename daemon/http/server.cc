@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/close_on_exec.h"
+#include "base/thread_annotations.h"
 #include "daemon/http/connection.h"
 #include "daemon/http/context.h"
 #include "daemon/http/event_hub.h"
@@ -51,7 +52,7 @@ class Connections {
   explicit Connections(const HttpOptions& o) : options_(o) {}
 
   Admit admit(const std::string& addr) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (total_ < options_.max_connections &&
         per_client_[addr] < options_.max_connections_per_client) {
       ++total_;
@@ -66,18 +67,18 @@ class Connections {
   }
 
   uint64_t add(Admit how, const std::string& addr) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     uint64_t id = next_id_++;
     live_[id] = {how, addr, {}};
     return id;
   }
   void set_handle(uint64_t id, std::weak_ptr<ClientConnection> c) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = live_.find(id);
     if (it != live_.end()) it->second.handle = std::move(c);
   }
   void remove(uint64_t id) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = live_.find(id);
     if (it == live_.end()) return;
     if (it->second.how == Admit::kOverCap) {
@@ -93,7 +94,7 @@ class Connections {
   void for_each(const std::function<void(ClientConnection&)>& fn) {
     std::vector<std::shared_ptr<ClientConnection>> all;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (auto& [id, c] : live_) {
         if (auto p = c.handle.lock()) all.push_back(std::move(p));
       }
@@ -101,8 +102,8 @@ class Connections {
     for (auto& c : all) fn(*c);
   }
   bool wait_drained(std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mu_);
-    return drained_.wait_for(lock, timeout, [&] { return live_.empty(); });
+    MutexLock lock(mu_);
+    return drained_.wait_for(lock, timeout, [&]() REQUIRES(mu_) { return live_.empty(); });
   }
 
  private:
@@ -112,13 +113,13 @@ class Connections {
     std::weak_ptr<ClientConnection> handle;
   };
   const HttpOptions& options_;
-  std::mutex mu_;
-  std::condition_variable drained_;
-  size_t total_ = 0;
-  size_t over_cap_ = 0;
-  std::map<std::string, size_t> per_client_;
-  std::map<uint64_t, Live> live_;
-  uint64_t next_id_ = 1;
+  Mutex mu_;
+  std::condition_variable_any drained_;
+  size_t total_ GUARDED_BY(mu_) = 0;
+  size_t over_cap_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, size_t> per_client_ GUARDED_BY(mu_);
+  std::map<uint64_t, Live> live_ GUARDED_BY(mu_);
+  uint64_t next_id_ GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace

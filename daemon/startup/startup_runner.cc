@@ -85,14 +85,14 @@ Status StartupRunner::load() {
       lost.detail = kLostDetail;
       lost.ended_at = to_rfc3339(clock_.now());
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         active_[id] = std::move(e);
       }
       const bool release = lost.release_on_exit;
       finish(id, std::move(lost), "startup.lost", release);
       continue;
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     active_[id] = std::move(e);
   }
   return Status::ok();
@@ -120,21 +120,21 @@ Status StartupRunner::set_startup(const std::string& lease_id, const StartupRequ
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (active_.count(lease_id)) return Status::ok();
   }
   ARMHIVE_ASSIGN_OR_RETURN(auto existing,
                            db_.query("SELECT 1 FROM startups WHERE lease_id = ?", {lease_id}));
   if (!existing.empty()) return Status::ok();  // a retried create of a lease that has one
   ARMHIVE_RETURN_IF_ERROR(persist(lease_id, e.status, 0));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   active_.emplace(lease_id, std::move(e));
   return Status::ok();
 }
 
 std::optional<StartupStatusDto> StartupRunner::view(const std::string& lease_id) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = active_.find(lease_id); it != active_.end()) return it->second.status;
   }
   auto rows = db_.query("SELECT status FROM startups WHERE lease_id = ?", {lease_id});
@@ -156,12 +156,12 @@ void StartupRunner::finish(const std::string& lease_id, StartupStatusDto status,
   // (the values of secrets are dropped either way below only once it is final).
   if (Status s = persist(lease_id, status, 0); !s.is_ok()) {
     emit("startup.persist_failed", lease_id, s.message());
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = active_.find(lease_id); it != active_.end()) it->second.status = status;
     return;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     active_.erase(lease_id);
   }
   std::string detail = "state=" + status.state;
@@ -180,7 +180,7 @@ void StartupRunner::finish(const std::string& lease_id, StartupStatusDto status,
 void StartupRunner::step(const std::string& lease_id) {
   Entry e;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = active_.find(lease_id);
     if (it == active_.end()) return;
     e = it->second;
@@ -232,7 +232,7 @@ void StartupRunner::step(const std::string& lease_id) {
     s.started_at = to_rfc3339(clock_.now());
     {
       // Started: the values are the guest's now; this process forgets them.
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       auto it = active_.find(lease_id);
       if (it == active_.end()) return;
       it->second.status = s;
@@ -252,7 +252,7 @@ void StartupRunner::step(const std::string& lease_id) {
   const auto steady = std::chrono::steady_clock::now();
   if (steady < e.next_status) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = active_.find(lease_id); it != active_.end()) {
       it->second.next_status = steady + options_.poll;
     }
@@ -284,7 +284,7 @@ void StartupRunner::step(const std::string& lease_id) {
 void StartupRunner::poll_once() {
   std::vector<std::string> ids;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, e] : active_) ids.push_back(id);
   }
   for (const std::string& id : ids) {

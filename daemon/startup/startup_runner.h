@@ -5,7 +5,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -13,6 +12,7 @@
 
 #include "api/types.h"
 #include "base/result.h"
+#include "base/thread_annotations.h"
 #include "daemon/core/clock.h"
 #include "daemon/core/hypervisor.h"
 #include "daemon/engine/lease_service.h"
@@ -77,12 +77,12 @@ class StartupRunner {
 
   // Records the startup command of a lease just created. A second call for the same lease (an
   // idempotent retry of the create) keeps the first. kInternal when it cannot be persisted.
-  Status set_startup(const std::string& lease_id, const StartupRequestDto& command);
+  Status set_startup(const std::string& lease_id, const StartupRequestDto& command) EXCLUDES(mu_);
   // The command as the lease's JSON shows it; nullopt when the lease has none.
-  std::optional<StartupStatusDto> view(const std::string& lease_id);
+  std::optional<StartupStatusDto> view(const std::string& lease_id) EXCLUDES(mu_);
 
   // One pass over the unfinished commands (the watcher's body; tests call it directly).
-  void poll_once();
+  void poll_once() EXCLUDES(mu_);
 
  private:
   struct Entry {
@@ -94,11 +94,11 @@ class StartupRunner {
 
   StartupRunner(LeaseService& leases, GuestAgent& agent, Database& db, const Clock& clock,
                 StartupRunnerOptions options, EventSink sink);
-  Status load();
+  Status load() EXCLUDES(mu_);
   Status persist(const std::string& lease_id, const StartupStatusDto& status, int64_t pid);
-  void step(const std::string& lease_id);
+  void step(const std::string& lease_id) EXCLUDES(mu_);
   void finish(const std::string& lease_id, StartupStatusDto status, const std::string& event,
-              bool release);
+              bool release) EXCLUDES(mu_);
   void emit(const std::string& type, const std::string& lease_id, const std::string& detail);
   void watch();
 
@@ -109,8 +109,8 @@ class StartupRunner {
   StartupRunnerOptions options_;
   EventSink sink_;
 
-  std::mutex mu_;                        // guards active_
-  std::map<std::string, Entry> active_;  // unfinished commands by lease id
+  Mutex mu_;
+  std::map<std::string, Entry> active_ GUARDED_BY(mu_);  // unfinished commands by lease id
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

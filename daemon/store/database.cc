@@ -140,13 +140,13 @@ Status Database::error(std::string_view what) const {
 }
 
 Status Database::execute(std::string_view sql, const std::vector<SqlValue>& params) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return execute_locked(sql, params);
 }
 
 Result<std::vector<SqlRow>> Database::query(std::string_view sql,
                                             const std::vector<SqlValue>& params) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return query_locked(sql, params);
 }
 
@@ -252,7 +252,7 @@ Status Database::Tx::execute_script(const std::string& sql) {
 int64_t Database::Tx::changes() const { return sqlite3_changes64(db_->db_); }
 
 Status Database::transaction(const std::function<Status(Tx&)>& body, Durability durability) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // The level is the connection's, so it is raised for this transaction only and restored
   // before the mutex is released: no other statement of this connection commits under it.
   const bool full = durability == Durability::kFull;

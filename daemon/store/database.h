@@ -6,7 +6,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/thread_annotations.h"
 #include "daemon/store/wal_checkpointer.h"
 
 namespace armhive {
@@ -51,15 +51,19 @@ class Database {
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
-  Status execute(std::string_view sql, const std::vector<SqlValue>& params = {});
-  Result<std::vector<SqlRow>> query(std::string_view sql, const std::vector<SqlValue>& params = {});
+  Status execute(std::string_view sql, const std::vector<SqlValue>& params = {}) EXCLUDES(mu_);
+  Result<std::vector<SqlRow>> query(std::string_view sql, const std::vector<SqlValue>& params = {})
+      EXCLUDES(mu_);
 
-  // Statement access inside a transaction.
+  // Statement access inside a transaction. A Tx exists only inside transaction(), which holds
+  // the database's mutex for its whole life: its methods run under that lock, which the
+  // analysis cannot follow through the std::function body, so they are exempt from it.
   class Tx {
    public:
-    Status execute(std::string_view sql, const std::vector<SqlValue>& params = {});
-    Result<std::vector<SqlRow>> query(std::string_view sql,
-                                      const std::vector<SqlValue>& params = {});
+    Status execute(std::string_view sql,
+                   const std::vector<SqlValue>& params = {}) NO_THREAD_SAFETY_ANALYSIS;
+    Result<std::vector<SqlRow>> query(
+        std::string_view sql, const std::vector<SqlValue>& params = {}) NO_THREAD_SAFETY_ANALYSIS;
     int64_t changes() const;
     // Runs several ;-separated statements without parameters (schema steps).
     Status execute_script(const std::string& sql);
@@ -76,7 +80,7 @@ class Database {
   enum class Durability { kNormal, kFull };
   // BEGIN IMMEDIATE; body; COMMIT — or ROLLBACK when body returns an error.
   Status transaction(const std::function<Status(Tx&)>& body,
-                     Durability durability = Durability::kNormal);
+                     Durability durability = Durability::kNormal) EXCLUDES(mu_);
 
   // Test seam: called inside every transaction() just before its COMMIT, with the Tx (a test
   // reads `PRAGMA synchronous` there to see what the commit pays for). Set before use, from
@@ -93,9 +97,9 @@ class Database {
 
  private:
   Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-  Status execute_locked(std::string_view sql, const std::vector<SqlValue>& params);
+  Status execute_locked(std::string_view sql, const std::vector<SqlValue>& params) REQUIRES(mu_);
   Result<std::vector<SqlRow>> query_locked(std::string_view sql,
-                                           const std::vector<SqlValue>& params);
+                                           const std::vector<SqlValue>& params) REQUIRES(mu_);
   Status error(std::string_view what) const;
   // sqlite3_wal_hook: runs after each commit of db_, under mu_, with the WAL's frame count.
   static int on_commit(void* self, sqlite3* db, const char* schema, int frames);
@@ -109,10 +113,10 @@ class Database {
   // call). Each is reset before query_locked returns, so none holds a read transaction open.
   static constexpr size_t kMaxCachedStatements = 128;
 
-  std::mutex mu_;
+  Mutex mu_;
   sqlite3* db_;
   std::string path_;
-  std::map<std::string, Stmt, std::less<>> stmts_;  // guarded by mu_; finalized before db_ closes
+  std::map<std::string, Stmt, std::less<>> stmts_ GUARDED_BY(mu_);  // finalized before db_ closes
   // Files only (not ":memory:"): checkpoints off the request path; destroyed before db_ closes.
   std::unique_ptr<WalCheckpointer> checkpointer_;
   int backstop_frames_ = 0;  // set once in open(); 0: no backstop (":memory:")

@@ -42,7 +42,7 @@ Result<std::unique_ptr<WalCheckpointer>> WalCheckpointer::start(const std::strin
 
 WalCheckpointer::~WalCheckpointer() noexcept {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -52,12 +52,12 @@ WalCheckpointer::~WalCheckpointer() noexcept {
 }
 
 uint64_t WalCheckpointer::checkpoints() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return checkpoints_;
 }
 
 uint64_t WalCheckpointer::restarts() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return restarts_;
 }
 
@@ -78,9 +78,9 @@ WalCheckpointer::Outcome WalCheckpointer::checkpoint_once() {
 }
 
 void WalCheckpointer::run() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
-    wake_.wait_for(lock, period_, [this] { return stopping_; });
+    wake_.wait_for(lock, period_, [this]() REQUIRES(mu_) { return stopping_; });
     if (stopping_) break;
     lock.unlock();
     Outcome done = checkpoint_once();

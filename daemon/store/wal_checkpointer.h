@@ -5,11 +5,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "base/result.h"
+#include "base/thread_annotations.h"
 
 namespace armhive {
 
@@ -43,8 +43,8 @@ class WalCheckpointer {
 
   // Checkpoints that copied at least one page, and those that rewound the WAL (for tests and
   // metrics).
-  uint64_t checkpoints() const;
-  uint64_t restarts() const;
+  uint64_t checkpoints() const EXCLUDES(mu_);
+  uint64_t restarts() const EXCLUDES(mu_);
 
  private:
   struct Outcome {
@@ -53,17 +53,17 @@ class WalCheckpointer {
   };
   WalCheckpointer(sqlite3* db, std::chrono::milliseconds period, int max_wal_pages)
       : db_(db), period_(period), max_wal_pages_(max_wal_pages) {}
-  void run();
+  void run() EXCLUDES(mu_);
   Outcome checkpoint_once();
 
   sqlite3* db_;
   std::chrono::milliseconds period_;
   int max_wal_pages_;
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;     // guarded by mu_
-  uint64_t checkpoints_ = 0;  // guarded by mu_
-  uint64_t restarts_ = 0;     // guarded by mu_
+  mutable Mutex mu_;
+  std::condition_variable_any wake_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  uint64_t checkpoints_ GUARDED_BY(mu_) = 0;
+  uint64_t restarts_ GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

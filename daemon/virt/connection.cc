@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/thread_annotations.h"
 #include "daemon/virt/error.h"
 #include "daemon/virt/event_loop.h"
 
@@ -52,9 +53,10 @@ struct Connection::State {
   std::string uri;
   bool shared = false;       // in_process(uri): every thread uses `newest`
   std::timed_mutex open_mu;  // one open at a time; held across virConnectOpen only
-  mutable std::mutex mu;     // guards the fields below; never held across a libvirt call
-  std::map<std::thread::id, ConnectPtr> by_thread;
-  ConnectPtr newest;  // the connection opened last: alive unless libvirtd went away since
+  mutable Mutex mu;          // never held across a libvirt call
+  std::map<std::thread::id, ConnectPtr> by_thread GUARDED_BY(mu);
+  // The connection opened last: alive unless libvirtd went away since.
+  ConnectPtr newest GUARDED_BY(mu);
 };
 
 Connection::Connection(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -67,8 +69,11 @@ Result<Connection> Connection::open(std::string_view uri) {
   state->uri = std::string(uri);
   state->shared = in_process(uri);
   ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, open_raw(state->uri));
-  state->by_thread[std::this_thread::get_id()] = conn;
-  state->newest = std::move(conn);
+  {
+    MutexLock lock(state->mu);  // not shared yet: uncontended, but the contract holds
+    state->by_thread[std::this_thread::get_id()] = conn;
+    state->newest = std::move(conn);
+  }
   return Connection(std::move(state));
 }
 
@@ -78,7 +83,7 @@ Result<ConnectPtr> Connection::get() const {
   ConnectPtr mine;
   ConnectPtr newest;
   {
-    std::lock_guard lock(s.mu);
+    MutexLock lock(s.mu);
     if (s.shared) return s.newest;
     if (auto it = s.by_thread.find(me); it != s.by_thread.end()) mine = it->second;
     newest = s.newest;
@@ -93,7 +98,7 @@ Result<ConnectPtr> Connection::get() const {
   }
   ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr opened, open_raw(s.uri));
   {
-    std::lock_guard lock(s.mu);
+    MutexLock lock(s.mu);
     mine = std::exchange(s.by_thread[me], opened);  // the closed one, closed below
     s.newest = opened;
   }
@@ -105,7 +110,7 @@ Result<ConnectPtr> Connection::get() const {
 
 Result<ConnectPtr> Connection::open_dedicated() const {
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     if (state_->shared) return state_->newest;
   }
   ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, open_raw(state_->uri));
@@ -118,7 +123,7 @@ const std::string& Connection::uri() const { return state_->uri; }
 bool Connection::disconnected() const {
   ConnectPtr newest;
   {
-    std::lock_guard lock(state_->mu);
+    MutexLock lock(state_->mu);
     newest = state_->newest;
   }
   return !alive(newest);
@@ -129,7 +134,7 @@ Status Connection::reconnect() {
   ARMHIVE_ASSIGN_OR_RETURN(ConnectPtr conn, open_raw(s.uri));
   ConnectPtr old;
   {
-    std::lock_guard lock(s.mu);
+    MutexLock lock(s.mu);
     if (s.shared) {
       old = std::exchange(s.newest, std::move(conn));
     } else {

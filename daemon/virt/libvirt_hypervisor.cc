@@ -80,7 +80,7 @@ LibvirtHypervisor::LibvirtHypervisor(LibvirtHypervisorOptions options, Connectio
 LibvirtHypervisor::~LibvirtHypervisor() {
   std::shared_ptr<DomainEvents> events;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     events = std::move(events_);
   }
 }
@@ -92,7 +92,11 @@ Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::open(
   }
   ARMHIVE_ASSIGN_OR_RETURN(Connection conn, Connection::open(options.uri));
   std::unique_ptr<LibvirtHypervisor> h(new LibvirtHypervisor(std::move(options), std::move(conn)));
-  ARMHIVE_ASSIGN_OR_RETURN(h->events_, DomainEvents::attach(h->connection_));
+  ARMHIVE_ASSIGN_OR_RETURN(auto events, DomainEvents::attach(h->connection_));
+  {
+    MutexLock lock(h->mu_);  // nobody else has `h` yet: uncontended, but the contract holds
+    h->events_ = std::move(events);
+  }
   // A storage pool of this name on another directory (another armhived's, or an old
   // configuration's) would fail every create for ever: refuse at once, naming both paths. Other
   // failures are left to create_vm, which retries them.
@@ -107,7 +111,7 @@ Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::open(
 Status LibvirtHypervisor::ensure_connected() {
   std::shared_ptr<DomainEvents> events_now;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     events_now = events_;
   }
   if (events_now && events_now->alive()) return Status::ok();
@@ -125,7 +129,7 @@ Status LibvirtHypervisor::ensure_connected() {
     std::shared_ptr<DomainEvents> fresh = std::move(events).value();
     std::shared_ptr<DomainEvents> old;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (handler_) subscription_ = fresh->subscribe(handler_);
       old = std::exchange(events_, std::move(fresh));
     }
@@ -704,7 +708,7 @@ Result<std::vector<VmCounters>> LibvirtHypervisor::vm_counters(
 }
 
 void LibvirtHypervisor::set_event_handler(std::function<void(const VmEvent&)> handler) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!events_) return;
   if (subscription_ != 0) events_->unsubscribe(subscription_);
   handler_ = std::move(handler);

@@ -4,10 +4,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "daemon/core/hypervisor.h"
 #include "daemon/core/topology.h"
 #include "daemon/virt/connection.h"
@@ -134,10 +134,10 @@ class LibvirtHypervisor final : public Hypervisor {
   const bool remote_;
   const std::unique_ptr<ConsoleCapture> consoles_;  // null in ConsoleMode::kFile
   std::atomic<bool> reconnecting_{false};
-  std::mutex mu_;                         // guards events_, handler_, subscription_
-  std::shared_ptr<DomainEvents> events_;  // copied out to call it without mu_
-  std::function<void(const VmEvent&)> handler_;
-  int subscription_ = 0;
+  Mutex mu_;
+  std::shared_ptr<DomainEvents> events_ GUARDED_BY(mu_);  // copied out to call it without mu_
+  std::function<void(const VmEvent&)> handler_ GUARDED_BY(mu_);
+  int subscription_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace armhive
