@@ -49,6 +49,18 @@ bool valid_network_name(std::string_view s) {
   return true;
 }
 
+// U+FFFE and U+FFFF are valid UTF-8 but not XML 1.0 characters: a document holding one does
+// not parse (libxml2 refuses it), so the domain could never be read back.
+bool has_xml_noncharacter(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const Utf8Char c = decode_utf8(s, i);
+    if (c.length == 0) return false;  // not UTF-8: is_valid_utf8 refuses it
+    if (c.code_point == 0xFFFE || c.code_point == 0xFFFF) return true;
+    i += c.length;
+  }
+  return false;
+}
+
 bool has_control(std::string_view s) {
   for (char c : s) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
@@ -61,9 +73,11 @@ Status check_path(std::string_view field, std::string_view path, bool required) 
     if (required) return invalid_argument(std::string(field), "a path is required");
     return Status::ok();
   }
-  if (path.front() != '/' || has_control(path) || !is_valid_utf8(path)) {
+  if (path.front() != '/' || has_control(path) || !is_valid_utf8(path) ||
+      has_xml_noncharacter(path)) {
     return invalid_argument(std::string(field),
-                            "must be an absolute UTF-8 path without control characters");
+                            "must be an absolute UTF-8 path without control characters (or "
+                            "U+FFFE, U+FFFF)");
   }
   return Status::ok();
 }
@@ -73,6 +87,10 @@ Status check_path(std::string_view field, std::string_view path, bool required) 
 Status check_text(std::string_view field, std::string_view value) {
   // libxml2 would re-encode invalid bytes: what reads back would not be what was written.
   if (!is_valid_utf8(value)) return invalid_argument(std::string(field), "must be valid UTF-8");
+  if (has_xml_noncharacter(value)) {
+    return invalid_argument(std::string(field),
+                            "must not contain U+FFFE or U+FFFF (not XML characters)");
+  }
   for (char c : value) {
     auto u = static_cast<unsigned char>(c);
     if ((u < 0x20 && c != '\t') || u == 0x7f) {

@@ -311,6 +311,35 @@ TEST_CASE("labels, pool and paths that are not UTF-8 are refused", "[virt][domai
   CHECK(back->metadata->labels == s.labels);
 }
 
+// Found by tests/fuzz/domain_xml_fuzz.cc (a label key "a@\xEF\xBF\xBF"): U+FFFF is valid UTF-8
+// but no XML character, so the domain XML written with it did not parse.
+TEST_CASE("labels, pool and paths with U+FFFE or U+FFFF are refused naming the field",
+          "[virt][domain_xml][hostile]") {
+  auto status_of = [](const VmSpec& s) {
+    return build_domain_xml(s, paths(), Accel::kTcg).status();
+  };
+  VmSpec s = direct_boot_spec();
+  s.labels = {{"a@\xEF\xBF\xBF", "x"}};
+  CHECK(status_of(s).field() == "labels");
+  CHECK(status_of(s).message().find("U+FFFF") != std::string::npos);
+  s = direct_boot_spec();
+  s.pool = "ci\xEF\xBF\xBE";
+  CHECK(status_of(s).field() == "pool");
+  s = direct_boot_spec();
+  s.base_disk =
+      "/images/\xEF\xBF\xBF"
+      "disk.qcow2";
+  CHECK(status_of(s).field() == "base_disk");
+  s = direct_boot_spec();
+  s.labels = {{"team", "\xEF\xBF\xBD\xEF\xBF\xBC"}};  // U+FFFD and U+FFFC are characters
+  auto xml = build_domain_xml(s, paths(), Accel::kTcg);
+  REQUIRE(xml.is_ok());
+  auto back = parse_domain_xml(*xml);
+  REQUIRE(back.is_ok());
+  REQUIRE(back->metadata);
+  CHECK(back->metadata->labels == s.labels);
+}
+
 TEST_CASE("CPU lists parse and format like libvirt's", "[virt][domain_xml]") {
   CHECK(detail::parse_cpu_list("0-3,8,10-11").value() == std::vector<int>{0, 1, 2, 3, 8, 10, 11});
   CHECK(detail::parse_cpu_list("0-7,^3").value() == std::vector<int>{0, 1, 2, 4, 5, 6, 7});
