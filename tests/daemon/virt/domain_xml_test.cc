@@ -1,6 +1,8 @@
 #include "daemon/virt/domain_xml.h"
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <string>
 
 #include "daemon/virt/xml.h"
 
@@ -36,6 +38,16 @@ DomainPaths paths() {
   p.console_log = "/var/lib/armhive/vms/domains/armhive-vm-3f2a9c/console.log";
   p.nvram = "/var/lib/armhive/vms/domains/armhive-vm-3f2a9c/VARS.fd";
   return p;
+}
+
+// The labels parse_domain_xml reads back from the domain XML written for `s`.
+std::map<std::string, std::string> labels_read_back(const VmSpec& s) {
+  auto xml = build_domain_xml(s, paths(), Accel::kTcg);
+  REQUIRE(xml.is_ok());
+  auto back = parse_domain_xml(*xml);
+  REQUIRE(back.is_ok());
+  REQUIRE(back->metadata);
+  return back->metadata->labels;
 }
 
 XmlDoc parse(const std::string& xml) {
@@ -303,12 +315,7 @@ TEST_CASE("labels, pool and paths that are not UTF-8 are refused", "[virt][domai
   CHECK(field_of(s) == "base_disk");
   s = direct_boot_spec();
   s.labels = {{"team", "kernel<&ra;rcm\xc3\xa9"}};  // valid UTF-8 with markup round-trips
-  auto xml = build_domain_xml(s, paths(), Accel::kTcg);
-  REQUIRE(xml.is_ok());
-  auto back = parse_domain_xml(*xml);
-  REQUIRE(back.is_ok());
-  REQUIRE(back->metadata);
-  CHECK(back->metadata->labels == s.labels);
+  CHECK(labels_read_back(s) == s.labels);
 }
 
 // Found by tests/fuzz/domain_xml_fuzz.cc (a label key "a@\xEF\xBF\xBF"): U+FFFF is valid UTF-8
@@ -332,12 +339,7 @@ TEST_CASE("labels, pool and paths with U+FFFE or U+FFFF are refused naming the f
   CHECK(status_of(s).field() == "base_disk");
   s = direct_boot_spec();
   s.labels = {{"team", "\xEF\xBF\xBD\xEF\xBF\xBC"}};  // U+FFFD and U+FFFC are characters
-  auto xml = build_domain_xml(s, paths(), Accel::kTcg);
-  REQUIRE(xml.is_ok());
-  auto back = parse_domain_xml(*xml);
-  REQUIRE(back.is_ok());
-  REQUIRE(back->metadata);
-  CHECK(back->metadata->labels == s.labels);
+  CHECK(labels_read_back(s) == s.labels);
 }
 
 TEST_CASE("CPU lists parse and format like libvirt's", "[virt][domain_xml]") {
