@@ -12,6 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <cstdio>
 #include <functional>
+#include <future>
 
 #include "daemon/core/lease_rules.h"
 
@@ -269,6 +270,23 @@ void LeaseEngine::queue_reconcile(const std::string& host) {
     if (!s.is_ok()) spdlog::warn("reconcile: {}", s.to_string());
     flush();
   });
+}
+
+Status LeaseEngine::ping(std::chrono::milliseconds deadline) {
+  {
+    MutexLock lock(mu_);
+    if (!running_) return unavailable("the lease engine is not running", "engine");
+  }
+  // Shared with the posted task: it may run after this call has given up.
+  auto ran = std::make_shared<std::promise<void>>();
+  std::future<void> done = ran->get_future();
+  boost::asio::post(io_, [ran] { ran->set_value(); });
+  if (done.wait_for(deadline) != std::future_status::ready) {
+    return unavailable("the lease engine's event loop did not run a task within " +
+                           std::to_string(deadline.count()) + " ms",
+                       "engine");
+  }
+  return Status::ok();
 }
 
 void LeaseEngine::stop() {

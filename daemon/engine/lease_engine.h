@@ -153,6 +153,9 @@ class LeaseEngine final : public LeaseService {
   Status start();
   // Stops timers and workers. VMs keep running and are re-adopted by the next start().
   void stop();
+  // OK when the engine's event loop runs a posted no-op within `deadline`; kUnavailable when
+  // it is stopped or its workers are all stuck (what a service watchdog asks). Any thread.
+  [[nodiscard]] Status ping(std::chrono::milliseconds deadline);
 
   // LeaseService
   Result<Lease> create_lease(const LeaseRequest& request) override;

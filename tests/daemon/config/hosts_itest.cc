@@ -88,12 +88,13 @@ TEST_CASE("armhived refuses a remote host with guest networks unless its guard i
       "dhcp_start = \"10.77.0.10\"\ndhcp_end = \"10.77.0.250\"\n";
   // Loopback, a port nothing listens on: were the refusal gone, no traffic leaves this machine.
   struct Case {
-    std::string hosts, key;
+    std::string hosts, key, line;
   };
   for (const Case& c :
-       {Case{"[host]\nlibvirt_uri = \"qemu+tcp://127.0.0.1:9/system\"\n", "host.libvirt_uri"},
+       {Case{"[host]\nlibvirt_uri = \"qemu+tcp://127.0.0.1:9/system\"\n", "host.libvirt_uri",
+             "2"},
         Case{"[[hosts]]\nname = \"tx1\"\nlibvirt_uri = \"qemu+tls://127.0.0.1:9/system\"\n",
-             "hosts[0].network_guard"}}) {
+             "hosts[0].network_guard", "1"}}) {
     std::ofstream(config) << c.hosts << network << "[[pools]]\nname = \"p\"\nimage = \"tiny\"\n"
                           << "network = \"armhive\"\n";
     auto r = runner.run({.argv = {ARMHIVE_DAEMON_PATH, "-c", config.string()},
@@ -102,7 +103,8 @@ TEST_CASE("armhived refuses a remote host with guest networks unless its guard i
     INFO(r->err);
     CHECK(r->exit_code == 2);
     CHECK_THAT(r->err, Catch::Contains("network_guard = \"host\""));
-    CHECK_THAT(r->err, Catch::Contains("key " + c.key));
+    // FILE:LINE: KEY: what (daemon/config/config_check.h), the key at the line of its table.
+    CHECK_THAT(r->err, Catch::Contains(config.string() + ":" + c.line + ": " + c.key + ": "));
   }
   fs::remove_all(dir);
 }

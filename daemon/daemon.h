@@ -1,0 +1,121 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "base/metrics.h"
+#include "base/process_runner.h"
+#include "base/result.h"
+#include "daemon/access/forward_table.h"
+#include "daemon/access/lease_access.h"
+#include "daemon/access/ssh_ca.h"
+#include "daemon/bench/benchmark_runner.h"
+#include "daemon/bench/health_scheduler.h"
+#include "daemon/config/daemon_config.h"
+#include "daemon/core/clock.h"
+#include "daemon/engine/catalog_image_source.h"
+#include "daemon/engine/health_vm_source.h"
+#include "daemon/engine/lease_engine.h"
+#include "daemon/fleet/host_admin.h"
+#include "daemon/fleet/host_registry.h"
+#include "daemon/github/github_api.h"
+#include "daemon/github/github_provider.h"
+#include "daemon/http/server.h"
+#include "daemon/startup/startup_runner.h"
+#include "daemon/store/audit_log.h"
+#include "daemon/store/database.h"
+#include "daemon/store/sqlite_health_store.h"
+#include "daemon/store/sqlite_host_store.h"
+#include "daemon/store/sqlite_lease_store.h"
+#include "daemon/store/state_lock.h"
+#include "daemon/store/token_store.h"
+#include "daemon/virt/event_loop.h"
+#include "daemon/virt/network.h"
+
+namespace armhive {
+
+// The guest network a [[networks]] table describes.
+NetworkSpec network_spec(const NetworkConfig& n);
+
+// One running armhived: every part built from a configuration, in dependency order, and
+// stopped in reverse by the destructor (the members are declared in that order, so no stop
+// ladder is written by hand). Stopping leaves the VMs running; the next start re-adopts them.
+//
+// Thread-safety: start() and the destructor run on one thread; answers() may be called from
+// another while the daemon runs.
+class Daemon {
+ public:
+  // What start() is doing, as one line a supervisor can show (systemd's STATUS=).
+  using Progress = std::function<void(std::string_view)>;
+
+  // Builds and starts everything. A failure names the stage ("lease store: ...") and leaves
+  // nothing running: the parts started so far are stopped by the destructor.
+  [[nodiscard]] static Result<std::unique_ptr<Daemon>> start(const DaemonConfig& config,
+                                                             std::string config_path,
+                                                             const Progress& progress);
+  ~Daemon() noexcept;
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  std::string url() const { return server_->url(); }
+
+  // Whether the engine's event loop runs a posted task within `deadline`: the loop whose hang
+  // the service watchdog exists to catch.
+  [[nodiscard]] Status answers(std::chrono::milliseconds deadline) {
+    return engine_->ping(deadline);
+  }
+
+ private:
+  Daemon(const DaemonConfig& config, std::string config_path)
+      : config_(config), config_path_(std::move(config_path)) {}
+
+  Status open_state();
+  Status connect_hosts();
+  Status start_engine();
+  Status start_benchmarks();
+  Status start_access();
+  Status start_integrations();
+  Status start_http();
+  void add_access_hooks(HttpOptions& options);
+  // Whether this machine reaches a lease's guest (see start_access()).
+  Status reach(const Lease& lease) const;
+
+  const DaemonConfig config_;
+  const std::string config_path_;
+  SystemClock clock_;
+  Metrics metrics_;
+  SubprocessRunner runner_;
+  SubprocessRunner guard_runner_;
+
+  // Declared in the order they start; destroyed (stopped) in reverse.
+  std::unique_ptr<StateLock> state_lock_;
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<SqliteLeaseStore> leases_;
+  std::unique_ptr<TokenStore> tokens_;
+  std::unique_ptr<AuditLog> audit_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<CatalogImageSource> images_;
+  std::unique_ptr<SqliteHostStore> host_store_;
+  std::unique_ptr<HostRegistry> registry_;
+  std::set<std::string> configured_hosts_;
+  std::unique_ptr<LeaseEngine> engine_;
+  std::unique_ptr<BenchmarkRunner> benchmarks_;
+  std::unique_ptr<SqliteHealthStore> health_store_;
+  std::unique_ptr<LeaseServiceHealthSource> health_source_;
+  std::unique_ptr<HealthScheduler> health_;
+  std::unique_ptr<ForwardTable> forwards_;
+  std::unique_ptr<LeaseAccess> access_;
+  std::unique_ptr<SshCertificateAuthority> ssh_ca_;
+  std::unique_ptr<StartupRunner> startups_;
+  std::unique_ptr<GithubApi> github_api_;
+  std::unique_ptr<GithubProvider> github_;
+  std::unique_ptr<HostAdmin> host_admin_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+}  // namespace armhive

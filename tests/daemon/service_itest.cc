@@ -1,0 +1,228 @@
+// armhived as a systemd service: the unit's ExecStart line, run with systemd's notification
+// socket (its protocol, without systemd), says what it is doing, READY=1 once the API answers,
+// pings the watchdog while it runs and says STOPPING=1 on SIGTERM; a start that fails never
+// says READY.
+#include <fcntl.h>
+#include <httplib.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "base/process_runner.h"
+
+extern char** environ;
+
+namespace armhive {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("armhive-service-" + std::to_string(::getpid()));
+  TempDir() {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// systemd's end of $NOTIFY_SOCKET.
+struct NotifySocket {
+  std::string path;
+  int fd = -1;
+  explicit NotifySocket(std::string p) : path(std::move(p)) {
+    fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    REQUIRE(path.size() < sizeof addr.sun_path);
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  }
+  ~NotifySocket() { ::close(fd); }
+  // The next datagram, or "" when none came within 120 s (a cold start under sanitizers).
+  std::string next() const {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 120000) != 1) return "";
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
+  }
+};
+
+// The ExecStart= line of the unit we ship, split on blanks (it has no quoting).
+std::vector<std::string> unit_exec_start() {
+  std::ifstream unit(std::string(ARMHIVE_SOURCE_DIR) + "/examples/armhived.service");
+  std::string line;
+  while (std::getline(unit, line)) {
+    if (line.rfind("ExecStart=", 0) != 0) continue;
+    std::istringstream words(line.substr(10));
+    std::vector<std::string> argv;
+    for (std::string w; words >> w;) argv.push_back(w);
+    return argv;
+  }
+  return {};
+}
+
+// Starts argv with the notification socket (and a 2 s watchdog) in its environment.
+pid_t spawn_service(const std::vector<std::string>& argv, const std::string& notify,
+                    const std::string& log) {
+  std::vector<std::string> env_strings = {"NOTIFY_SOCKET=" + notify, "WATCHDOG_USEC=2000000"};
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "NOTIFY_SOCKET=", 14) != 0 && std::strncmp(*e, "WATCHDOG_", 9) != 0) {
+      env_strings.emplace_back(*e);
+    }
+  }
+  std::vector<char*> env, args;
+  for (std::string& s : env_strings) env.push_back(s.data());
+  env.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (std::string& a : argv_copy) args.push_back(a.data());
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), env.data());
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST_CASE("the unit's armhived tells systemd when it serves, pings its watchdog and stops",
+          "[daemon][service]") {
+  TempDir dir;
+  std::vector<std::string> argv = unit_exec_start();
+  REQUIRE(argv.size() == 3);
+  CHECK(argv[0] == "/usr/bin/armhived");  // where the package installs it
+  REQUIRE(argv[1] == "--config");
+  argv[0] = ARMHIVE_DAEMON_PATH;
+  argv[2] = (dir.path / "armhived.toml").string();
+  std::ofstream(argv[2]) << "[server]\nport = 0\n"
+                         << "bootstrap_token_file = \"" << (dir.path / "admin.token").string()
+                         << "\"\n"
+                         << "[host]\nstate_dir = \"" << (dir.path / "state").string() << "\"\n"
+                         << "libvirt_uri = \"test:///default\"\n"
+                         << "[[pools]]\nname = \"p\"\nimage = \"tiny\"\n";
+  NotifySocket systemd((dir.path / "notify").string());
+  pid_t pid = spawn_service(argv, systemd.path, (dir.path / "armhived.log").string());
+  REQUIRE(pid > 0);
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
+    }
+  } reap{pid};
+
+  std::vector<std::string> before;
+  std::string ready;
+  for (std::string m = systemd.next(); !m.empty(); m = systemd.next()) {
+    if (m.rfind("READY=1\n", 0) == 0) {
+      ready = m;
+      break;
+    }
+    before.push_back(m);
+  }
+  INFO(read_file(dir.path / "armhived.log"));
+  REQUIRE_FALSE(ready.empty());
+  // It said what it was doing on the way, recovery included.
+  CHECK(std::find(before.begin(), before.end(), "STATUS=recovering leases and VMs") !=
+        before.end());
+  const std::string prefix = "READY=1\nSTATUS=serving on ";
+  REQUIRE(ready.rfind(prefix, 0) == 0);
+  // READY means serving: the API answers at once.
+  httplib::Client api(ready.substr(prefix.size()));
+  auto health = api.Get("/healthz");
+  REQUIRE(health);
+  CHECK(health->status == 200);
+
+  CHECK(systemd.next() == "WATCHDOG=1");  // within the 2 s interval it was given
+
+  // While it serves: a backup can be taken; a restore, or a second armhived on the same
+  // state, is refused naming the one that runs.
+  SubprocessRunner runner;
+  auto armhived = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {ARMHIVE_DAEMON_PATH, "--config", argv[2]});
+    auto r = runner.run({.argv = args, .timeout = std::chrono::seconds(120)});
+    REQUIRE(r.is_ok());
+    return *r;
+  };
+  const std::string backup = (dir.path / "armhive-backup.db").string();
+  auto backed = armhived({"backup", backup});
+  CHECK(backed.exit_code == 0);
+  CHECK_THAT(backed.out, Catch::Contains("to " + backup));
+  auto refused = armhived({"restore", backup});
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("another armhived serves from"));
+  CHECK_THAT(refused.err, Catch::Contains("pid " + std::to_string(pid)));
+  auto second = armhived({});
+  CHECK(second.exit_code == 1);
+  CHECK_THAT(second.out + second.err, Catch::Contains("another armhived serves from"));
+
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  std::string m = systemd.next();
+  while (m == "WATCHDOG=1") m = systemd.next();
+  CHECK(m.rfind("STOPPING=1\n", 0) == 0);
+  reap.pid = -1;
+  CHECK(wait_exit(pid) == 0);
+
+  // Stopped: the backup goes back in place, and the state it holds serves again.
+  auto restored = armhived({"restore", backup});
+  CHECK(restored.exit_code == 0);
+  CHECK(fs::exists(dir.path / "state" / "armhive.db.before-restore"));
+  auto tokens = armhived({"token", "list"});
+  CHECK(tokens.exit_code == 0);
+  CHECK_THAT(tokens.out, Catch::Contains("admin"));
+}
+
+TEST_CASE("an armhived that cannot start never says READY, and says why", "[daemon][service]") {
+  TempDir dir;
+  const std::string config = (dir.path / "armhived.toml").string();
+  // Its only libvirtd is not there (a port nothing listens on).
+  std::ofstream(config) << "[host]\nstate_dir = \"" << (dir.path / "state").string() << "\"\n"
+                        << "libvirt_uri = \"qemu+tcp://127.0.0.1:9/system\"\n"
+                        << "[[pools]]\nname = \"p\"\nimage = \"tiny\"\n";
+  NotifySocket systemd((dir.path / "notify").string());
+  pid_t pid = spawn_service({ARMHIVE_DAEMON_PATH, "--config", config}, systemd.path,
+                            (dir.path / "armhived.log").string());
+  REQUIRE(pid > 0);
+  CHECK(wait_exit(pid) == 1);
+  std::vector<std::string> said;
+  for (;;) {
+    char buf[4096];
+    ssize_t n = ::recv(systemd.fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0) break;
+    said.emplace_back(buf, static_cast<size_t>(n));
+  }
+  INFO(read_file(dir.path / "armhived.log"));
+  REQUIRE_FALSE(said.empty());
+  for (const std::string& m : said) CHECK(m.find("READY=1") == std::string::npos);
+  CHECK_THAT(said.back(), Catch::StartsWith("STATUS=failed: libvirt hosts: "));
+  CHECK_THAT(said.back(), Catch::Contains("no libvirt host can be driven"));
+}
+
+}  // namespace
+}  // namespace armhive
