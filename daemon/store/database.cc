@@ -12,6 +12,8 @@
 #include <cstring>
 #include <thread>
 
+#include "base/version.h"
+
 namespace armhive {
 namespace {
 
@@ -105,6 +107,9 @@ Result<std::unique_ptr<Database>> Database::open(const std::string& path, int ma
   ARMHIVE_RETURN_IF_ERROR(db->execute(
       "CREATE TABLE IF NOT EXISTS schema_migrations (component TEXT NOT NULL, step INTEGER NOT "
       "NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (component, step))"));
+  // Which armhived last migrated the file: named when an older one is refused (migrate()).
+  ARMHIVE_RETURN_IF_ERROR(db->execute(
+      "CREATE TABLE IF NOT EXISTS armhive_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
   return db;
 }
 
@@ -273,6 +278,23 @@ Status Database::transaction(const std::function<Status(Tx&)>& body, Durability 
 }
 
 Status Database::migrate(std::string_view component, const std::vector<std::string>& steps) {
+  // A step this binary does not know was applied by a newer armhived: its tables may mean
+  // something this one would misread, so it stops here (a downgrade goes through a backup).
+  auto newest = query("SELECT max(step) FROM schema_migrations WHERE component = ?",
+                      {std::string(component)});
+  if (!newest.is_ok()) return newest.status().annotate("migrating " + std::string(component));
+  if (!newest->empty() && !sql_is_null(newest->front()[0]) &&
+      sql_int(newest->front()[0]) >= static_cast<int64_t>(steps.size())) {
+    auto by = query("SELECT value FROM armhive_meta WHERE key = 'written_by'");
+    std::string writer =
+        by.is_ok() && !by->empty() ? "armhived " + sql_text(by->front()[0]) : "a newer armhived";
+    return conflict(path_ + " was written by " + writer + " (" + std::string(component) +
+                        " schema step " + std::to_string(sql_int(newest->front()[0]) + 1) +
+                        "); this is armhived " + std::string(kVersion) + ", which knows " +
+                        std::to_string(steps.size()) +
+                        " steps: run the newer armhived, or restore a backup this version wrote",
+                    "database");
+  }
   for (size_t i = 0; i < steps.size(); ++i) {
     Status s = transaction([&](Tx& tx) -> Status {
       auto done = tx.query("SELECT 1 FROM schema_migrations WHERE component = ? AND step = ?",
@@ -285,7 +307,10 @@ Status Database::migrate(std::string_view component, const std::vector<std::stri
     });
     if (!s.is_ok()) return s.annotate("migrating " + std::string(component));
   }
-  return Status::ok();
+  return execute(
+      "INSERT INTO armhive_meta (key, value) VALUES ('written_by', ?) "
+      "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      {std::string(kVersion)});
 }
 
 }  // namespace armhive

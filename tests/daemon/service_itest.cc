@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "base/process_runner.h"
+#include "base/version.h"
+#include "daemon/store/database.h"
 
 extern char** environ;
 
@@ -196,6 +198,20 @@ TEST_CASE("the unit's armhived tells systemd when it serves, pings its watchdog 
   auto tokens = armhived({"token", "list"});
   CHECK(tokens.exit_code == 0);
   CHECK_THAT(tokens.out, Catch::Contains("admin"));
+
+  // A database a newer armhived has migrated: refused at start, naming both versions, and
+  // left as it was.
+  {
+    auto db = Database::open((dir.path / "state" / "armhive.db").string());
+    REQUIRE(db.is_ok());
+    REQUIRE((*db)->execute("INSERT INTO schema_migrations VALUES ('leases', 999, 0)").is_ok());
+    REQUIRE(
+        (*db)->execute("UPDATE armhive_meta SET value = '9.0.0' WHERE key = 'written_by'").is_ok());
+  }
+  auto newer = armhived({});
+  CHECK(newer.exit_code == 1);
+  CHECK_THAT(newer.out + newer.err, Catch::Contains("written by armhived 9.0.0"));
+  CHECK_THAT(newer.out + newer.err, Catch::Contains("this is armhived " + std::string(kVersion)));
 }
 
 TEST_CASE("an armhived that cannot start never says READY, and says why", "[daemon][service]") {

@@ -91,8 +91,7 @@ TEST_CASE("armhived refuses a remote host with guest networks unless its guard i
     std::string hosts, key, line;
   };
   for (const Case& c :
-       {Case{"[host]\nlibvirt_uri = \"qemu+tcp://127.0.0.1:9/system\"\n", "host.libvirt_uri",
-             "2"},
+       {Case{"[host]\nlibvirt_uri = \"qemu+tcp://127.0.0.1:9/system\"\n", "host.libvirt_uri", "2"},
         Case{"[[hosts]]\nname = \"tx1\"\nlibvirt_uri = \"qemu+tls://127.0.0.1:9/system\"\n",
              "hosts[0].network_guard", "1"}}) {
     std::ofstream(config) << c.hosts << network << "[[pools]]\nname = \"p\"\nimage = \"tiny\"\n"

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/version.h"
 #include "daemon/store/database.h"
 
 namespace armhive {
@@ -140,6 +141,34 @@ TEST_CASE("database migrations apply once and survive reopening", "[store]") {
   REQUIRE(rows->size() == 1);
   CHECK(sql_text((*rows)[0][0]) == "a");
   CHECK(sql_text((*rows)[0][1]) == "x");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a database a newer armhived migrated is refused, naming both versions", "[store]") {
+  auto dir = fresh_dir("armhive-db-newer-test");
+  std::string path = (dir / "n.db").string();
+  const std::vector<std::string> v2 = {"CREATE TABLE t (id INTEGER PRIMARY KEY)",
+                                       "ALTER TABLE t ADD COLUMN extra TEXT"};
+  {
+    auto db = Database::open(path);
+    REQUIRE(db.is_ok());
+    REQUIRE((*db)->migrate("leases", v2).is_ok());
+    // As the newer armhived left it: its version recorded beside its schema.
+    REQUIRE(
+        (*db)->execute("UPDATE armhive_meta SET value = '0.9.0' WHERE key = 'written_by'").is_ok());
+  }
+  auto db = Database::open(path);
+  REQUIRE(db.is_ok());
+  Status older = (*db)->migrate("leases", {v2[0]});  // a binary that knows one step
+  REQUIRE_FALSE(older.is_ok());
+  CHECK(older.code() == ErrorCode::kConflict);
+  CHECK_THAT(older.message(), Catch::Contains("written by armhived 0.9.0"));
+  CHECK_THAT(older.message(), Catch::Contains("this is armhived " + std::string(kVersion)));
+  CHECK_THAT(older.message(), Catch::Contains("leases schema step 2"));
+  // Nothing was changed: the newer binary still finds its schema.
+  CHECK((*db)->migrate("leases", v2).is_ok());
+  auto columns = (*db)->query("SELECT extra FROM t");
+  CHECK(columns.is_ok());
   std::filesystem::remove_all(dir);
 }
 
