@@ -34,7 +34,9 @@ namespace armhive {
 //   would break is its reason; every limit grows with n, so a lease that waits holds all
 //   behind it that need a new VM (no overtaking).
 // - Only when no lease waits, the pool refills: warm refills boot while free warm VMs plus
-//   refills booting stay under `min_warm`, within the same limits.
+//   refills booting stay under `min_warm`, within the same limits; and free VMs beyond
+//   `min_warm` (it was lowered, or a removed pool has 0) are retired, refills still booting
+//   first, then the last warm ones in hand-out order.
 // No I/O, no clock (the caller passes `now`), no locks.
 
 struct PoolLimits {
@@ -75,15 +77,17 @@ enum class PoolActionKind {
   kBootForLease,  // boot a new VM for lease `lease_id`
   kBootWarm,      // boot a warm refill VM (bound to no lease)
   kWait,          // lease `lease_id` waits, for `reason`
-  kRetire,        // destroy free VM `vm_name` (warm or booting, bound to no lease): host draining
+  kRetire,        // destroy free VM `vm_name` (warm or booting, bound to no lease): its host
+                  // drains, or the pool has more than min_warm
 };
 std::string_view to_string(PoolActionKind kind);
 
 struct PoolAction {
   PoolActionKind kind = PoolActionKind::kWait;
-  std::string lease_id;                           // empty for kBootWarm
-  std::string vm_name;                            // kHandOut and kRetire only
-  QueueReason reason = QueueReason::kScheduling;  // kWait only
+  std::string lease_id;  // empty for kBootWarm
+  std::string vm_name;   // kHandOut and kRetire only
+  // kWait: what it waits for; kRetire: kHostDraining, or kScheduling for a surplus VM.
+  QueueReason reason = QueueReason::kScheduling;
 
   friend bool operator==(const PoolAction&, const PoolAction&) = default;
 };

@@ -87,7 +87,8 @@ void LeaseEngine::refresh_images() {
     const Want& w = wanted[i];
     if (fleet_.host(w.host) == nullptr) continue;  // removed meanwhile
     (void)fleet_.set_image(w.host, w.image, resolved[i].is_ok());
-    pools_.at(w.pool).images.insert_or_assign(w.host, std::move(resolved[i]));
+    auto pool = pools_.find(w.pool);  // a reload may have dropped it meanwhile
+    if (pool != pools_.end()) pool->second.images.insert_or_assign(w.host, std::move(resolved[i]));
   }
 }
 
@@ -127,6 +128,7 @@ void LeaseEngine::schedule() {
   {
     MutexLock lock(mu_);
     schedule_all_locked();
+    drop_removed_pools_locked();
   }
   flush();
 }
@@ -374,10 +376,14 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
       case PoolActionKind::kWait:
         set_waiting_locked(leases_.at(action.lease_id), wait_text_locked(pool, action.reason));
         break;
-      case PoolActionKind::kRetire:
-        destroy_vm_locked(vms_.at(action.vm_name),
-                          "host " + vms_.at(action.vm_name).record.host + " is draining");
+      case PoolActionKind::kRetire: {
+        Vm& vm = vms_.at(action.vm_name);
+        destroy_vm_locked(vm, action.reason == QueueReason::kHostDraining
+                                  ? "host " + vm.record.host + " is draining"
+                                  : "pool " + pool.config.name + " keeps " +
+                                        std::to_string(pool.config.min_warm) + " warm");
         break;
+      }
     }
   }
 }

@@ -251,6 +251,23 @@ TEST_CASE("scheduler: cores, image, host and backoff", "[sched][pool_queue]") {
     empty.p.host_draining = false;
     CHECK(kinds(plan_pool(empty.p)) == std::vector<std::string>{"boot_warm", "boot_warm"});
   }
+  SECTION("min_warm lowered: the surplus goes, booting refills first, leased VMs stay") {
+    Pool lowered(clock, 1, 6, 4);
+    lowered
+        .vms(2, VmState::kWarm, false)      // vm-00 kept, vm-01 retired second
+        .vms(1, VmState::kStarting, false)  // vm-02: a refill booting, retired first
+        .vms(1, VmState::kLeased, true);    // vm-03: leased, not the pool's to take
+    PoolPlan plan = plan_pool(lowered.p);
+    CHECK(kinds(plan) == std::vector<std::string>{"retire", "retire"});
+    CHECK(plan.actions[0].vm_name == "vm-02");
+    CHECK(plan.actions[1].vm_name == "vm-01");
+    CHECK(plan.actions[0].reason == QueueReason::kScheduling);  // not a drain
+    // A removed pool (min_warm 0) empties of free VMs; a lease takes its warm VM first.
+    lowered.p.limits.min_warm = 0;
+    CHECK(kinds(plan_pool(lowered.p)) == std::vector<std::string>{"retire", "retire", "retire"});
+    lowered.leases(1);
+    CHECK(kinds(plan_pool(lowered.p)) == std::vector<std::string>{"hand_out", "retire", "retire"});
+  }
   SECTION("a host not listed and draining: not listed comes first") {
     pool.p.host_listed = false;
     pool.p.host_draining = true;
@@ -415,15 +432,23 @@ struct World {
           if (p.host_listed && p.host_draining) CHECK(a.reason == QueueReason::kHostDraining);
           break;
         case K::kRetire:
-          // Only on a draining host, only free VMs, each once.
-          CHECK(p.host_draining);
+          // Only free VMs nobody was handed this pass, each once.
           CHECK(free_vms.count(a.vm_name) == 1);
+          CHECK(given_vms.count(a.vm_name) == 0);
           CHECK(retired.insert(a.vm_name).second);
           break;
       }
     }
-    // Draining empties the host of every free VM; otherwise nothing is retired.
-    CHECK(retired == (p.host_draining ? free_vms : std::set<std::string>{}));
+    // Draining empties the host of every free VM; otherwise, when no lease waits, exactly the
+    // free VMs beyond min_warm go (none while a lease waits: it may need them).
+    const int spare_before = static_cast<int>(warm_free.size()) - handed + booting_free;
+    if (p.host_draining) {
+      CHECK(retired == free_vms);
+    } else if (any_wait || !p.host_listed) {
+      CHECK(retired.empty());
+    } else {
+      CHECK(static_cast<int>(retired.size()) == std::max(spare_before - limits.min_warm, 0));
+    }
     // Work-conserving: no lease waits while a free warm VM stays unused.
     CHECK(handed ==
           std::min<int>(p.host_listed && !p.host_draining ? warm_free.size() : 0, p.queue.size()));
@@ -432,7 +457,7 @@ struct World {
     // and never beyond it.
     int warm_boots = 0;
     for (const auto& a : plan.actions) warm_boots += a.kind == K::kBootWarm ? 1 : 0;
-    int spare = static_cast<int>(warm_free.size()) - handed + booting_free;
+    int spare = spare_before - (p.host_draining ? 0 : static_cast<int>(retired.size()));
     if (any_wait || p.host_draining) {
       CHECK(warm_boots == 0);
     } else if (p.host_listed) {
@@ -604,6 +629,8 @@ struct World {
         clock.advance(Seconds(1));
         break;
       case 8:
+        // The operator changes min_warm (armhived reloads its configuration).
+        if (pick(0, 9) == 0) limits.min_warm = pick(0, limits.max);
         if (pick(0, 4) == 0) host_listed = !host_listed;
         if (pick(0, 4) == 0) image_ready = !image_ready;
         if (drains && pick(0, 1) == 0) host_draining = !host_draining;
