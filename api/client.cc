@@ -125,6 +125,11 @@ Result<HealthDto> Client::health() {
     HealthDto h;
     h.status = j.value("status", "");
     h.version = j.value("version", "");
+    if (j.contains("restart_required") && j["restart_required"].is_array()) {
+      for (const json& line : j["restart_required"]) {
+        if (line.is_string()) h.restart_required.push_back(line.get<std::string>());
+      }
+    }
     return h;
   });
 }

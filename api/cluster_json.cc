@@ -33,6 +33,7 @@ Status parse_pool(const json& j, const std::string& prefix, PoolDto& p) {
   ARMHIVE_RETURN_IF_ERROR(r.integer("files_max_bytes", p.files_max_bytes));
   ARMHIVE_RETURN_IF_ERROR(r.str("files_path_prefix", p.files_path_prefix));
   ARMHIVE_RETURN_IF_ERROR(r.boolean("ssh", p.ssh));
+  ARMHIVE_RETURN_IF_ERROR(r.boolean("removed", p.removed));
   return Status::ok();
 }
 
@@ -167,7 +168,8 @@ json to_json(const PoolDto& p) {
           {"pending_leases", p.pending_leases},
           {"files_max_bytes", p.files_max_bytes},
           {"files_path_prefix", p.files_path_prefix},
-          {"ssh", p.ssh}};
+          {"ssh", p.ssh},
+          {"removed", p.removed}};
 }
 
 Result<PoolDto> pool_from_json(const json& j) {
@@ -301,7 +303,11 @@ Result<BenchmarkRunDto> benchmark_run_dto_from_json(const json& j) {
   return b;
 }
 
-json to_json(const HealthDto& h) { return {{"status", h.status}, {"version", h.version}}; }
+json to_json(const HealthDto& h) {
+  json j = {{"status", h.status}, {"version", h.version}};
+  if (!h.restart_required.empty()) j["restart_required"] = h.restart_required;
+  return j;
+}
 
 Result<std::vector<PoolDto>> pools_from_json(const json& j) {
   return items_from_json<PoolDto>(j, parse_pool);

@@ -236,7 +236,8 @@ struct PoolDto {
   // [pools.files]: what `armhive cp` may move (the CLI checks before sending a byte).
   int64_t files_max_bytes = 0;
   std::string files_path_prefix = "/";
-  bool ssh = true;  // its image runs sshd; false: its leases offer no SSH (no ssh block)
+  bool ssh = true;       // its image runs sshd; false: its leases offer no SSH (no ssh block)
+  bool removed = false;  // gone from the configuration: no new leases, listed until empty
 };
 
 struct CoreDto {
@@ -379,6 +380,8 @@ struct BenchmarkRunDto {
 struct HealthDto {
   std::string status = "ok";
   std::string version;
+  // Configuration changes read by a reload that take effect only at the next start.
+  std::vector<std::string> restart_required;
 };
 
 }  // namespace armhive

@@ -162,6 +162,7 @@ struct PoolStatus {
   int starting = 0;  // booting (warm refills and cold leases)
   int leased = 0;    // handed to a lease
   int pending_leases = 0;
+  bool removed = false;  // gone from the configuration: no new leases, listed until empty
 };
 
 // The VM behind a ready lease, as benchmarks and exec need it.

@@ -494,6 +494,12 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
     if (pit == pools_.end()) {
       return Status(ErrorCode::kNotFound, "no pool named '" + request.pool + "'", {}, "pool");
     }
+    if (pit->second.removed) {
+      return Status(
+          ErrorCode::kNotFound,
+          "pool '" + request.pool + "' was removed from the configuration: it takes no new leases",
+          {}, "pool");
+    }
     PoolRuntime& pool = pit->second;
     Seconds ttl = request.ttl.value_or(pool.config.default_ttl);
     ARMHIVE_RETURN_IF_ERROR(validate_request_locked(request, pool, ttl));
@@ -807,6 +813,7 @@ std::vector<PoolStatus> LeaseEngine::pools() {
   for (const auto& [name, pool] : pools_) {
     PoolStatus st;
     st.config = pool.config;
+    st.removed = pool.removed;
     for (const auto& [vname, vm] : vms_) {
       if (vm.record.pool != name) continue;
       // A VM of an unreachable host serves nobody now (its lease, if any, shows it).

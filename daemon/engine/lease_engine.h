@@ -29,6 +29,7 @@
 #include "daemon/core/lease.h"
 #include "daemon/core/lease_store.h"
 #include "daemon/core/placement.h"
+#include "daemon/core/pool_reload.h"
 #include "daemon/core/pool_scheduler.h"
 #include "daemon/core/reconciler.h"
 #include "daemon/engine/engine_health.h"
@@ -153,6 +154,10 @@ class LeaseEngine final : public LeaseService {
   Status start();
   // Stops timers and workers. VMs keep running and are re-adopted by the next start().
   void stop();
+  // Applies the pool changes of a configuration reload (daemon/core/pool_reload.h) and
+  // schedules every pool under its new limits. An added pool no host can hold one VM of is
+  // not added: each such refusal is a line of the result. Any thread.
+  std::vector<std::string> reload_pools(const PoolReload& plan);
   // OK when the engine's event loop runs a posted no-op within `deadline`; kUnavailable when
   // it is stopped or its workers are all stuck (what a service watchdog asks). Any thread.
   [[nodiscard]] Status ping(std::chrono::milliseconds deadline);
@@ -267,6 +272,9 @@ class LeaseEngine final : public LeaseService {
     // The pool's image on each host, resolved outside the lock by refresh_images() (a host
     // not in the map: not resolved yet).
     std::map<std::string, Result<BootImage>> images;
+    // Gone from the configuration (reload_pools): takes no new lease, keeps no warm VM, and
+    // leaves pools_ once no VM or lease of it remains (drop_removed_pools_locked).
+    bool removed = false;
   };
   // A host's calls, found by host_io() under hosts_mu_ and used outside any lock (held by
   // shared_ptr: a host removed meanwhile stays alive until the engine is destroyed, in
@@ -322,6 +330,8 @@ class LeaseEngine final : public LeaseService {
   // schedule_locked() carries its plan out and queue_slots_locked() shows the same plan's slots.
   void schedule_locked(PoolRuntime& pool) REQUIRES(mu_);
   void schedule_all_locked() REQUIRES(mu_);
+  // Erases removed pools that no VM or live lease names any more.
+  void drop_removed_pools_locked() REQUIRES(mu_);
   // Whether a queue entry is a lease that still waits (not ended, not releasing).
   bool queued_live_locked(const std::string& id) const REQUIRES(mu_);
   // The live leases of the pool's queue, in order.

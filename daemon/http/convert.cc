@@ -160,6 +160,7 @@ PoolDto to_dto(const PoolStatus& p) {
   d.files_max_bytes = static_cast<int64_t>(p.config.files.max_bytes);
   d.files_path_prefix = p.config.files.path_prefix;
   d.ssh = p.config.ssh;
+  d.removed = p.removed;
   return d;
 }
 
