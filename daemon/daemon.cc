@@ -13,7 +13,9 @@
 #include "base/secret_file.h"
 #include "daemon/bench/lease_target_resolver.h"
 #include "daemon/bench/mtu_journal.h"
+#include "daemon/config/config_check.h"
 #include "daemon/config/secret_files.h"
+#include "daemon/core/pool_reload.h"
 #include "daemon/fleet/host_setup.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/token_commands.h"
@@ -386,9 +388,7 @@ Status Daemon::reach(const Lease& lease) const {
       lease.host.empty() ? registry_->hosts().front() : registry_->host(lease.host);
   if (h == nullptr || !h->remote) return Status::ok();
   std::string network = "default", mode = "isolated";
-  for (const PoolConfig& p : config_.pools) {
-    if (p.name == lease.pool) network = p.network;
-  }
+  if (std::optional<PoolConfig> p = pool(lease.pool)) network = p->network;
   for (const NetworkConfig& n : config_.networks) {
     if (n.name == network) mode = n.mode;
   }
@@ -397,6 +397,56 @@ Status Daemon::reach(const Lease& lease) const {
                      " behind that host's own network '" + network + "' (" + mode +
                      "), which armhived cannot reach: give pools on remote hosts a bridge "
                      "network on the lab's LAN to reach their VMs from outside");
+}
+
+std::optional<PoolConfig> Daemon::pool(const std::string& name) const {
+  MutexLock lock(reload_mu_);
+  for (const PoolConfig& p : pools_) {
+    if (p.name == name) return p;
+  }
+  return std::nullopt;
+}
+
+Daemon::ReloadOutcome Daemon::reload(const DaemonConfig& next) {
+  ReloadOutcome out;
+  for (const std::string& section : changed_sections(config_, next)) {
+    out.restart_needed.push_back("[" + section +
+                                 "] changed: it takes effect at the next start "
+                                 "(VMs keep running across a restart)");
+  }
+  std::vector<PoolConfig> running;
+  {
+    MutexLock lock(reload_mu_);
+    running = pools_;
+  }
+  PoolReload plan = plan_pool_reload(running, next.pools);
+  out.restart_needed.insert(out.restart_needed.end(), plan.restart_needed.begin(),
+                            plan.restart_needed.end());
+  for (const PoolChange& c : plan.changes) {
+    std::string keys;
+    for (const std::string& k : c.changed) keys += (keys.empty() ? "" : ", ") + k;
+    switch (c.kind) {
+      case PoolChange::Kind::kUpdate:
+        out.applied.push_back("pool " + c.config.name + ": " + keys);
+        break;
+      case PoolChange::Kind::kAdd:
+        out.applied.push_back("pool " + c.config.name + ": added");
+        break;
+      case PoolChange::Kind::kRemove:
+        out.applied.push_back("pool " + c.config.name + ": removed (it goes once its leases end)");
+        break;
+    }
+  }
+  out.refused = engine_->reload_pools(plan);
+  // What the engine now serves is what requests look pools up in.
+  std::vector<PoolConfig> now;
+  for (const PoolStatus& p : engine_->pools()) {
+    if (!p.removed) now.push_back(p.config);
+  }
+  MutexLock lock(reload_mu_);
+  pools_ = std::move(now);
+  restart_needed_ = out.restart_needed;
+  return out;
 }
 
 // [access]: per-lease forwards from the host to the guests' SSH.
@@ -479,6 +529,10 @@ Status Daemon::start_http() {
       return github->deliver(event, delivery, signature, body, remote);
     };
   }
+  options.restart_required = [this] {
+    MutexLock lock(reload_mu_);
+    return restart_needed_;
+  };
   options.health_series = [store = health_store_.get()](const std::string& host,
                                                         const std::string& pool, size_t limit) {
     return store->recent(host, pool, "", limit);
@@ -552,9 +606,7 @@ void Daemon::add_access_hooks(HttpOptions& options) {
                                    const std::string& public_key) -> Result<SshCertificateDto> {
     // The pool's ssh_permissions; a pool no longer configured permits nothing but the login.
     std::vector<std::string> permissions;
-    for (const PoolConfig& p : config_.pools) {
-      if (p.name == lease.pool) permissions = p.ssh_permissions;
-    }
+    if (std::optional<PoolConfig> p = pool(lease.pool)) permissions = p->ssh_permissions;
     ARMHIVE_ASSIGN_OR_RETURN(
         SshCertificate cert,
         ssh_ca_->sign(public_key, lease.id, token, clock_.now(), lease.expires_at, permissions));

@@ -4,13 +4,16 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/metrics.h"
 #include "base/process_runner.h"
 #include "base/result.h"
+#include "base/thread_annotations.h"
 #include "daemon/access/forward_table.h"
 #include "daemon/access/lease_access.h"
 #include "daemon/access/ssh_ca.h"
@@ -64,6 +67,19 @@ class Daemon {
 
   std::string url() const { return server_->url(); }
 
+  // What a reload did: the changes applied, those refused (an added pool no host can hold),
+  // and those that take effect only at the next start (also listed by GET /healthz).
+  struct ReloadOutcome {
+    std::vector<std::string> applied;
+    std::vector<std::string> refused;
+    std::vector<std::string> restart_needed;
+  };
+  // Applies a configuration re-read from the file (SIGHUP; it has passed check_daemon_config):
+  // the pools' sizes, TTLs and limits, new pools, removed pools (once empty). Nothing running is
+  // dropped. Everything else is compared with the configuration armhived started with, and what
+  // differs is named as needing a restart. One reload at a time (the signal thread's).
+  ReloadOutcome reload(const DaemonConfig& next);
+
   // Whether the engine's event loop runs a posted task within `deadline`: the loop whose hang
   // the service watchdog exists to catch.
   [[nodiscard]] Status answers(std::chrono::milliseconds deadline) {
@@ -72,7 +88,7 @@ class Daemon {
 
  private:
   Daemon(const DaemonConfig& config, std::string config_path)
-      : config_(config), config_path_(std::move(config_path)) {}
+      : config_(config), config_path_(std::move(config_path)), pools_(config.pools) {}
 
   Status open_state();
   Status connect_hosts();
@@ -84,9 +100,14 @@ class Daemon {
   void add_access_hooks(HttpOptions& options);
   // Whether this machine reaches a lease's guest (see start_access()).
   Status reach(const Lease& lease) const;
+  // A configured pool as last applied (start, then each reload); nullopt: not configured.
+  std::optional<PoolConfig> pool(const std::string& name) const;
 
-  const DaemonConfig config_;
+  const DaemonConfig config_;  // as started: a reload changes only the pools
   const std::string config_path_;
+  mutable Mutex reload_mu_;  // never held across a call into another part
+  std::vector<PoolConfig> pools_ GUARDED_BY(reload_mu_);
+  std::vector<std::string> restart_needed_ GUARDED_BY(reload_mu_);
   SystemClock clock_;
   Metrics metrics_;
   SubprocessRunner runner_;

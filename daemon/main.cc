@@ -1,5 +1,5 @@
-// armhived: parses the command line, builds the Daemon (daemon/daemon.h) and waits for
-// SIGINT/SIGTERM; tells systemd what it is doing when run as a Type=notify service.
+// armhived: parses the command line, builds the Daemon (daemon/daemon.h), reloads on SIGHUP and
+// stops on SIGINT/SIGTERM; tells systemd what it is doing when run as a Type=notify service.
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -14,6 +14,7 @@
 #include "daemon/config/daemon_config.h"
 #include "daemon/daemon.h"
 #include "daemon/http/token_commands.h"
+#include "daemon/journal_sink.h"
 #include "daemon/store/backup.h"
 #include "daemon/store/database.h"
 #include "daemon/store/state_lock.h"
@@ -71,6 +72,35 @@ int run_restore(const DaemonConfig& config, const std::string& file) {
   return 0;
 }
 
+// SIGHUP: the file is read and checked again; one that does not check is refused whole and the
+// configuration in force stays. Every outcome is logged and summed up in systemd's STATUS.
+void reload(Daemon& daemon, const std::string& config_path, const ServiceNotifier& notifier) {
+  spdlog::info("SIGHUP: reloading {}", config_path);
+  (void)notifier.reloading("reloading " + config_path);
+  const std::string serving = "serving on " + daemon.url();
+  ConfigCheck check = check_daemon_config(config_path);
+  if (!check.problems.empty()) {
+    for (const std::string& p : check.problems) {
+      spdlog::error("reload refused (the configuration in force is kept): {}", p);
+    }
+    (void)notifier.ready(serving + "; reload refused: " + check.problems.front());
+    return;
+  }
+  Daemon::ReloadOutcome out = daemon.reload(check.config);
+  for (const std::string& line : out.applied) spdlog::info("reload: {}", line);
+  for (const std::string& line : out.refused) spdlog::error("reload: {}", line);
+  for (const std::string& line : out.restart_needed) spdlog::warn("reload: {}", line);
+  if (out.applied.empty() && out.refused.empty() && out.restart_needed.empty()) {
+    spdlog::info("reload: nothing changed");
+  }
+  std::string status = serving;
+  if (!out.refused.empty()) status += "; " + std::to_string(out.refused.size()) + " refused";
+  if (!out.restart_needed.empty()) {
+    status += "; " + std::to_string(out.restart_needed.size()) + " change(s) need a restart";
+  }
+  (void)notifier.ready(status);
+}
+
 int serve(const DaemonConfig& config, const std::string& config_path,
           const ServiceNotifier& notifier) {
   auto note = [&notifier](std::string_view line) {
@@ -93,7 +123,8 @@ int serve(const DaemonConfig& config, const std::string& config_path,
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
-    sigwait(&signals, &sig);
+    sigaddset(&signals, SIGHUP);
+    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) reload(**daemon, config_path, notifier);
   }
   spdlog::info("signal {}: stopping (VMs keep running and are re-adopted on restart)", sig);
   (void)notifier.stopping("stopping; VMs keep running");
@@ -108,11 +139,12 @@ int main(int argc, char** argv) {
   using namespace armhive;
   // Before any thread: it takes NOTIFY_SOCKET out of the environment the tools would inherit.
   const ServiceNotifier notifier = ServiceNotifier::from_environment();
-  // Block the stop signals in every thread; serve() waits for them with sigwait.
+  // Block the stop and reload signals in every thread; serve() waits for them with sigwait.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -182,6 +214,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     return run_token_command(token->remaining(), **db, std::cout, std::cerr);
+  }
+  // Under systemd with output to the journal: each line with its LEASE_ID, POOL and HOST.
+  if (JournalSink::stderr_is_journal()) {
+    auto logger = spdlog::default_logger();
+    logger->sinks().clear();
+    logger->sinks().push_back(std::make_shared<JournalSink>());
   }
   return serve(*config, config_path, notifier);
 }

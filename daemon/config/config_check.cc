@@ -178,6 +178,44 @@ toml::table pool_of(const PoolConfig& p) {
   return t;
 }
 
+// The whole configuration as one TOML table, defaults written out.
+toml::table render_table(const DaemonConfig& c) {
+  toml::table root;
+  root.insert("server", server_of(c));
+  toml::table host{{"storage_pool", c.storage_pool},
+                   {"state_dir", c.state_dir},
+                   {"catalog", c.catalog_dir()},
+                   {"database", c.database_path()},
+                   {"placement", std::string(to_string(c.placement))},
+                   {"libvirt_timeout", duration(c.libvirt_timeout)}};
+  // One host without a name is [host] alone (the machine's own name); otherwise [[hosts]].
+  const bool local = c.hosts.size() == 1 && c.hosts.front().name.empty();
+  if (local) {
+    host.insert("libvirt_uri", c.hosts.front().libvirt_uri);
+    toml::table cpus = cpus_of(c.housekeeping_cpus, c.dedicated_cpus, c.shared_cpus);
+    if (!cpus.empty()) host.insert("cpus", std::move(cpus));
+  }
+  root.insert("host", std::move(host));
+  if (!local) {
+    toml::array hosts;
+    for (const HostConfig& h : c.hosts) hosts.push_back(host_of(h));
+    root.insert("hosts", std::move(hosts));
+  }
+  root.insert("engine", engine_of(c));
+  root.insert("audit", toml::table{{"keep", duration(c.audit_keep)}});
+  if (c.access.enabled) root.insert("access", access_of(c.access));
+  if (c.github.enabled) root.insert("github", github_of(c.github));
+  if (!c.networks.empty()) {
+    toml::array networks;
+    for (const NetworkConfig& n : c.networks) networks.push_back(network_of(n));
+    root.insert("networks", std::move(networks));
+  }
+  toml::array pools;
+  for (const PoolConfig& p : c.pools) pools.push_back(pool_of(p));
+  root.insert("pools", std::move(pools));
+  return root;
+}
+
 }  // namespace
 
 std::string locate_config_error(std::string_view file, std::string_view text, const Status& error) {
@@ -236,42 +274,26 @@ ConfigCheck check_daemon_config(const std::string& path) {
   return check;
 }
 
+std::vector<std::string> changed_sections(const DaemonConfig& running, const DaemonConfig& next) {
+  toml::table a = render_table(running);
+  toml::table b = render_table(next);
+  std::vector<std::string> out;
+  for (const char* key :
+       {"server", "host", "hosts", "engine", "audit", "access", "github", "networks"}) {
+    // Compared as the TOML they print as: the same text is the same effective values.
+    auto text = [key](const toml::table& t) {
+      std::ostringstream o;
+      if (const toml::node* n = t.get(key)) o << toml::node_view<const toml::node>(n);
+      return o.str();
+    };
+    if (text(a) != text(b)) out.emplace_back(key);
+  }
+  return out;
+}
+
 std::string render_daemon_config(const DaemonConfig& c) {
-  toml::table root;
-  root.insert("server", server_of(c));
-  toml::table host{{"storage_pool", c.storage_pool},
-                   {"state_dir", c.state_dir},
-                   {"catalog", c.catalog_dir()},
-                   {"database", c.database_path()},
-                   {"placement", std::string(to_string(c.placement))},
-                   {"libvirt_timeout", duration(c.libvirt_timeout)}};
-  // One host without a name is [host] alone (the machine's own name); otherwise [[hosts]].
-  const bool local = c.hosts.size() == 1 && c.hosts.front().name.empty();
-  if (local) {
-    host.insert("libvirt_uri", c.hosts.front().libvirt_uri);
-    toml::table cpus = cpus_of(c.housekeeping_cpus, c.dedicated_cpus, c.shared_cpus);
-    if (!cpus.empty()) host.insert("cpus", std::move(cpus));
-  }
-  root.insert("host", std::move(host));
-  if (!local) {
-    toml::array hosts;
-    for (const HostConfig& h : c.hosts) hosts.push_back(host_of(h));
-    root.insert("hosts", std::move(hosts));
-  }
-  root.insert("engine", engine_of(c));
-  root.insert("audit", toml::table{{"keep", duration(c.audit_keep)}});
-  if (c.access.enabled) root.insert("access", access_of(c.access));
-  if (c.github.enabled) root.insert("github", github_of(c.github));
-  if (!c.networks.empty()) {
-    toml::array networks;
-    for (const NetworkConfig& n : c.networks) networks.push_back(network_of(n));
-    root.insert("networks", std::move(networks));
-  }
-  toml::array pools;
-  for (const PoolConfig& p : c.pools) pools.push_back(pool_of(p));
-  root.insert("pools", std::move(pools));
   std::ostringstream out;
-  out << root << "\n";
+  out << render_table(c) << "\n";
   return out.str();
 }
 

@@ -144,6 +144,9 @@ struct HttpOptions {
   // and /ui/hosts as unreachable, with no cores and libvirt's error. Unset: none. Called from
   // worker threads; must not block.
   std::function<std::vector<HostView>()> waiting_hosts;
+  // The configuration changes armhived has read but applies only at its next start (GET
+  // /healthz lists them). Unset: none. Called on an I/O thread; must not block.
+  std::function<std::vector<std::string>()> restart_required;
 };
 
 // The REST API (api/openapi.yaml) over a LeaseService, with bearer-token authentication,

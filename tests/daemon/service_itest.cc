@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -212,6 +213,109 @@ TEST_CASE("the unit's armhived tells systemd when it serves, pings its watchdog 
   CHECK(newer.exit_code == 1);
   CHECK_THAT(newer.out + newer.err, Catch::Contains("written by armhived 9.0.0"));
   CHECK_THAT(newer.out + newer.err, Catch::Contains("this is armhived " + std::string(kVersion)));
+}
+
+TEST_CASE(
+    "SIGHUP re-reads the file: pools change at once, a bad file is refused, what needs a "
+    "restart is named",
+    "[daemon][service][reload]") {
+  TempDir dir;
+  // The unit reloads with SIGHUP.
+  std::ifstream unit(std::string(ARMHIVE_SOURCE_DIR) + "/examples/armhived.service");
+  std::string unit_text((std::istreambuf_iterator<char>(unit)), std::istreambuf_iterator<char>());
+  CHECK_THAT(unit_text, Catch::Contains("\nExecReload=/bin/kill -HUP $MAINPID\n"));
+
+  const std::string config = (dir.path / "armhived.toml").string();
+  const std::string head = "[server]\nport = 0\nbootstrap_token_file = \"" +
+                           (dir.path / "admin.token").string() + "\"\n[host]\nstate_dir = \"" +
+                           (dir.path / "state").string() +
+                           "\"\nlibvirt_uri = \"test:///default\"\n";
+  auto write = [&](const std::string& pools) { std::ofstream(config) << head << pools; };
+  write("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\nmax_ttl = \"8h\"\n");
+  NotifySocket systemd((dir.path / "notify").string());
+  pid_t pid = spawn_service({ARMHIVE_DAEMON_PATH, "--config", config}, systemd.path,
+                            (dir.path / "armhived.log").string());
+  REQUIRE(pid > 0);
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
+    }
+  } reap{pid};
+  std::string ready;
+  for (std::string m = systemd.next(); !m.empty() && ready.empty(); m = systemd.next()) {
+    if (m.rfind("READY=1\n", 0) == 0) ready = m;
+  }
+  INFO(read_file(dir.path / "armhived.log"));
+  REQUIRE_FALSE(ready.empty());
+  const std::string url = ready.substr(ready.find("serving on ") + 11);
+  std::string token = read_file(dir.path / "admin.token");
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  httplib::Client api(url);
+  api.set_bearer_token_auth(token);
+  auto pools = [&] {
+    auto r = api.Get("/v1/pools");
+    REQUIRE(r);
+    REQUIRE(r->status == 200);
+    return nlohmann::json::parse(r->body)["items"];
+  };
+  auto reloaded = [&] {
+    REQUIRE(::kill(pid, SIGHUP) == 0);
+    std::string m = systemd.next();
+    while (m == "WATCHDOG=1") m = systemd.next();
+    CHECK(m.rfind("RELOADING=1\n", 0) == 0);
+    m = systemd.next();
+    while (m == "WATCHDOG=1") m = systemd.next();
+    REQUIRE(m.rfind("READY=1\n", 0) == 0);
+    return m;
+  };
+
+  // A pool added, another's TTL and size changed, and a shape change that needs a restart.
+  write(
+      "[[pools]]\nname = \"ci\"\nimage = \"tiny\"\nmax_ttl = \"2h\"\nmax = 3\nvcpus = 2\n"
+      "[[pools]]\nname = \"dev\"\nimage = \"tiny\"\n");
+  std::string status = reloaded();
+  CHECK_THAT(status, Catch::Contains("1 change(s) need a restart"));
+  nlohmann::json listed = pools();
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0]["name"] == "ci");
+  CHECK(listed[0]["max_ttl_seconds"] == 7200);
+  CHECK(listed[0]["max"] == 3);
+  CHECK(listed[0]["vcpus"] == 1);  // the running shape
+  CHECK(listed[1]["name"] == "dev");
+  CHECK(listed[1]["removed"] == false);
+  auto health = api.Get("/healthz");
+  REQUIRE(health);
+  nlohmann::json h = nlohmann::json::parse(health->body);
+  REQUIRE(h["restart_required"].size() == 1);
+  CHECK_THAT(h["restart_required"][0].get<std::string>(),
+             Catch::StartsWith("pool ci: vcpus 1 -> 2 needs a restart"));
+
+  // A file that does not check: refused whole, the configuration in force kept.
+  write("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\nmax = 0\n");
+  status = reloaded();
+  CHECK_THAT(status, Catch::Contains("reload refused: " + config + ":"));
+  CHECK_THAT(status, Catch::Contains("pools[0].max"));
+  CHECK(pools().size() == 2);
+
+  // dev removed (it has no lease, so it goes at once), the shape back as it runs: nothing left
+  // to restart for.
+  write("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\nmax_ttl = \"2h\"\nmax = 3\n");
+  status = reloaded();
+  CHECK(status == "READY=1\nSTATUS=serving on " + url);
+  listed = pools();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0]["name"] == "ci");
+  health = api.Get("/healthz");
+  REQUIRE(health);
+  CHECK_FALSE(nlohmann::json::parse(health->body).contains("restart_required"));
+  const std::string log = read_file(dir.path / "armhived.log");
+  CHECK_THAT(log, Catch::Contains("reload refused (the configuration in force is kept)"));
+  CHECK_THAT(log, Catch::Contains("reload: pool dev: removed"));
+
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  reap.pid = -1;
+  CHECK(wait_exit(pid) == 0);
 }
 
 TEST_CASE("an armhived that cannot start never says READY, and says why", "[daemon][service]") {

@@ -33,7 +33,7 @@ DaemonProcess::~DaemonProcess() {
   destroy_instance_domains("armhive-e2e-" + std::to_string(port_));
 }
 
-Status DaemonProcess::start(std::chrono::seconds timeout) {
+void DaemonProcess::write_config() const {
   std::string config = state_dir_ + "/armhived.toml";
   {
     std::ofstream out(config);
@@ -47,6 +47,19 @@ Status DaemonProcess::start(std::chrono::seconds timeout) {
            "dhcp_end = \"10.77.0.250\"\n\n"
         << pool_toml_;
   }
+}
+
+Status DaemonProcess::reload(std::string pool_toml) {
+  if (pid_ <= 0) return unavailable("armhived is not running");
+  pool_toml_ = std::move(pool_toml);
+  write_config();
+  if (::kill(pid_, SIGHUP) != 0) return unavailable("cannot signal armhived");
+  return Status::ok();
+}
+
+Status DaemonProcess::start(std::chrono::seconds timeout) {
+  const std::string config = state_dir_ + "/armhived.toml";
+  write_config();
   const char* build = std::getenv("ARMHIVE_BUILD_DIR");
   std::string binary = std::string(build ? build : ".") + "/daemon/armhived";
   std::string log_path = state_dir_ + "/armhived.log";

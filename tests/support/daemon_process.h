@@ -26,6 +26,9 @@ class DaemonProcess {
   // Extra lines of the generated [engine] table (e.g. min_health_interval); before start().
   void set_engine_keys(std::string lines) { engine_keys_ = std::move(lines); }
   Status start(std::chrono::seconds timeout = std::chrono::seconds(60));
+  // Rewrites the configuration with `pool_toml` in place of the pools and sends SIGHUP (what
+  // `systemctl reload armhived` does); the reload runs in armhived as the call returns.
+  Status reload(std::string pool_toml);
   void kill(int signal);  // and reap
   bool running() const { return pid_ > 0; }
 
@@ -44,6 +47,8 @@ class DaemonProcess {
   std::string bind_ = "127.0.0.1";
   std::string host_keys_;
   std::string engine_keys_;
+  void write_config() const;
+
   pid_t pid_ = -1;
   std::string token_;
 };

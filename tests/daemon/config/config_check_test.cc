@@ -97,3 +97,34 @@ TEST_CASE("check-config reports every file problem, each at its key", "[config][
 
 }  // namespace
 }  // namespace armhive
+
+namespace armhive {
+namespace {
+
+TEST_CASE("a reload names the tables it cannot apply, not the pools", "[config][check]") {
+  const std::string base = "[server]\nport = 8470\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
+  auto running = parse_daemon_config(base);
+  REQUIRE(running.is_ok());
+  CHECK(changed_sections(*running, *running).empty());
+  // Pools are the reload's own business; a default written out is no change.
+  auto pools = parse_daemon_config(base +
+                                   "min_warm = 1\n[[pools]]\nname = \"dev\"\nimage = "
+                                   "\"tiny\"\n");
+  REQUIRE(pools.is_ok());
+  CHECK(changed_sections(*running, *pools).empty());
+  auto same = parse_daemon_config(
+      "[server]\nport = 8470\nbind = \"127.0.0.1\"\n[[pools]]\n"
+      "name = \"ci\"\nimage = \"tiny\"\n");
+  REQUIRE(same.is_ok());
+  CHECK(changed_sections(*running, *same).empty());
+  auto moved = parse_daemon_config(
+      "[server]\nport = 9000\n[engine]\nthreads = 2\n[access]\n"
+      "listen = \"0.0.0.0\"\n[[pools]]\nname = \"ci\"\n"
+      "image = \"tiny\"\n");
+  REQUIRE(moved.is_ok());
+  CHECK(changed_sections(*running, *moved) ==
+        std::vector<std::string>{"server", "engine", "access"});
+}
+
+}  // namespace
+}  // namespace armhive

@@ -15,6 +15,7 @@
 #include "tests/support/daemon_process.h"
 #include "tests/support/e2e_daemon.h"
 #include "tests/support/files.h"
+#include "tests/support/instance_domains.h"
 
 namespace armhive {
 namespace {
@@ -225,6 +226,63 @@ TEST_CASE("warm hand-out, ssh, exec, pinning, renew, waiting, release, refill an
     CHECK(daemon.full_log().find(s) == std::string::npos);
     CHECK(files_containing(state, s, state + "/admin.token").empty());
   }
+
+  // A reload (SIGHUP, `systemctl reload armhived`) while a lease runs: its limits change at
+  // once, its VM is untouched, and min_warm is followed down and up.
+  auto held = api->create_lease(req, "e2e-job-reload");
+  REQUIRE(held.is_ok());
+  REQUIRE(held->state == "ready");
+  const std::string held_vm = held->vm->name;
+  const pid_t held_qemu = qemu_pid(held_vm);
+  REQUIRE(held_qemu > 0);
+  CHECK_FALSE(api->renew_lease(held->id, 90 * 60).is_ok());  // over max_ttl 1h
+  auto pool_with = [](int min_warm) {                        // max_ttl 2h
+    std::string toml = one_core_pool_toml(min_warm);
+    return toml.replace(toml.find("max_ttl = \"1h\""), 14, "max_ttl = \"2h\"");
+  };
+  REQUIRE(daemon.reload(pool_with(0)).is_ok());
+  REQUIRE(eventually(
+      [&] {
+        auto p = api->pools();
+        return p.is_ok() && (*p)[0].max_ttl_seconds == 7200 && (*p)[0].min_warm == 0;
+      },
+      60s));
+  CHECK(api->renew_lease(held->id, 90 * 60).is_ok());
+  CHECK(qemu_pid(held_vm) == held_qemu);  // the same QEMU process serves it
+  CHECK(api->get_lease(held->id)->state == "ready");
+  // Released with min_warm 0: nothing refills.
+  REQUIRE(api->release_lease(held->id).is_ok());
+  REQUIRE(eventually([&] { return qemu_pid(held_vm) < 0; }, 120s));
+  REQUIRE(eventually(
+      [&] {
+        auto p = api->pools();
+        return p.is_ok() && (*p)[0].warm == 0 && (*p)[0].starting == 0 && (*p)[0].leased == 0;
+      },
+      60s));
+  // min_warm 1 again: a warm VM boots.
+  REQUIRE(daemon.reload(pool_with(1)).is_ok());
+  REQUIRE(eventually(
+      [&] {
+        auto p = api->pools();
+        return p.is_ok() && (*p)[0].warm == 1;
+      },
+      240s));
+  // And down to 0 again: the warm VM nobody holds is destroyed.
+  std::vector<std::string> warm_vms = instance_domains("armhive-e2e-18470");  // "name (instance)"
+  REQUIRE(warm_vms.size() == 1);
+  const std::string warm_vm = warm_vms.front().substr(0, warm_vms.front().find(' '));
+  REQUIRE(qemu_pid(warm_vm) > 0);
+  REQUIRE(daemon.reload(pool_with(0)).is_ok());
+  REQUIRE(eventually([&] { return qemu_pid(warm_vm) < 0; }, 120s));
+  REQUIRE(eventually(
+      [&] {
+        auto p = api->pools();
+        return p.is_ok() && (*p)[0].warm == 0 && (*p)[0].starting == 0;
+      },
+      60s));
+  const std::string log = daemon.full_log();
+  CHECK(log.find("reload: pool ci: min_warm, max_ttl") != std::string::npos);
+  CHECK(log.find("reload: pool ci: min_warm\n") != std::string::npos);
 
   daemon.kill(SIGTERM);
 }
