@@ -62,9 +62,9 @@ bool JournalSink::stderr_is_journal() {
 }
 
 std::string JournalSink::encode(spdlog::level::level_enum level, const std::string& message) {
-  static const std::regex lease(R"(\blease (l-[0-9a-z]+))");
-  static const std::regex pool(R"(\bpool '?([a-z0-9._-]+))");
-  static const std::regex host(R"(\bhost '?([a-z0-9._-]+))");
+  static const std::regex kLease(R"(\blease (l-[0-9a-z]+))");
+  static const std::regex kPool(R"(\bpool '?([a-z0-9._-]+))");
+  static const std::regex kHost(R"(\bhost '?([a-z0-9._-]+))");
   std::string out;
   field(out, "MESSAGE", std::string_view(message).substr(0, kMaxMessage));
   field(out, "PRIORITY", std::to_string(priority(level)));
@@ -78,9 +78,9 @@ std::string JournalSink::encode(spdlog::level::level_enum level, const std::stri
     return true;
   };
   std::smatch m;
-  if (std::regex_search(message, m, lease)) field(out, "LEASE_ID", m[1].str());
-  if (std::regex_search(message, m, pool) && named(m)) field(out, "POOL", m[1].str());
-  if (std::regex_search(message, m, host) && named(m)) field(out, "HOST", m[1].str());
+  if (std::regex_search(message, m, kLease)) field(out, "LEASE_ID", m[1].str());
+  if (std::regex_search(message, m, kPool) && named(m)) field(out, "POOL", m[1].str());
+  if (std::regex_search(message, m, kHost) && named(m)) field(out, "HOST", m[1].str());
   return out;
 }
 

@@ -221,10 +221,10 @@ toml::table render_table(const DaemonConfig& c) {
 std::string locate_config_error(std::string_view file, std::string_view text, const Status& error) {
   const std::string where(file);
   // A TOML syntax error (parse_toml): "config: line L, column C: what".
-  static const std::regex syntax(R"(line (\d+), column (\d+): ([\s\S]*))");
+  static const std::regex kSyntax(R"(line (\d+), column (\d+): ([\s\S]*))");
   std::smatch m;
   const std::string message = error.message();
-  if (std::regex_search(message, m, syntax)) {
+  if (std::regex_search(message, m, kSyntax)) {
     return where + ":" + m[1].str() + ":" + m[2].str() + ": " + m[3].str();
   }
   const std::string key = error.field();
