@@ -115,6 +115,24 @@ std::string read_file(const fs::path& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// Kills (SIGKILL) and reaps the service a test started, unless the test let it stop itself.
+struct Reap {
+  pid_t pid;
+  ~Reap() {
+    if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
+  }
+};
+
+// The service's datagrams up to READY=1, which is returned ("" when it never came); the ones
+// before it go to `before`.
+std::string wait_ready(const NotifySocket& systemd, std::vector<std::string>* before = nullptr) {
+  for (std::string m = systemd.next(); !m.empty(); m = systemd.next()) {
+    if (m.rfind("READY=1\n", 0) == 0) return m;
+    if (before != nullptr) before->push_back(m);
+  }
+  return "";
+}
+
 TEST_CASE("the unit's armhived tells systemd when it serves, pings its watchdog and stops",
           "[daemon][service]") {
   TempDir dir;
@@ -133,22 +151,10 @@ TEST_CASE("the unit's armhived tells systemd when it serves, pings its watchdog 
   NotifySocket systemd((dir.path / "notify").string());
   pid_t pid = spawn_service(argv, systemd.path, (dir.path / "armhived.log").string());
   REQUIRE(pid > 0);
-  struct Reap {
-    pid_t pid;
-    ~Reap() {
-      if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
-    }
-  } reap{pid};
+  Reap reap{pid};
 
   std::vector<std::string> before;
-  std::string ready;
-  for (std::string m = systemd.next(); !m.empty(); m = systemd.next()) {
-    if (m.rfind("READY=1\n", 0) == 0) {
-      ready = m;
-      break;
-    }
-    before.push_back(m);
-  }
+  const std::string ready = wait_ready(systemd, &before);
   INFO(read_file(dir.path / "armhived.log"));
   REQUIRE_FALSE(ready.empty());
   // It said what it was doing on the way, recovery included.
@@ -236,16 +242,8 @@ TEST_CASE(
   pid_t pid = spawn_service({ARMHIVE_DAEMON_PATH, "--config", config}, systemd.path,
                             (dir.path / "armhived.log").string());
   REQUIRE(pid > 0);
-  struct Reap {
-    pid_t pid;
-    ~Reap() {
-      if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
-    }
-  } reap{pid};
-  std::string ready;
-  for (std::string m = systemd.next(); !m.empty() && ready.empty(); m = systemd.next()) {
-    if (m.rfind("READY=1\n", 0) == 0) ready = m;
-  }
+  Reap reap{pid};
+  const std::string ready = wait_ready(systemd);
   INFO(read_file(dir.path / "armhived.log"));
   REQUIRE_FALSE(ready.empty());
   const std::string url = ready.substr(ready.find("serving on ") + 11);
