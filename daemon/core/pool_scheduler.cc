@@ -119,10 +119,10 @@ PoolPlan plan_pool(const PoolSnapshot& pool) {
   const size_t served = c.warm_free.size() + static_cast<size_t>(c.booting_free);
   int new_vms = pool.queue.size() > served ? static_cast<int>(pool.queue.size() - served) : 0;
   int warm_or_booting = static_cast<int>(c.warm_free.size() - warm_given) + c.booting_free;
-  // More free VMs than min_warm (it was lowered, the pool was removed from the configuration,
-  // or leases ended that a refill was booting for): the surplus is retired, refills still
-  // booting first (nobody can use them yet), then the last warm ones in hand-out order.
-  int surplus = warm_or_booting - std::max(pool.limits.min_warm, 0);
+  // A pool being shrunk with more free VMs than min_warm (it was lowered, or the pool was
+  // removed from the configuration): the surplus is retired, refills still booting first
+  // (nobody can use them yet), then the last warm ones in hand-out order.
+  int surplus = pool.shrinking ? warm_or_booting - std::max(pool.limits.min_warm, 0) : 0;
   for (auto it = c.free.rbegin(); surplus > 0 && it != c.free.rend(); ++it) {
     if ((*it)->state != VmState::kStarting) continue;
     plan.actions.push_back({.kind = PoolActionKind::kRetire, .vm_name = (*it)->name});

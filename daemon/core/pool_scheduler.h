@@ -34,9 +34,9 @@ namespace armhive {
 //   would break is its reason; every limit grows with n, so a lease that waits holds all
 //   behind it that need a new VM (no overtaking).
 // - Only when no lease waits, the pool refills: warm refills boot while free warm VMs plus
-//   refills booting stay under `min_warm`, within the same limits; and free VMs beyond
-//   `min_warm` (it was lowered, or a removed pool has 0) are retired, refills still booting
-//   first, then the last warm ones in hand-out order.
+//   refills booting stay under `min_warm`, within the same limits; and, in a pool being
+//   shrunk, free VMs beyond `min_warm` (it was lowered, or a removed pool has 0) are retired,
+//   refills still booting first, then the last warm ones in hand-out order.
 // No I/O, no clock (the caller passes `now`), no locks.
 
 struct PoolLimits {
@@ -68,6 +68,9 @@ struct PoolSnapshot {
   bool host_listed = true;     // some host of the pool is listed
   bool host_draining = false;  // every listed host of the pool is drained or in maintenance
   bool image_ready = true;
+  // The pool was shrunk (a reload lowered min_warm or removed it): free VMs beyond min_warm
+  // are retired. Otherwise a surplus (a host back with its warm VMs) is kept for the leases.
+  bool shrinking = false;
   TimePoint now;
   TimePoint retry_after;  // the pool's boot backoff ends (epoch: none)
 };

@@ -275,6 +275,9 @@ class LeaseEngine final : public LeaseService {
     // Gone from the configuration (reload_pools): takes no new lease, keeps no warm VM, and
     // leaves pools_ once no VM or lease of it remains (drop_removed_pools_locked).
     bool removed = false;
+    // A reload lowered min_warm or removed the pool: its surplus free VMs are retired until
+    // none is left (schedule_locked clears it then).
+    bool shrinking = false;
   };
   // A host's calls, found by host_io() under hosts_mu_ and used outside any lock (held by
   // shared_ptr: a host removed meanwhile stays alive until the engine is destroyed, in

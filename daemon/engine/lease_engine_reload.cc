@@ -1,4 +1,5 @@
 // LeaseEngine: the pools of a configuration reload (SIGHUP), applied to the running engine.
+// The Daemon logs each change; the engine logs only a removed pool leaving.
 #include <spdlog/spdlog.h>
 
 #include "daemon/engine/lease_engine.h"
@@ -15,10 +16,8 @@ std::vector<std::string> LeaseEngine::reload_pools(const PoolReload& plan) {
         case PoolChange::Kind::kUpdate: {
           auto it = pools_.find(name);
           if (it == pools_.end()) break;
+          if (change.config.min_warm < it->second.config.min_warm) it->second.shrinking = true;
           it->second.config = change.config;
-          std::string keys;
-          for (const std::string& k : change.changed) keys += (keys.empty() ? "" : ", ") + k;
-          spdlog::info("pool {}: reloaded ({})", name, keys);
           break;
         }
         case PoolChange::Kind::kAdd: {
@@ -35,7 +34,6 @@ std::vector<std::string> LeaseEngine::reload_pools(const PoolReload& plan) {
             break;
           }
           pools_[name] = PoolRuntime{change.config, {}};
-          spdlog::info("pool {}: added", name);
           break;
         }
         case PoolChange::Kind::kRemove: {
@@ -43,8 +41,7 @@ std::vector<std::string> LeaseEngine::reload_pools(const PoolReload& plan) {
           if (it == pools_.end()) break;
           it->second.removed = true;
           it->second.config.min_warm = 0;  // its free VMs are retired by the next pass
-          spdlog::info("pool {}: removed from the configuration; it goes once its leases end",
-                       name);
+          it->second.shrinking = true;
           break;
         }
       }
@@ -59,8 +56,13 @@ std::vector<std::string> LeaseEngine::reload_pools(const PoolReload& plan) {
 
 void LeaseEngine::drop_removed_pools_locked() {
   for (auto it = pools_.begin(); it != pools_.end();) {
+    // Every scheduling pass runs this under mu_: a pool still configured costs nothing.
+    if (!it->second.removed) {
+      ++it;
+      continue;
+    }
     const std::string& name = it->first;
-    bool in_use = !it->second.removed;
+    bool in_use = false;
     for (const auto& [vname, vm] : vms_) in_use = in_use || vm.record.pool == name;
     for (const auto& [id, al] : leases_) in_use = in_use || al.lease.pool == name;
     if (in_use) {

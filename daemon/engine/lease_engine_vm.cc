@@ -170,6 +170,7 @@ PoolSnapshot LeaseEngine::pool_snapshot_locked(const PoolRuntime& pool) const {
   const PoolConfig& cfg = pool.config;
   PoolSnapshot snap;
   snap.limits = {.min_warm = cfg.min_warm, .max = cfg.max, .max_starting = cfg.max_starting};
+  snap.shrinking = pool.shrinking;
   for (const auto& [name, vm] : vms_) {
     if (vm.record.pool != cfg.name) continue;
     // A VM of an unreachable host has left the pool: not handed out, not retired (it may run
@@ -343,6 +344,15 @@ void LeaseEngine::schedule_locked(PoolRuntime& pool) {
   size_t horizon = snap.vms.size() + static_cast<size_t>(std::max(pool.config.max_starting, 0)) + 1;
   snap.queue = take_live_head_locked(pool, horizon);
   PoolPlan plan = plan_pool(snap);
+  bool retires_surplus = false;
+  for (const PoolAction& a : plan.actions) {
+    retires_surplus = retires_surplus ||
+                      (a.kind == PoolActionKind::kRetire && a.reason != QueueReason::kHostDraining);
+  }
+  bool waits = false;
+  for (const PoolAction& a : plan.actions) waits = waits || a.kind == PoolActionKind::kWait;
+  // Shrunk once no surplus is left to retire (a lease waiting may still need the VMs).
+  if (!retires_surplus && !waits) pool.shrinking = false;
   for (const PoolAction& action : plan.actions) {
     switch (action.kind) {
       case PoolActionKind::kHandOut:

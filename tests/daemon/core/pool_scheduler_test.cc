@@ -253,6 +253,7 @@ TEST_CASE("scheduler: cores, image, host and backoff", "[sched][pool_queue]") {
   }
   SECTION("min_warm lowered: the surplus goes, booting refills first, leased VMs stay") {
     Pool lowered(clock, 1, 6, 4);
+    lowered.p.shrinking = true;  // a reload lowered min_warm
     lowered
         .vms(2, VmState::kWarm, false)      // vm-00 kept, vm-01 retired second
         .vms(1, VmState::kStarting, false)  // vm-02: a refill booting, retired first
@@ -355,6 +356,7 @@ struct World {
     p.host_listed = host_listed;
     p.host_draining = host_draining;
     p.image_ready = image_ready;
+    p.shrinking = true;  // min_warm changes mid-run, as a reload changes it
     p.now = clock.now();
     p.retry_after = retry_after;
     return p;
