@@ -52,15 +52,46 @@ class GitlabCommands final : public CommandGroup {
       std::cout << gitlab_config_json(builds_dir_, cache_dir_, kVersion) << "\n";
       return kExitOk;
     }
-    auto job = gitlab_job_from_env(real_env, pool_);
-    if (!job.is_ok())
-      return system_failure(job.status().message() + " (" + job.status().field() + ")");
+    auto response = read_job_response();
+    if (!response.is_ok()) {
+      int code = system_failure(response.status().message());
+      return cleanup_->parsed() ? kExitOk : code;
+    }
+    auto job = gitlab_job_from_env(real_env, *response, pool_);
+    if (!job.is_ok()) {
+      int code = system_failure(job.status().message() + " (" + job.status().field() + ")");
+      return cleanup_->parsed() ? kExitOk : code;  // cleanup always exits 0 (below)
+    }
     if (prepare_->parsed()) return prepare(*ctx.client, *job);
     if (run_->parsed()) return run_stage(*ctx.client, *job);
     return cleanup(*ctx.client, *job);
   }
 
  private:
+  // The text of $JOB_RESPONSE_FILE: the job's identity as GitLab sent it (gitlab_job.h).
+  static Result<std::string> read_job_response() {
+    const char* path = real_env("JOB_RESPONSE_FILE");
+    if (path == nullptr || *path == '\0') {
+      return invalid_argument("JOB_RESPONSE_FILE",
+                              "JOB_RESPONSE_FILE is not set: the driver takes the job's identity "
+                              "from the job response GitLab Runner (14.1 or later) writes for "
+                              "its custom executor, never from variables a job can set");
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return invalid_argument("JOB_RESPONSE_FILE", std::string("cannot read ") + path);
+    // A job response carries the job's variables; far below this unless something is wrong.
+    constexpr size_t kMaxBytes = 64 << 20;
+    std::string text;
+    char buf[64 * 1024];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+      text.append(buf, static_cast<size_t>(in.gcount()));
+      if (text.size() > kMaxBytes) {
+        return invalid_argument("JOB_RESPONSE_FILE", std::string(path) + " is over 64 MiB");
+      }
+    }
+    return text;
+  }
+
   int system_failure(const std::string& why) {
     std::cerr << "armhive gitlab: " << why << "\n";
     return codes_.system_failure;

@@ -60,23 +60,55 @@ GitlabExitCodes gitlab_exit_codes(const EnvLookup& env) {
   return c;
 }
 
-Result<GitlabJob> gitlab_job_from_env(const EnvLookup& env, const std::string& default_pool) {
-  GitlabJob job;
-  job.job_id = get(env, "CUSTOM_ENV_CI_JOB_ID");
-  if (!all_digits(job.job_id)) {
-    return invalid_argument("CUSTOM_ENV_CI_JOB_ID",
-                            "must be the job's numeric id (is this run by GitLab Runner's custom "
-                            "executor?)");
+Result<GitlabJobResponse> parse_gitlab_job_response(std::string_view text) {
+  constexpr const char* kField = "JOB_RESPONSE_FILE";
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return invalid_argument(kField, "is not JSON: not a job response GitLab Runner wrote");
   }
-  job.pipeline_id = get(env, "CUSTOM_ENV_CI_PIPELINE_ID");
-  job.project_id = get(env, "CUSTOM_ENV_CI_PROJECT_ID");
-  job.project_path = get(env, "CUSTOM_ENV_CI_PROJECT_PATH");
-  for (const auto* id : {&job.pipeline_id, &job.project_id}) {
-    if (!id->empty() && !all_digits(*id)) {
-      return invalid_argument(
-          id == &job.pipeline_id ? "CUSTOM_ENV_CI_PIPELINE_ID" : "CUSTOM_ENV_CI_PROJECT_ID",
-          "must be numeric");
+  // A JSON integer, or a digit string: ids are GitLab's bigint.
+  auto id_of = [](const nlohmann::json& v) -> std::string {
+    if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
+    if (v.is_number_integer() && v.get<int64_t>() > 0) return std::to_string(v.get<int64_t>());
+    if (v.is_string() && all_digits(v.get<std::string>())) return v.get<std::string>();
+    return {};
+  };
+  GitlabJobResponse r;
+  if (auto it = j.find("id"); it != j.end()) r.job_id = id_of(*it);
+  if (r.job_id.empty() || r.job_id == "0") {
+    return invalid_argument(kField, "has no job id (\"id\"): not a job response");
+  }
+  if (auto info = j.find("job_info"); info != j.end() && info->is_object()) {
+    if (auto p = info->find("project_id"); p != info->end()) r.project_id = id_of(*p);
+  }
+  if (auto vars = j.find("variables"); vars != j.end() && vars->is_array()) {
+    for (const auto& v : *vars) {
+      if (!v.is_object() || v.value("key", nlohmann::json()) != "CI_PIPELINE_ID") continue;
+      r.pipeline_id = id_of(v.value("value", nlohmann::json()));
+      break;
     }
+  }
+  return r;
+}
+
+Result<GitlabJob> gitlab_job_from_env(const EnvLookup& env, std::string_view job_response,
+                                      const std::string& default_pool) {
+  ARMHIVE_ASSIGN_OR_RETURN(GitlabJobResponse response, parse_gitlab_job_response(job_response));
+  GitlabJob job;
+  job.job_id = response.job_id;
+  job.pipeline_id = response.pipeline_id;
+  job.project_id = response.project_id;
+  job.project_path = get(env, "CUSTOM_ENV_CI_PROJECT_PATH");
+  // GitLab sets CI_JOB_ID itself; a different value can only come from the job's own
+  // variables, and the lease it would name is another job's.
+  if (std::string claimed = get(env, "CUSTOM_ENV_CI_JOB_ID");
+      !claimed.empty() && claimed != job.job_id) {
+    return Status(ErrorCode::kPermissionDenied,
+                  "the job's CI_JOB_ID variable says " +
+                      (all_digits(claimed) ? claimed : std::string("something else")) +
+                      ", but GitLab Runner's job response says job " + job.job_id +
+                      ": a job may not set CI_JOB_ID (it would run in another job's VM)",
+                  {}, "CUSTOM_ENV_CI_JOB_ID");
   }
   job.pool = get(env, "CUSTOM_ENV_ARMHIVE_POOL");
   if (job.pool.empty()) job.pool = default_pool;

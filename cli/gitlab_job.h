@@ -18,12 +18,25 @@ namespace armhive {
 // Reads one environment variable; nullptr when unset (std::getenv in the CLI).
 using EnvLookup = std::function<const char*(const char*)>;
 
+// The job as GitLab's server described it to the runner: the JSON GitLab Runner (14.1 and
+// later) writes for a custom executor's every stage at $JOB_RESPONSE_FILE. Unlike the
+// CUSTOM_ENV_ variables, which a job's own `variables:` can set (CI_JOB_ID: 1001 in job 1002's
+// .gitlab-ci.yml would otherwise reach job 1001's VM), nothing in the job can change it.
+struct GitlabJobResponse {
+  std::string job_id;       // "id"
+  std::string project_id;   // "job_info"."project_id"
+  std::string pipeline_id;  // the first CI_PIPELINE_ID of "variables" (GitLab's own comes first)
+};
+// kInvalidArgument (field "JOB_RESPONSE_FILE") when it is not a job response: not JSON, or no
+// positive integer "id".
+Result<GitlabJobResponse> parse_gitlab_job_response(std::string_view json);
+
 // The job as the runner describes it to every stage.
 struct GitlabJob {
-  std::string job_id;                  // CUSTOM_ENV_CI_JOB_ID (required)
-  std::string pipeline_id;             // CUSTOM_ENV_CI_PIPELINE_ID
-  std::string project_id;              // CUSTOM_ENV_CI_PROJECT_ID
-  std::string project_path;            // CUSTOM_ENV_CI_PROJECT_PATH
+  std::string job_id;                  // the job response's id
+  std::string pipeline_id;             // the job response's CI_PIPELINE_ID
+  std::string project_id;              // the job response's project_id
+  std::string project_path;            // CUSTOM_ENV_CI_PROJECT_PATH (informational)
   std::string pool;                    // CUSTOM_ENV_ARMHIVE_POOL, else the driver's --pool
   std::optional<int64_t> ttl_seconds;  // CUSTOM_ENV_ARMHIVE_TTL ("2h", seconds), else pool's
 };
@@ -36,9 +49,14 @@ struct GitlabExitCodes {
 };
 GitlabExitCodes gitlab_exit_codes(const EnvLookup& env);
 
-// kInvalidArgument naming the variable (e.g. "CUSTOM_ENV_CI_JOB_ID") when one is missing or
-// malformed. `default_pool` is used when the job sets no ARMHIVE_POOL variable.
-Result<GitlabJob> gitlab_job_from_env(const EnvLookup& env, const std::string& default_pool);
+// The job's identity comes from `job_response` (the text of $JOB_RESPONSE_FILE); the pool and
+// TTL the job asks for from its CUSTOM_ENV_ variables. kInvalidArgument naming the variable
+// (e.g. "CUSTOM_ENV_ARMHIVE_POOL") when one is malformed, or "JOB_RESPONSE_FILE" when the
+// response is not one; kPermissionDenied naming CUSTOM_ENV_CI_JOB_ID when the job set its
+// CI_JOB_ID to another job's (a job reaching for another job's VM). `default_pool` is used when
+// the job sets no ARMHIVE_POOL variable.
+Result<GitlabJob> gitlab_job_from_env(const EnvLookup& env, std::string_view job_response,
+                                      const std::string& default_pool);
 
 // The config stage's answer: builds_dir, cache_dir, builds_dir_is_shared (false: one VM per
 // job), hostname, driver {name, version}, job_env.

@@ -16,7 +16,14 @@ using json = nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::chrono::milliseconds kCallTimeout{10000};
-constexpr const char* kRedirectScript = R"(o=$1 e=$2; shift 2; exec "$@" >>"$o" 2>>"$e")";
+// The command leads a session of its own (setsid(1) without a fork: the shell qemu-ga spawned
+// is no process group leader, checked first so setsid never forks and the pid stays the
+// command's), so a kill reaches everything it started, also what outlived its parent. A guest
+// without setsid runs it as before.
+constexpr const char* kRedirectScript =
+    R"(o=$1 e=$2; shift 2; read -r _ _ _ _ g _ </proc/$$/stat; )"
+    R"(if [ "$g" != "$$" ] && command -v setsid >/dev/null 2>&1; then )"
+    R"(exec setsid "$@" >>"$o" 2>>"$e"; fi; exec "$@" >>"$o" 2>>"$e")";
 
 std::string random_token() {
   std::random_device rd;
@@ -164,9 +171,7 @@ class StreamingExec {
   }
 
   void kill(int64_t pid) {
-    json cmd = {{"execute", "guest-exec"},
-                {"arguments", {{"path", "/bin/kill"}, {"arg", {"-KILL", std::to_string(pid)}}}}};
-    auto r = agent_(cmd.dump(), std::chrono::seconds(5));
+    auto r = agent_(guest_kill_command(pid), std::chrono::seconds(5));
     (void)r;  // best effort: the process may have exited meanwhile
   }
 
@@ -200,6 +205,19 @@ class StreamingExec {
 };
 
 }  // namespace
+
+std::string guest_kill_command(int64_t pid) {
+  // The shell's own kill: "-PID" is the process group (dash, busybox ash and bash all take a
+  // negative pid after the signal); a pid that leads no group fails with ESRCH and is killed
+  // alone.
+  json cmd = {{"execute", "guest-exec"},
+              {"arguments",
+               {{"path", "/bin/sh"},
+                {"arg",
+                 {"-c", R"(kill -9 "-$1" 2>/dev/null || kill -9 "$1")", "armhive-kill",
+                  std::to_string(pid)}}}}};
+  return cmd.dump();
+}
 
 Result<GuestExecResult> run_streaming_exec(const AgentCall& agent, const GuestExecRequest& request,
                                            ExecSink& sink, const ExecStreamOptions& options) {

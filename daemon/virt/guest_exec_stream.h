@@ -37,14 +37,22 @@ struct ExecStreamOptions {
 // is sticky, so a read that hit EOF is followed by a guest-file-seek to our position before
 // the next read. The files are closed and removed at the end (also after errors).
 //
+// The command runs in a session of its own (setsid, when the guest has it) so that it and
+// everything it started form one process group, as GitLab Runner's own executors run a stage.
+//
 // Cancellation and timeout: when sink.cancelled() turns true, or request.timeout (if
-// positive) passes, the command gets SIGKILL through guest-exec of /bin/kill (its children,
-// if it made any, are not in its process group and are not killed). Both also end the drain
+// positive) passes, the command's process group gets SIGKILL (guest_kill_command): also its
+// children, and those that outlived their parent (a `sleep &` of a cancelled CI stage). Both
+// also end the drain
 // after the exit (a child left behind may append to the files for ever): the result then has
 // the exit code with `cancelled` or `timed_out` set, its output cut short. Each agent call is
 // capped at 10 s. Errors of the agent (the VM went away) end the call with that error.
 //
 // Threading: blocks the calling thread for the command's lifetime; the sink is called on it.
+// The guest-exec command that sends SIGKILL to process group `pid`, or to process `pid` alone
+// when it leads no group (a command qemu-ga started directly).
+std::string guest_kill_command(int64_t pid);
+
 Result<GuestExecResult> run_streaming_exec(const AgentCall& agent, const GuestExecRequest& request,
                                            ExecSink& sink, const ExecStreamOptions& options = {});
 

@@ -588,11 +588,7 @@ Result<GuestExecResult> LibvirtHypervisor::exec(std::string_view name,
   // Timed out: try to kill the guest process (best effort; the guest may lack kill(1)).
   GuestExecResult result;
   result.timed_out = true;
-  const std::string kill_cmd =
-      json{{"execute", "guest-exec"},
-           {"arguments", {{"path", "/bin/kill"}, {"arg", {"-KILL", std::to_string(pid)}}}}}
-          .dump();
-  auto killed = agent_command(name, kill_cmd, std::chrono::seconds(5));
+  auto killed = agent_command(name, guest_kill_command(pid), std::chrono::seconds(5));
   (void)killed;
   return result;
 }

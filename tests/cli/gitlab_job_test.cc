@@ -27,43 +27,89 @@ TEST_CASE("gitlab: config prints what the runner expects", "[cli][gitlab]") {
   CHECK(j["job_env"].is_object());
 }
 
-TEST_CASE("gitlab: the job comes from CUSTOM_ENV_ variables", "[cli][gitlab]") {
+// A job response as GitLab Runner writes it at $JOB_RESPONSE_FILE (the fields the driver reads,
+// amid others it ignores).
+std::string job_response(const std::string& id, const std::string& pipeline = "77",
+                         const std::string& project = "9") {
+  nlohmann::json j = {
+      {"id", std::stoll(id)},
+      {"token", "glcbt-64_secret"},
+      {"allow_git_fetch", true},
+      {"job_info", {{"name", "build"}, {"stage", "test"}, {"project_id", std::stoll(project)}}},
+      {"variables",
+       {{{"key", "CI_JOB_ID"}, {"value", id}, {"public", true}},
+        {{"key", "CI_PIPELINE_ID"}, {"value", pipeline}, {"public", true}},
+        // What a job's own `variables:` adds comes after GitLab's.
+        {{"key", "CI_PIPELINE_ID"}, {"value", "31337"}, {"public", true}}}}};
+  return j.dump();
+}
+
+TEST_CASE("gitlab: the job's identity comes from the runner's job response", "[cli][gitlab]") {
   auto job = gitlab_job_from_env(env_of({{"CUSTOM_ENV_CI_JOB_ID", "4242"},
-                                         {"CUSTOM_ENV_CI_PIPELINE_ID", "77"},
-                                         {"CUSTOM_ENV_CI_PROJECT_ID", "9"},
+                                         {"CUSTOM_ENV_CI_PIPELINE_ID", "31337"},
+                                         {"CUSTOM_ENV_CI_PROJECT_ID", "1"},
                                          {"CUSTOM_ENV_ARMHIVE_POOL", "arm64"},
                                          {"CUSTOM_ENV_ARMHIVE_TTL", "1h30m"}}),
-                                 "fallback");
+                                 job_response("4242"), "fallback");
   REQUIRE(job.is_ok());
   CHECK(job->pool == "arm64");
   CHECK(*job->ttl_seconds == 5400);
   auto labels = gitlab_labels(*job);
   CHECK(labels.at("gitlab.job") == "4242");
-  CHECK(labels.at("gitlab.pipeline") == "77");
+  CHECK(labels.at("gitlab.pipeline") == "77");  // GitLab's, not the job's own variable
   CHECK(labels.at("gitlab.project") == "9");
   CHECK(gitlab_idempotency_key(*job) == "gitlab-job-4242");
 
-  auto dflt = gitlab_job_from_env(env_of({{"CUSTOM_ENV_CI_JOB_ID", "1"}}), "ci");
+  // GitLab always sets CI_JOB_ID, but an unset one is no claim.
+  auto dflt = gitlab_job_from_env(env_of({}), job_response("1"), "ci");
   REQUIRE(dflt.is_ok());
+  CHECK(dflt->job_id == "1");
   CHECK(dflt->pool == "ci");
   CHECK_FALSE(dflt->ttl_seconds);
 }
 
+TEST_CASE("gitlab: a job that sets CI_JOB_ID to another job's is refused", "[cli][gitlab]") {
+  // Job 1002's .gitlab-ci.yml says `variables: {CI_JOB_ID: "1001"}`: the runner passes 1001
+  // as CUSTOM_ENV_CI_JOB_ID, its job response still says 1002.
+  auto r = gitlab_job_from_env(
+      env_of({{"CUSTOM_ENV_CI_JOB_ID", "1001"}, {"CUSTOM_ENV_ARMHIVE_POOL", "ci"}}),
+      job_response("1002"), "ci");
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(r.status().code() == ErrorCode::kPermissionDenied);
+  CHECK(r.status().field() == "CUSTOM_ENV_CI_JOB_ID");
+  CHECK(r.status().message().find("1001") != std::string::npos);
+  CHECK(r.status().message().find("1002") != std::string::npos);
+  // Whatever the claim looks like, it never reaches the message raw.
+  auto odd = gitlab_job_from_env(env_of({{"CUSTOM_ENV_CI_JOB_ID", "1;\e[2J"}}),
+                                 job_response("1002"), "ci");
+  REQUIRE_FALSE(odd.is_ok());
+  CHECK(odd.status().message().find('\e') == std::string::npos);
+}
+
+TEST_CASE("gitlab: a job response that is not one is named", "[cli][gitlab]") {
+  for (std::string text : {"", "not json", "[]", "{}", R"({"id": 0})", R"({"id": -4})",
+                           R"({"id": "12; rm -rf /"})", R"({"id": 1.5})", R"({"id": null})"}) {
+    INFO(text);
+    auto r = gitlab_job_from_env(env_of({}), text, "ci");
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().field() == "JOB_RESPONSE_FILE");
+  }
+  auto as_string = parse_gitlab_job_response(R"({"id": "77", "job_info": {"project_id": "5"}})");
+  REQUIRE(as_string.is_ok());
+  CHECK(as_string->job_id == "77");
+  CHECK(as_string->project_id == "5");
+  CHECK(as_string->pipeline_id.empty());
+}
+
 TEST_CASE("gitlab: a missing or bad variable is named", "[cli][gitlab]") {
   auto field = [](const std::map<std::string, std::string>& vars, const std::string& pool = {}) {
-    auto r = gitlab_job_from_env(env_of(vars), pool);
+    auto r = gitlab_job_from_env(env_of(vars), job_response("1"), pool);
     REQUIRE_FALSE(r.is_ok());
     return r.status().field();
   };
-  CHECK(field({}, "ci") == "CUSTOM_ENV_CI_JOB_ID");
-  CHECK(field({{"CUSTOM_ENV_CI_JOB_ID", "12; rm -rf /"}}, "ci") == "CUSTOM_ENV_CI_JOB_ID");
-  CHECK(field({{"CUSTOM_ENV_CI_JOB_ID", "1"}}) == "CUSTOM_ENV_ARMHIVE_POOL");
-  CHECK(field({{"CUSTOM_ENV_CI_JOB_ID", "1"}, {"CUSTOM_ENV_ARMHIVE_POOL", "Bad Pool"}}) ==
-        "CUSTOM_ENV_ARMHIVE_POOL");
-  CHECK(field({{"CUSTOM_ENV_CI_JOB_ID", "1"}, {"CUSTOM_ENV_ARMHIVE_TTL", "forever"}}, "ci") ==
-        "CUSTOM_ENV_ARMHIVE_TTL");
-  CHECK(field({{"CUSTOM_ENV_CI_JOB_ID", "1"}, {"CUSTOM_ENV_CI_PIPELINE_ID", "x"}}, "ci") ==
-        "CUSTOM_ENV_CI_PIPELINE_ID");
+  CHECK(field({}) == "CUSTOM_ENV_ARMHIVE_POOL");
+  CHECK(field({{"CUSTOM_ENV_ARMHIVE_POOL", "Bad Pool"}}) == "CUSTOM_ENV_ARMHIVE_POOL");
+  CHECK(field({{"CUSTOM_ENV_ARMHIVE_TTL", "forever"}}, "ci") == "CUSTOM_ENV_ARMHIVE_TTL");
 }
 
 TEST_CASE("gitlab: exit codes follow the runner's variables", "[cli][gitlab]") {

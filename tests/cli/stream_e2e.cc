@@ -113,13 +113,26 @@ ProcessResult run_cli(const Env& env, std::vector<std::string> args,
   return *r;
 }
 
-// GitLab Runner's environment for one job: CUSTOM_ENV_ copies of the job's CI variables and
-// the two failure exit codes.
-std::map<std::string, std::string> gitlab_env(const std::string& job_id,
-                                              const std::string& pool = "ci") {
-  return {{"CUSTOM_ENV_CI_JOB_ID", job_id},   {"CUSTOM_ENV_CI_PIPELINE_ID", "500"},
-          {"CUSTOM_ENV_CI_PROJECT_ID", "42"}, {"CUSTOM_ENV_CI_PROJECT_PATH", "group/project"},
-          {"CUSTOM_ENV_ARMHIVE_POOL", pool},  {"BUILD_FAILURE_EXIT_CODE", "37"},
+// GitLab Runner's environment for one job: the job response it writes for the custom
+// executor (JOB_RESPONSE_FILE, under `dir`), CUSTOM_ENV_ copies of the job's CI variables and
+// the two failure exit codes. `claimed_id` is what the job's variables make CI_JOB_ID (a job
+// may set it; the runner's response keeps the real one).
+std::map<std::string, std::string> gitlab_env(const std::string& dir, const std::string& job_id,
+                                              const std::string& pool = "ci",
+                                              const std::string& claimed_id = {}) {
+  const std::string response = dir + "/job-response-" + job_id + ".json";
+  std::ofstream(response) << R"({"id": )" << job_id
+                          << R"(, "token": "glcbt-secret", "job_info": {"name": "build", )"
+                          << R"("stage": "test", "project_id": 42}, "variables": [)"
+                          << R"({"key": "CI_JOB_ID", "value": ")" << job_id << R"("}, )"
+                          << R"({"key": "CI_PIPELINE_ID", "value": "500"}]})";
+  return {{"JOB_RESPONSE_FILE", response},
+          {"CUSTOM_ENV_CI_JOB_ID", claimed_id.empty() ? job_id : claimed_id},
+          {"CUSTOM_ENV_CI_PIPELINE_ID", "500"},
+          {"CUSTOM_ENV_CI_PROJECT_ID", "42"},
+          {"CUSTOM_ENV_CI_PROJECT_PATH", "group/project"},
+          {"CUSTOM_ENV_ARMHIVE_POOL", pool},
+          {"BUILD_FAILURE_EXIT_CODE", "37"},
           {"SYSTEM_FAILURE_EXIT_CODE", "38"}};
 }
 
@@ -270,7 +283,7 @@ TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[strea
       {"cleanup_file_variables", "true"},
   };
   {
-    auto genv = gitlab_env("1001");
+    auto genv = gitlab_env(scripts, "1001");
     auto prep = run_cli(env, {"gitlab", "prepare"}, genv);
     INFO(prep.err);
     REQUIRE(prep.exit_code == 0);
@@ -295,7 +308,7 @@ TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[strea
 
   // 5. A failing build script is a build failure; after_script and cleanup still run.
   {
-    auto genv = gitlab_env("1002");
+    auto genv = gitlab_env(scripts, "1002");
     REQUIRE(run_cli(env, {"gitlab", "prepare"}, genv).exit_code == 0);
     auto build =
         run_cli(env,
@@ -315,7 +328,7 @@ TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[strea
   // 6. A VM that cannot be had (the job names a pool armhived does not serve) is a system
   // failure naming the variable and the pools; cleanup is harmless.
   {
-    auto genv = gitlab_env("1003", "no-such-pool");
+    auto genv = gitlab_env(scripts, "1003", "no-such-pool");
     auto prep = run_cli(env, {"gitlab", "prepare"}, genv);
     CHECK(prep.exit_code == 38);
     CHECK(prep.err.find("ARMHIVE_POOL") != std::string::npos);
@@ -326,22 +339,85 @@ TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[strea
   }
 
   // 7. A cancelled job: output of the running stage arrives while it runs; the runner sends
-  // the driver SIGTERM; cleanup releases the VM.
+  // the driver SIGTERM; the stage stops in the guest with everything it started, also a
+  // background child (GitLab Runner's own executors kill the stage's process group); cleanup
+  // releases the VM.
   {
-    auto genv = gitlab_env("1004");
+    auto genv = gitlab_env(scripts, "1004");
     REQUIRE(run_cli(env, {"gitlab", "prepare"}, genv).exit_code == 0);
+    auto leases = gitlab_job_leases(*api, "1004", true);
+    REQUIRE(leases.size() == 1);
     auto vars = env.vars;
     for (auto& [k, v] : genv) vars[k] = v;
+    // Each sleep's duration is its marker; under a shell of its own so that a process carries
+    // it however the guest runs `sleep` (busybox may run it inside that shell).
     Child run({env.cli, "gitlab", "run",
-               write_script(scripts, "long.sh", "echo stage-started; sleep 600; echo never"),
+               write_script(scripts, "long.sh",
+                            "sh -c 'sleep 6171; :' & echo stage-started; "
+                            "sh -c 'sleep 6172; :'; echo never"),
                "build_script"},
               vars, state + "/gitlab-cancel.err");
     CHECK(run.read_until("stage-started", 120s));
+    // How many guest processes carry each marker (the brackets keep grep from counting its
+    // own shell's command line).
+    auto sleeps = [&] {
+      auto r = api->exec(leases[0].id,
+                         {{"/bin/sh", "-c",
+                           "for m in '617[1]' '617[2]'; do "
+                           "grep -l \"$m\" /proc/[0-9]*/cmdline 2>/dev/null | wc -l; done"},
+                          "",
+                          30});
+      return r.is_ok() ? r->out : r.status().to_string();
+    };
+    CHECK(eventually(
+        [&] {
+          std::string n = sleeps();
+          return n.size() >= 4 && n.rfind("0\n", 0) != 0 && n.find("\n0\n") == std::string::npos;
+        },
+        60s));
     ::kill(run.pid, SIGTERM);
     run.wait();
     CHECK(run.out.find("never") == std::string::npos);
+    CHECK(eventually([&] { return sleeps() == "0\n0\n"; }, 60s));
+    INFO("sleeps left: " << sleeps());
     CHECK(run_cli(env, {"gitlab", "cleanup"}, genv).exit_code == 0);
     CHECK(released(*api, "1004"));
+  }
+
+  // 8. A job cannot take over another job's VM by setting CI_JOB_ID in its variables: the
+  // driver reads the job's identity from the runner's job response and refuses the mismatch
+  // in every stage, before anything reaches a guest.
+  {
+    auto victim = gitlab_env(scripts, "1005");
+    REQUIRE(run_cli(env, {"gitlab", "prepare"}, victim).exit_code == 0);
+    auto leases = gitlab_job_leases(*api, "1005", true);
+    REQUIRE(leases.size() == 1);
+    auto attacker = gitlab_env(scripts, "1006", "ci", "1005");
+    for (const std::string stage : {"prepare", "run", "cleanup"}) {
+      std::vector<std::string> args = {"gitlab", stage};
+      if (stage == "run") {
+        args.push_back(write_script(scripts, "steal.sh", "touch /tmp/stolen; echo stolen"));
+        args.push_back("build_script");
+      }
+      auto r = run_cli(env, args, attacker);
+      INFO(stage << ": " << r.err);
+      CHECK(r.exit_code == (stage == "cleanup" ? 0 : 38));
+      CHECK(r.err.find("CI_JOB_ID") != std::string::npos);
+      CHECK(r.out.find("stolen") == std::string::npos);
+    }
+    auto stolen = api->exec(leases[0].id, {{"/bin/sh", "-c", "test -e /tmp/stolen"}, "", 30});
+    REQUIRE(stolen.is_ok());
+    CHECK(stolen->exit_code == 1);
+    CHECK(gitlab_job_leases(*api, "1006", false).empty());
+    CHECK(gitlab_job_leases(*api, "1005", true).size() == 1);  // still the victim's, untouched
+    // Without a job response there is no identity to trust: a system failure saying why.
+    auto no_response = victim;
+    no_response.erase("JOB_RESPONSE_FILE");
+    auto r = run_cli(env, {"gitlab", "prepare"}, no_response);
+    CHECK(r.exit_code == 38);
+    CHECK(r.err.find("JOB_RESPONSE_FILE") != std::string::npos);
+    CHECK(run_cli(env, {"gitlab", "cleanup"}, victim).exit_code == 0);
+    CHECK(released(*api, "1005"));
   }
 }
 

@@ -138,8 +138,16 @@ struct Job {
             {"JOB_SERVER", server}};
   }
 
+  // What GitLab Runner gives the driver: the job response it writes (JOB_RESPONSE_FILE: the
+  // job's identity), CUSTOM_ENV_ copies of the job's variables, the failure codes.
   std::map<std::string, std::string> driver_env() const {
     std::map<std::string, std::string> e = cli_env;
+    nlohmann::json response = {{"id", std::stoll(id)}, {"job_info", {{"project_id", 42}}}};
+    for (const auto& [k, v] : ci_vars())
+      response["variables"].push_back({{"key", k}, {"value", v}});
+    const std::string response_path = scripts_dir + "/" + id + "-job-response.json";
+    std::ofstream(response_path) << response.dump();
+    e["JOB_RESPONSE_FILE"] = response_path;
     for (const auto& [k, v] : ci_vars()) e["CUSTOM_ENV_" + k] = v;
     e["BUILD_FAILURE_EXIT_CODE"] = kBuildFailure;
     e["SYSTEM_FAILURE_EXIT_CODE"] = kSystemFailure;

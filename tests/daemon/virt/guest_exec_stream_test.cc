@@ -57,7 +57,10 @@ struct ScriptedAgent {
       return json{{"return", next_handle++}}.dump();
     }
     if (ex == "guest-exec") {
-      if (a["path"] == "/bin/kill") {
+      if (a["path"] == "/bin/sh" && a["arg"].size() == 4 && a["arg"][2] == "armhive-kill") {
+        // The command's whole process group, by its pid.
+        CHECK(a["arg"][3] == "77");
+        CHECK(a["arg"][1].get<std::string>().find("kill -9 \"-$1\"") != std::string::npos);
         killed = true;
         return json{{"return", {{"pid", 2}}}}.dump();
       }
