@@ -52,7 +52,8 @@ GithubProvider::GithubProvider(GithubProviderOptions options, LeaseService& leas
       api_(api),
       clock_(clock),
       sink_(std::move(sink)),
-      deliveries_(options_.replay_window) {}
+      deliveries_(options_.replay_window),
+      job_actions_(options_.replay_window) {}
 
 GithubProvider::~GithubProvider() noexcept { stop(); }
 
@@ -133,6 +134,16 @@ Status GithubProvider::deliver(const std::string& event, const std::string& deli
            " labels=" + joined(job->labels) +
            (job->runner_name.empty() ? "" : " runner=" + printable(job->runner_name)));
   if (job->action == "queued" || job->action == "in_progress" || job->action == "completed") {
+    // The delivery id is a header outside the signature: a captured body sent again under a
+    // fresh id, or GitHub delivering one event twice, must not act twice (a second runner
+    // for a job that already ran). Acted on once per job and action within the window.
+    const std::string key = std::to_string(job->job_id) + "/" + job->action;
+    if (!job_actions_.admit(key, clock_.now()).is_ok()) {
+      emit("github.webhook", "",
+           who + ": workflow_job " + job->action + " job=" + std::to_string(job->job_id) +
+               " was delivered before: ignored");
+      return Status::ok();
+    }
     {
       MutexLock lock(mu_);
       queue_.push_back(std::move(job).value());

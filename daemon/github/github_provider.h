@@ -121,6 +121,7 @@ class GithubProvider {
   const Clock& clock_;
   EventSink sink_;
   DeliveryWindow deliveries_;
+  DeliveryWindow job_actions_;  // "JOB/ACTION" acted on, whatever delivery id carried it
 
   Mutex mu_;
   std::condition_variable_any wake_;

@@ -74,7 +74,7 @@ TEST_CASE("the notifier reaches an abstract socket", "[base][notify]") {
   CHECK(manager.receive() == "READY=1\nSTATUS=up");
 }
 
-TEST_CASE("without a manager the notifier does nothing; a gone manager is an error",
+TEST_CASE("without a manager the notifier does nothing, a gone manager is an error",
           "[base][notify]") {
   ServiceNotifier none;
   CHECK_FALSE(none.enabled());

@@ -36,7 +36,7 @@ TEST_CASE("base64: round trip and strict decoding name the field", "[base]") {
   CHECK(bad.field() == "out-data");
 }
 
-TEST_CASE("base64: every length and byte round-trips; padding only at the end", "[base]") {
+TEST_CASE("base64: every length and byte round-trips, padding only at the end", "[base]") {
   std::string all;
   for (int i = 0; i < 256; ++i) all += static_cast<char>(i);
   for (size_t n = 0; n <= all.size(); ++n) {

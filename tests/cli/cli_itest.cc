@@ -590,7 +590,7 @@ TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   CHECK(completion.out.find("complete -F _armhive armhive") != std::string::npos);
 }
 
-TEST_CASE("cli: usage reports what leases used; lease show has their usage lines", "[cli][usage]") {
+TEST_CASE("cli: usage reports what leases used, lease show has their usage lines", "[cli][usage]") {
   ApiFixture f;
   TempHome home("armhive-cli-usage");
   Cli cli{f, f.ci_b, home.path};

@@ -226,7 +226,7 @@ TEST_CASE("tar: paths and links leaving the target are refused", "[cli][tar][hos
              Catch::Contains("not a regular file earlier in the archive"));
 }
 
-TEST_CASE("tar: a symlink to /etc then a file through it is refused; nothing lands in /etc",
+TEST_CASE("tar: a symlink to /etc then a file through it is refused, nothing lands in /etc",
           "[cli][tar][hostile]") {
   Scratch s;
   fs::create_directories(s.dir / "etc");  // stands in for /etc

@@ -229,8 +229,8 @@ void remove_network_and_guard(const std::string& network) {
 }
 
 TEST_CASE(
-    "nat: from outside through the forward with verified host keys; guest egress; "
-    "nothing of the host reachable from the guest; forwards end with the lease",
+    "nat: from outside through the forward with verified host keys, guest egress, nothing of the "
+    "host reachable from the guest, forwards end with the lease",
     "[access-e2e][nat]") {
   const std::string state = e2e_state() + "/access-nat";
   OutsideNamespace out("armhive-e2e-out", "10.79.0.0/24");

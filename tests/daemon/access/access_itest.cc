@@ -209,7 +209,7 @@ TEST_CASE("a forward relays both ways, reports each connection and cuts them whe
   CHECK(refuses((*fw)[0].port));
 }
 
-TEST_CASE("a taken port is skipped; an exhausted range is unavailable and names the range",
+TEST_CASE("a taken port is skipped, an exhausted range is unavailable and names the range",
           "[access]") {
   EchoServer echo;
   int base = free_base(2);
@@ -463,7 +463,7 @@ Lease lease(const std::string& id, LeaseState state) {
   return l;
 }
 
-TEST_CASE("lease events open and close forwards; already ready leases get theirs at start",
+TEST_CASE("lease events open and close forwards, already ready leases get theirs at start",
           "[access]") {
   EchoServer echo;
   ScriptedLeases leases;

@@ -334,7 +334,7 @@ TEST_CASE("runner: a refused connection is retried, then reported", "[bench]") {
   CHECK(h.procs.runs.size() == 3);
 }
 
-TEST_CASE("runner: MTU runs set and restore the guest MTU; zstd failures are clear", "[bench]") {
+TEST_CASE("runner: MTU runs set and restore the guest MTU, zstd failures are clear", "[bench]") {
   Harness h;
   h.override_handler =
       [](const std::vector<std::string>& a) -> std::optional<Result<GuestExecResult>> {
@@ -395,7 +395,7 @@ TEST_CASE("runner: runs on one VM are serialised and all finish", "[bench]") {
   CHECK(runner->list({.lease_id = "l-1", .limit = 2}).size() == 2);
 }
 
-TEST_CASE("runner: the per-VM queue is bounded; the destructor fails what is still queued",
+TEST_CASE("runner: the per-VM queue is bounded, the destructor fails what is still queued",
           "[bench]") {
   Harness h;
   std::mutex mu;
@@ -681,7 +681,7 @@ TEST_CASE("runner: an MTU run restores the host and guest MTU when a step fails"
 // Issue 33 (finding 10): an MTU run changes the bridge every lease on the host shares; a crash
 // between the change and the restore left it changed for good. The originals are on disk
 // before the first host step, gone after the restore, and a start restores what a crash left.
-TEST_CASE("runner: an MTU run journals the host's MTUs first; a start restores a crash's",
+TEST_CASE("runner: an MTU run journals the host's MTUs first, a start restores a crash's",
           "[bench][mtu][hostile]") {
   Harness h;
   HostLinks links;
@@ -733,7 +733,7 @@ TEST_CASE("runner: an MTU run journals the host's MTUs first; a start restores a
   CHECK(errors.size() == 1);
 }
 
-TEST_CASE("runner: an MTU the bridge's ports cannot carry is a 400 naming network.mtus[i]",
+TEST_CASE("runner: an MTU the bridge's ports cannot carry is a 400 naming network.mtus.i",
           "[bench][mtu]") {
   Harness h;
   HostLinks links;

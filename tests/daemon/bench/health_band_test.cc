@@ -34,7 +34,7 @@ TEST_CASE("health band: median - 3 x MAD of the last K results flags a slower ho
   CHECK(check_health("x", history, std::nan(""), true, o).verdict == HealthVerdict::kDegraded);
 }
 
-TEST_CASE("health band: too little history gives no verdict; a flat history has a floor",
+TEST_CASE("health band: too little history gives no verdict, a flat history has a floor",
           "[bench]") {
   HealthBandOptions o;
   auto c = check_health("copy MB/s", {10, 10}, 1, true, o);

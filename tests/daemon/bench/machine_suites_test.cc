@@ -381,7 +381,7 @@ TEST_CASE("disk backing: filesystem names and the guest mount holding the test f
   CHECK(host_disk_backing(t)["host_filesystem"] == "unknown (0x9fa0)");  // procfs
 }
 
-TEST_CASE("runner: memory, crypto and storage on an emulated guest; report, HTML, CSV", "[bench]") {
+TEST_CASE("runner: memory, crypto and storage on an emulated guest, report, HTML, CSV", "[bench]") {
   Harness h;
   BenchmarkRun run = run_to_end(h, request({"memory", "crypto", "storage"}));
   INFO(run.error);
@@ -436,7 +436,7 @@ TEST_CASE("runner: memory, crypto and storage on an emulated guest; report, HTML
   CHECK(csv.find(",storage,,,,storage.guest.seq_read.mb_s,MB/s,") != std::string::npos);
 }
 
-TEST_CASE("runner: on a native host every suite also runs on the pinned cores; ratios per figure",
+TEST_CASE("runner: on a native host every suite also runs on the pinned cores, ratios per figure",
           "[bench]") {
   Harness h;
   h.make_native();

@@ -5,7 +5,7 @@
 namespace armhive {
 namespace {
 
-TEST_CASE("MTU plan: bridge then tap up, restored in reverse; refused beyond a link's maximum",
+TEST_CASE("MTU plan: bridge then tap up, restored in reverse, refused beyond a link's maximum",
           "[bench]") {
   // Shapes of `ip -d -j link show dev ...` on Debian 12 (iproute2 6.1).
   auto bridge = parse_ip_link_json(

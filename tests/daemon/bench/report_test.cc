@@ -74,7 +74,7 @@ BenchmarkRun sample_run(std::string id, std::string vm, bool emulated, double sc
   return r;
 }
 
-TEST_CASE("report JSON from real captures is consistent; broken ones are caught", "[bench]") {
+TEST_CASE("report JSON from real captures is consistent, broken ones are caught", "[bench]") {
   json report = sample_report(true);
   REQUIRE(check_benchmark_report(report).is_ok());
   const json& fwd = report["network"]["runs"][0];

@@ -53,7 +53,7 @@ labels = { arch = "aarch64" }
   CHECK(p.labels.at("arch") == "aarch64");
 }
 
-TEST_CASE("[pools.files] limits what armhive cp may move", "[config][files]") {
+TEST_CASE("pools.files limits what armhive cp may move", "[config][files]") {
   const std::string head = R"(
 [host]
 state_dir = "/tmp/x"
@@ -79,7 +79,7 @@ image = "tiny"
   }
 }
 
-TEST_CASE("[audit] keep is the audit log's retention, 90 days unless set, at least a day",
+TEST_CASE("audit keep is the audit log's retention, 90 days unless set, at least a day",
           "[config][audit]") {
   const std::string pool = "[[pools]]\nname=\"a\"\nimage=\"b\"\n";
   auto plain = parse_daemon_config(pool);
@@ -117,7 +117,7 @@ TEST_CASE("configuration errors name the key", "[config]") {
 }
 
 // Issue 33 (finding 6): the per-token limits on long operations and the uploads' minimum rate.
-TEST_CASE("[server] per-token long operation limits are read and checked", "[config]") {
+TEST_CASE("server per-token long operation limits are read and checked", "[config]") {
   auto c = parse_daemon_config(
       "[server]\nmax_execs_per_token = 2\nmax_file_transfers_per_token = 1\n"
       "max_tunnels_per_token = 3\nmax_event_streams_per_token = 4\n"
@@ -142,7 +142,7 @@ TEST_CASE("[server] per-token long operation limits are read and checked", "[con
 }
 
 // Issue 33 (finding 10): what a pool's SSH certificates permit.
-TEST_CASE("[[pools]] ssh_permissions: a terminal by default, checked names", "[config]") {
+TEST_CASE("pools tables ssh_permissions: a terminal by default, checked names", "[config]") {
   auto pool = [](const std::string& extra) {
     return parse_daemon_config("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n" + extra);
   };
@@ -161,7 +161,7 @@ TEST_CASE("[[pools]] ssh_permissions: a terminal by default, checked names", "[c
         "pools[0].ssh_permissions[1]");
 }
 
-TEST_CASE("a pool's health schedule is off by default and read from [pools.health]", "[config]") {
+TEST_CASE("a pool's health schedule is off by default and read from pools.health", "[config]") {
   auto off = parse_daemon_config("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n");
   REQUIRE(off.is_ok());
   CHECK(off->pools[0].health.every == Seconds(0));
@@ -203,7 +203,7 @@ health = { every = "6h", suite = "memory", runs_kept = 20, band_mads = 2 }
   CHECK(status_of(pool + "health = \"6h\"\n").field() == "pools[0].health");
 }
 
-TEST_CASE("without [[hosts]] the fleet is the one host of [host]", "[config]") {
+TEST_CASE("without hosts tables the fleet is the one host of host", "[config]") {
   auto c = parse_daemon_config(R"(
 [host]
 name = "hc1"
@@ -229,7 +229,8 @@ image = "tiny"
   CHECK(c->libvirt_timeout == std::chrono::seconds(60));
 }
 
-TEST_CASE("[[hosts]] are read with labels and CPU sets; pools select them by labels", "[config]") {
+TEST_CASE("hosts tables are read with labels and CPU sets, pools select them by labels",
+          "[config]") {
   auto c = parse_daemon_config(R"(
 [[hosts]]
 name = "hc1"
@@ -304,7 +305,7 @@ image = "tiny"
   CHECK(one->shared_cpus == std::optional<std::string>("8-15"));
 }
 
-TEST_CASE("[[hosts]] errors name the key; a pool matching no host names the pool", "[config]") {
+TEST_CASE("hosts tables errors name the key, a pool matching no host names the pool", "[config]") {
   const std::string pool = "[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
   auto status_of = [&](const std::string& hosts) {
     return parse_daemon_config(hosts + pool).status();
@@ -360,7 +361,7 @@ host_labels = { board = "altra" }
         "pools[0].host_labels");
 }
 
-TEST_CASE("network modes, egress allow-lists and [access] are read and checked", "[config]") {
+TEST_CASE("network modes, egress allow-lists and access are read and checked", "[config]") {
   const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
   auto c = parse_daemon_config(R"(
 [access]
@@ -405,7 +406,7 @@ cidr = "198.51.100.7"
   CHECK(field("[access]\nlisten_port = 1\n") == "access.listen_port");
 }
 
-TEST_CASE("networks isolate their guests unless told not to; the guard check period is read",
+TEST_CASE("networks isolate their guests unless told not to, the guard check period is read",
           "[config]") {
   const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
   auto c = parse_daemon_config(
@@ -425,7 +426,7 @@ TEST_CASE("networks isolate their guests unless told not to; the guard check per
   CHECK(bad.status().field() == "networks[0].isolate_guests");
 }
 
-TEST_CASE("[engine] usage_period: how often leases' usage is sampled, at least 1s",
+TEST_CASE("engine usage_period: how often leases' usage is sampled, at least 1s",
           "[config][usage]") {
   const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
   auto c = parse_daemon_config(pools);
@@ -441,7 +442,7 @@ TEST_CASE("[engine] usage_period: how often leases' usage is sampled, at least 1
   }
 }
 
-TEST_CASE("[access] listens on the access address by default, never every address unasked",
+TEST_CASE("access listens on the access address by default, never every address unasked",
           "[config][access]") {
   const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
   auto listen = [&](const std::string& text) {
@@ -464,7 +465,7 @@ TEST_CASE("[access] listens on the access address by default, never every addres
         "access.listen");
 }
 
-TEST_CASE("[access] session caps and the idle timeout are read and checked", "[config][access]") {
+TEST_CASE("access session caps and the idle timeout are read and checked", "[config][access]") {
   const std::string pools = "\n[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
   auto defaults = parse_daemon_config("[access]\n" + pools);
   REQUIRE(defaults.is_ok());
@@ -487,8 +488,7 @@ TEST_CASE("[access] session caps and the idle timeout are read and checked", "[c
   CHECK(field("[access]\nforward_idle_timeout = \"soon\"\n") == "access.forward_idle_timeout");
 }
 
-TEST_CASE("a pool's max_extra_ports narrows [access] max_extra_ports, never widens it",
-          "[config]") {
+TEST_CASE("a pool's max_extra_ports narrows access max_extra_ports, never widens it", "[config]") {
   auto pool = [](const std::string& keys) {
     return "[[pools]]\nname = \"ci\"\nimage = \"tiny\"\naccess_ports = [8080, 9000]\n" + keys;
   };

@@ -16,7 +16,7 @@ Result<DaemonConfig> with_github(const std::string& github) {
   return parse_daemon_config("[github]\n" + github + kPools);
 }
 
-TEST_CASE("[github] is read with its defaults, and its files are secret files", "[config]") {
+TEST_CASE("github is read with its defaults, and its files are secret files", "[config]") {
   auto c = with_github(R"(
 api_url = "https://ghe.example.com/api/v3"
 org = "octo-org"
@@ -45,7 +45,7 @@ armhive-arm64 = "ci"
   CHECK_FALSE(parse_daemon_config(kPools)->github.enabled);
 }
 
-TEST_CASE("[github] errors name the key", "[config]") {
+TEST_CASE("github errors name the key", "[config]") {
   const std::string files =
       "token_file = \"/t\"\nwebhook_secret_file = \"/s\"\n[github.labels]\nx = \"ci\"\n";
   struct Case {
@@ -83,7 +83,7 @@ TEST_CASE("[github] errors name the key", "[config]") {
 namespace armhive {
 namespace {
 
-TEST_CASE("[github] authenticates as a GitHub App instead of with a token", "[config][app]") {
+TEST_CASE("github authenticates as a GitHub App instead of with a token", "[config][app]") {
   const std::string rest = R"(org = "octo-org"
 webhook_secret_file = "/etc/armhive/github-webhook.secret"
 [github.labels]

@@ -60,7 +60,7 @@ TEST_CASE("armhived refuses to start when a secret file is group- or world-reada
   fs::remove_all(dir);
 }
 
-TEST_CASE("the SSH CA key is a checked secret when [access] is configured", "[config][secrets]") {
+TEST_CASE("the SSH CA key is a checked secret when access is configured", "[config][secrets]") {
   fs::path dir = fs::temp_directory_path() / ("armhive-secrets-ca-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);

@@ -119,7 +119,7 @@ TEST_CASE("fleet: each host places cores with its own topology", "[fleet]") {
   CHECK(tx->placement.numa_node.has_value());
 }
 
-TEST_CASE("fleet: labels select hosts; no match can never be satisfied", "[fleet]") {
+TEST_CASE("fleet: labels select hosts, no match can never be satisfied", "[fleet]") {
   Fleet f = honeycomb_thunderx_lab();
   CHECK(f.hosts_matching({{"board", "honeycomb"}}) == std::vector<std::string>{"hc1", "hc2"});
   CHECK(f.hosts_matching({}).size() == 3);

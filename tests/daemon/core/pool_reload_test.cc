@@ -49,7 +49,7 @@ TEST_CASE("reload: the running VMs' shape is kept and its change named", "[core]
   CHECK(plan.changes[0].config.image == "tiny");
 }
 
-TEST_CASE("reload: pools come and go; an unchanged file changes nothing", "[core][reload]") {
+TEST_CASE("reload: pools come and go, an unchanged file changes nothing", "[core][reload]") {
   PoolReload plan = plan_pool_reload({pool("ci"), pool("old")}, {pool("ci"), pool("dev", 0)});
   CHECK(plan.restart_needed.empty());
   REQUIRE(plan.changes.size() == 2);

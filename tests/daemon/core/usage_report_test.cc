@@ -96,7 +96,7 @@ TEST_CASE("usage report: by pool, by a label's value, and for one owner", "[core
   CHECK(own[0].leases == 1);
 }
 
-TEST_CASE("usage report: the window is [since, until)", "[core][usage]") {
+TEST_CASE("usage report: the window is from since up to until", "[core][usage]") {
   UsageQuery q = window(UsageGroupBy::kOwner);
   q.since = kT0 + 1h;
   q.until = kT0 + 3h;

@@ -37,7 +37,7 @@ std::string event_detail(Harness& h, const std::string& type, const std::string&
   return {};
 }
 
-TEST_CASE("a VM is not warm until its host keys are read; the warm hand-out carries them",
+TEST_CASE("a VM is not warm until its host keys are read, the warm hand-out carries them",
           "[engine][host_keys]") {
   Harness h({ci_pool(1, 2)});
   h.hypervisor->host_key_reads_until_ready = 0;  // sshd not up yet

@@ -639,7 +639,7 @@ TEST_CASE("fleet engine: a hand-out caught by a host that hangs is served by ano
   CHECK(lab.host("hc1").fake->saw(served->vm_name + ": true"));
 }
 
-TEST_CASE("fleet engine: a host added at runtime serves its pools; only an empty one is removed",
+TEST_CASE("fleet engine: a host added at runtime serves its pools, only an empty one is removed",
           "[engine][fleet][hosts]") {
   Lab lab({honeycomb_pool(2, 8)});
   lab.make_engine({"hc1", "tx1"});

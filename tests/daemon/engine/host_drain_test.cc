@@ -18,7 +18,7 @@ int count_events(LeaseEngine& engine, const std::string& type) {
   return n;
 }
 
-TEST_CASE("drain: warm VMs go, a lease stays ready, new leases wait; undrain refills",
+TEST_CASE("drain: warm VMs go, a lease stays ready, new leases wait, undrain refills",
           "[engine][drain]") {
   Harness h({ci_pool(2, 4)});
   h.start();

@@ -104,7 +104,7 @@ TEMPLATE_TEST_CASE("lease service: refusals carry the right code", "[conformance
   CHECK(s.wait_lease("l-000000000999", 0ms).status().code() == ErrorCode::kNotFound);
 }
 
-TEMPLATE_TEST_CASE("lease service: renew moves the deadline within max_ttl; release ends it",
+TEMPLATE_TEST_CASE("lease service: renew moves the deadline within max_ttl, release ends it",
                    "[conformance][lease-service]", EngineSubject, FakeSubject) {
   TestType subject;
   LeaseService& s = subject.service();

@@ -47,10 +47,8 @@ TEST_CASE("reload: min_warm raised boots more, lowered retires the surplus, leas
   CHECK(h.cores_held() == 2);
 }
 
-TEST_CASE(
-    "reload: a removed pool takes no lease and goes once its leases end; an added one "
-    "serves",
-    "[engine][reload]") {
+TEST_CASE("reload: a removed pool takes no lease and goes once its leases end, an added one serves",
+          "[engine][reload]") {
   Harness h({ci_pool(1, 2)});
   h.start();
   REQUIRE(h.settle(1));

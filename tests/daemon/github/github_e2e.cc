@@ -89,8 +89,8 @@ std::string guest_file(Client& api, const std::string& lease, const std::string&
 }
 
 TEST_CASE(
-    "startup: a lease's command runs in the guest with its environment; release_on_exit "
-    "ends the lease; a bad argv is 400",
+    "startup: a lease's command runs in the guest with its environment, release_on_exit ends the "
+    "lease, a bad argv is 400",
     "[github-e2e]") {
   DaemonProcess daemon(e2e_state() + "/startup", e2e_state() + "/images", 18480,
                        one_core_pool_toml(1));
@@ -154,8 +154,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "github: a queued job gets a runner with its JIT configuration in a fresh VM; "
-    "completed releases it; bad signatures do nothing; the secret leaks nowhere",
+    "github: a queued job gets a runner with its JIT configuration in a fresh VM, completed "
+    "releases it, bad signatures do nothing, the secret leaks nowhere",
     "[github-e2e]") {
   const std::string dir = e2e_state() + "/github";
   fs::remove_all(dir);

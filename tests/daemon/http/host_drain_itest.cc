@@ -15,7 +15,7 @@ std::string host_state(ApiFixture& f) {
   return hosts["items"][0]["state"];
 }
 
-TEST_CASE("http: an admin drains and undrains a host; others may not", "[http][drain]") {
+TEST_CASE("http: an admin drains and undrains a host, others may not", "[http][drain]") {
   ApiFixture f;
   CHECK(host_state(f) == "ok");
 

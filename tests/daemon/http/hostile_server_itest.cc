@@ -76,7 +76,7 @@ std::vector<std::string> series_of(const std::string& metrics, const std::string
   return out;
 }
 
-TEST_CASE("http: a body of 60,000 '[' is 400 naming body and the depth limit",
+TEST_CASE("http: a body of 60,000 opening brackets is 400 naming body and the depth limit",
           "[http][hostile33]") {
   ApiFixture f;
   auto r = f.request("POST", "/v1/leases", f.ci_b, std::string(60000, '['));

@@ -91,7 +91,7 @@ std::unique_ptr<RawConn> start_held_exec(ApiFixture& f, const std::string& token
   return c;
 }
 
-TEST_CASE("http: one token's long execs are limited; other tokens are still answered",
+TEST_CASE("http: one token's long execs are limited, other tokens are still answered",
           "[http][hostile][long_operations]") {
   constexpr size_t kLimit = 3;
   ApiFixture f(true, [](HttpOptions& o) {

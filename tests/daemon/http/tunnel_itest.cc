@@ -272,7 +272,7 @@ TEST_CASE("lease ports: a pool's own max_extra_ports is a 400 naming ports and t
   CHECK(post("slow", "[8081]").status == 400);  // not in its access_ports: ports[0], as before
 }
 
-TEST_CASE("tunnel: a lease that is not ready is 409; a plain GET is 400 naming Upgrade",
+TEST_CASE("tunnel: a lease that is not ready is 409, a plain GET is 400 naming Upgrade",
           "[http][tunnel]") {
   TunnelFixture f;
   std::string pending = f.create(f.api->ci_a, "slow");
@@ -356,7 +356,7 @@ ProcessResult cli(const TunnelFixture& f, std::vector<std::string> args) {
   return *r;
 }
 
-TEST_CASE("tunnel: the CLI says why a tunnel is refused; ssh --tunnel uses it as ProxyCommand",
+TEST_CASE("tunnel: the CLI says why a tunnel is refused, ssh --tunnel uses it as ProxyCommand",
           "[http][tunnel][cli]") {
   TunnelFixture f;
   std::string id = f.create(f.api->ci_a);

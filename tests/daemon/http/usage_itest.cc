@@ -135,7 +135,7 @@ TEST_CASE("usage api: a lease whose VM burned N CPU seconds reports N, live and 
   CHECK(report["rows"][0]["disk_write_bytes"] == 1 << 20);
 }
 
-TEST_CASE("usage api: the report groups by owner, pool and label; others see their own only",
+TEST_CASE("usage api: the report groups by owner, pool and label, others see their own only",
           "[http][usage]") {
   UsageApi api;
   json a = api.lease(api.ci_a, R"({"team":"arm"})");

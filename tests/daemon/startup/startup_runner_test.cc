@@ -79,7 +79,7 @@ struct Fixture {
   std::vector<std::string> events;
 };
 
-TEST_CASE("startup: the command runs after hand-out with its environment; its exit releases",
+TEST_CASE("startup: the command runs after hand-out with its environment, its exit releases",
           "[startup]") {
   Fixture f;
   REQUIRE(f.h.settle(1));

@@ -21,7 +21,7 @@ Lease make_lease(int i, LeaseState state) {
   return l;
 }
 
-TEST_CASE("leases: lists page to the end past the listing cap; counts come from SQL",
+TEST_CASE("leases: lists page to the end past the listing cap, counts come from SQL",
           "[store][leases]") {
   auto db = Database::open(":memory:");
   REQUIRE(db.is_ok());
@@ -69,7 +69,7 @@ TEST_CASE("leases: lists page to the end past the listing cap; counts come from 
   CHECK((*by_owner)[LeaseState::kReady] + (*by_owner)[LeaseState::kReleased] == 1250);
 }
 
-TEST_CASE("leases: live listings hold every non-terminal state; pages carry each lease's history",
+TEST_CASE("leases: live listings hold every non-terminal state, pages carry each lease's history",
           "[store][leases]") {
   auto db = Database::open(":memory:");
   REQUIRE(db.is_ok());
@@ -122,7 +122,7 @@ TEST_CASE("leases: live listings hold every non-terminal state; pages carry each
   }
 }
 
-TEST_CASE("host admin: drain and maintenance are kept in a file across reopening; none forgets",
+TEST_CASE("host admin: drain and maintenance are kept in a file across reopening, none forgets",
           "[store][host_admin]") {
   std::string path = "/tmp/armhive-host-admin-" + std::to_string(::getpid()) + ".db";
   std::remove(path.c_str());
@@ -158,7 +158,7 @@ TEST_CASE("host admin: drain and maintenance are kept in a file across reopening
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
-TEST_CASE("hosts: leases and VM records keep their host; older rows upgrade with none",
+TEST_CASE("hosts: leases and VM records keep their host, older rows upgrade with none",
           "[store][leases]") {
   auto db = Database::open(":memory:");
   REQUIRE(db.is_ok());
@@ -216,7 +216,7 @@ TEST_CASE("hosts: leases and VM records keep their host; older rows upgrade with
   CHECK(vms->back().host == "tx1");
 }
 
-TEST_CASE("host keys: a VM's and its lease's survive a reopen; a tampered row is refused",
+TEST_CASE("host keys: a VM's and its lease's survive a reopen, a tampered row is refused",
           "[store][leases]") {
   const std::string key =
       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIL4VKYqD6zyeGmUdw5PnHb2hHd3HpM6d3ODBC8iXrGrg";

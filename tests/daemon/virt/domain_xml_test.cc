@@ -113,7 +113,7 @@ TEST_CASE("domain XML devices: overlay disk, network, console log, agent channel
 
 TEST_CASE(
     "an isolated guest's interface carries the filter bound to its reserved address and an "
-    "isolated port; without an address the filter learns it from DHCP",
+    "isolated port, without an address the filter learns it from DHCP",
     "[virt][domain_xml]") {
   XmlDoc plain = parse(*build_domain_xml(direct_boot_spec(), paths(), Accel::kTcg));
   CHECK(plain.nodes("/domain/devices/interface/filterref").empty());

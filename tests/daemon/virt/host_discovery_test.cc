@@ -79,7 +79,7 @@ TEST_CASE("a remote host's KVM is what its own capabilities offer, not this mach
   CHECK(x86->accel == Accel::kTcg);
 }
 
-TEST_CASE("LX2160A without /dev/kvm falls back to TCG; clusters can be given for a remote host",
+TEST_CASE("LX2160A without /dev/kvm falls back to TCG, clusters can be given for a remote host",
           "[virt][topology]") {
   DiscoveryOptions o;
   o.kvm_usable = false;

@@ -175,7 +175,7 @@ bool has(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-TEST_CASE("a shipped file becomes a volume with its bytes; shipping it again sends nothing",
+TEST_CASE("a shipped file becomes a volume with its bytes, shipping it again sends nothing",
           "[ship][e2e]") {
   ShipPool t;
   std::string file = t.make_file("disk.img", kImageBytes, 1);

@@ -82,7 +82,7 @@ TEST_CASE("the guard replaces its own table atomically and admits only DHCP/DNS 
   CHECK(rules(json::parse(*build_guard_ruleset(open)), "forward").empty());
 }
 
-TEST_CASE("isolated networks forward nothing; nat allow-lists accept only listed destinations",
+TEST_CASE("isolated networks forward nothing, nat allow-lists accept only listed destinations",
           "[virt][network][guard]") {
   json isolated = json::parse(*build_guard_ruleset(spec(NetworkMode::kIsolated)));
   auto fwd = rules(isolated, "forward");
@@ -164,7 +164,7 @@ class FakeNft final : public ProcessRunner {
 };
 
 TEST_CASE(
-    "a guard a firewall reload removed, or cut short, is applied again; an intact one is left",
+    "a guard a firewall reload removed, or cut short, is applied again, an intact one is left",
     "[virt][network][guard]") {
   const NetworkSpec s = spec(NetworkMode::kNat);
   const int all = guard_rule_count(s);

@@ -54,7 +54,7 @@ TEST_CASE("network specs are validated field by field", "[virt][network]") {
   CHECK(field(s) == "mtu");
 }
 
-TEST_CASE("nat network XML forwards with NAT; bridge mode attaches to the host's bridge",
+TEST_CASE("nat network XML forwards with NAT, bridge mode attaches to the host's bridge",
           "[virt][network]") {
   NetworkSpec s = spec();
   s.mode = NetworkMode::kNat;
