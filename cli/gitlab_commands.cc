@@ -102,23 +102,42 @@ class GitlabCommands final : public CommandGroup {
     if (!pools.is_ok()) return system_failure("cannot list pools: " + pools.status().to_string());
     std::string names;
     bool known = false;
+    GitlabJob lease_job = job;
     for (const auto& p : *pools) {
       names += (names.empty() ? "" : ", ") + p.name;
-      known = known || p.name == job.pool;
+      if (p.name != job.pool) continue;
+      known = true;
+      // A job timeout beyond what the pool allows asks for the pool's longest lease rather than
+      // a refusal; an ARMHIVE_TTL the job set itself is refused as it is (the job's author
+      // chose it).
+      const bool from_timeout =
+          job.timeout_s > 0 && job.ttl_seconds == job.timeout_s + kGitlabCleanupMargin;
+      if (from_timeout && p.max_ttl_seconds > 0 && *job.ttl_seconds > p.max_ttl_seconds) {
+        lease_job.ttl_seconds = p.max_ttl_seconds;
+      }
     }
     if (!known) {
       return system_failure(
           "the CI variable ARMHIVE_POOL (CUSTOM_ENV_ARMHIVE_POOL) names pool \"" + job.pool +
           "\", which armhived does not serve; its pools: " + (names.empty() ? "(none)" : names));
     }
+    sweep(client, job);
     LeaseCreateRequest req;
     req.pool = job.pool;
-    req.ttl_seconds = job.ttl_seconds;
-    req.labels = gitlab_labels(job);
+    req.ttl_seconds = lease_job.ttl_seconds;
+    req.labels = gitlab_labels(job, unix_now());
     auto lease = client.create_lease(req, gitlab_idempotency_key(job));
     if (!lease.is_ok()) return system_failure("cannot lease a VM: " + lease.status().message());
     std::cerr << "armhive gitlab: job " << job.job_id << " gets lease " << lease->id << " (pool "
-              << job.pool << ")\n";
+              << job.pool << ")";
+    if (job.timeout_s > 0 && job.ttl_seconds == job.timeout_s + kGitlabCleanupMargin) {
+      std::cerr << "; if cleanup never comes it ends by itself in " << *lease_job.ttl_seconds
+                << " s (the job's timeout " << job.timeout_s << " s + " << kGitlabCleanupMargin
+                << " s"
+                << (lease_job.ttl_seconds != job.ttl_seconds ? ", cut to the pool's max_ttl" : "")
+                << ")";
+    }
+    std::cerr << "\n";
     auto deadline = SteadyClock::now() + std::chrono::seconds(wait_s_);
     LeaseDto l = *lease;
     while (l.state != "ready") {
@@ -141,6 +160,37 @@ class GitlabCommands final : public CommandGroup {
     }
     std::cerr << "armhive gitlab: VM " << (l.vm ? l.vm->name : std::string("?")) << " is ready\n";
     return kExitOk;
+  }
+
+  static int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  // Releases this runner's leases whose jobs GitLab has failed by their timeout (the runner
+  // stopped between their prepare and cleanup, so no cleanup will come). Best effort: their
+  // TTL ends them anyway, shortly after.
+  void sweep(Client& client, const GitlabJob& job) {
+    if (job.runner_id.empty()) return;
+    LeaseQuery q;
+    q.labels = {{kGitlabRunnerLabel, job.runner_id}};
+    q.active = true;
+    auto page = client.list_leases(q);
+    if (!page.is_ok()) return;
+    const int64_t now = unix_now();
+    for (const auto& l : page->items) {
+      if (!gitlab_job_timed_out(l.labels, now)) continue;
+      auto it = l.labels.find(kGitlabJobLabel);
+      const std::string other = it == l.labels.end() ? std::string("?") : it->second;
+      if (other == job.job_id) continue;
+      auto r = client.release_lease(l.id);
+      std::cerr << "armhive gitlab: " << (r.is_ok() ? "released" : "could not release") << " lease "
+                << l.id << " of job " << other
+                << ": GitLab's timeout for that job has passed and its cleanup never came (the "
+                   "runner stopped before it)"
+                << (r.is_ok() ? "" : ": " + r.status().message()) << "\n";
+    }
   }
 
   // The job's ready lease, found by its gitlab.job label.

@@ -1,5 +1,6 @@
 #include "cli/gitlab_job.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "base/validation.h"
@@ -82,10 +83,22 @@ Result<GitlabJobResponse> parse_gitlab_job_response(std::string_view text) {
     if (auto p = info->find("project_id"); p != info->end()) r.project_id = id_of(*p);
   }
   if (auto vars = j.find("variables"); vars != j.end() && vars->is_array()) {
+    // GitLab's own variables come first; a job's `variables:` of the same name come later.
     for (const auto& v : *vars) {
-      if (!v.is_object() || v.value("key", nlohmann::json()) != "CI_PIPELINE_ID") continue;
-      r.pipeline_id = id_of(v.value("value", nlohmann::json()));
-      break;
+      if (!v.is_object()) continue;
+      const auto key = v.value("key", nlohmann::json());
+      if (key == "CI_PIPELINE_ID" && r.pipeline_id.empty()) {
+        r.pipeline_id = id_of(v.value("value", nlohmann::json()));
+      } else if (key == "CI_RUNNER_ID" && r.runner_id.empty()) {
+        r.runner_id = id_of(v.value("value", nlohmann::json()));
+      }
+    }
+  }
+  if (auto info = j.find("runner_info"); info != j.end() && info->is_object()) {
+    // At most 30 days: GitLab's own ceiling for a job timeout is a month.
+    if (auto t = info->find("timeout");
+        t != info->end() && t->is_number_integer() && t->get<int64_t>() > 0) {
+      r.timeout_s = std::min<int64_t>(t->get<int64_t>(), 30 * 24 * 3600);
     }
   }
   return r;
@@ -98,6 +111,8 @@ Result<GitlabJob> gitlab_job_from_env(const EnvLookup& env, std::string_view job
   job.job_id = response.job_id;
   job.pipeline_id = response.pipeline_id;
   job.project_id = response.project_id;
+  job.runner_id = response.runner_id;
+  job.timeout_s = response.timeout_s;
   job.project_path = get(env, "CUSTOM_ENV_CI_PROJECT_PATH");
   // GitLab sets CI_JOB_ID itself; a different value can only come from the job's own
   // variables, and the lease it would name is another job's.
@@ -124,6 +139,8 @@ Result<GitlabJob> gitlab_job_from_env(const EnvLookup& env, std::string_view job
       return invalid_argument("CUSTOM_ENV_ARMHIVE_TTL",
                               "must be a duration like 2h, 90m or seconds (1s..30 days)");
     }
+  } else if (job.timeout_s > 0) {
+    job.ttl_seconds = job.timeout_s + kGitlabCleanupMargin;
   }
   return job;
 }
@@ -139,11 +156,19 @@ std::string gitlab_config_json(const std::string& builds_dir, const std::string&
   return j.dump();
 }
 
-std::map<std::string, std::string> gitlab_labels(const GitlabJob& job) {
+std::map<std::string, std::string> gitlab_labels(const GitlabJob& job, int64_t now_unix) {
   std::map<std::string, std::string> l = {{kGitlabJobLabel, job.job_id}};
   if (!job.pipeline_id.empty()) l["gitlab.pipeline"] = job.pipeline_id;
   if (!job.project_id.empty()) l["gitlab.project"] = job.project_id;
+  if (!job.runner_id.empty()) l[kGitlabRunnerLabel] = job.runner_id;
+  if (job.timeout_s > 0) l[kGitlabDeadlineLabel] = std::to_string(now_unix + job.timeout_s);
   return l;
+}
+
+bool gitlab_job_timed_out(const std::map<std::string, std::string>& labels, int64_t now_unix) {
+  auto it = labels.find(kGitlabDeadlineLabel);
+  if (it == labels.end() || !all_digits(it->second)) return false;
+  return std::stoll(it->second) < now_unix;  // at most 18 digits: cannot throw
 }
 
 std::string gitlab_idempotency_key(const GitlabJob& job) { return "gitlab-job-" + job.job_id; }

@@ -30,7 +30,7 @@ TEST_CASE("gitlab: config prints what the runner expects", "[cli][gitlab]") {
 // A job response as GitLab Runner writes it at $JOB_RESPONSE_FILE (the fields the driver reads,
 // amid others it ignores).
 std::string job_response(const std::string& id, const std::string& pipeline = "77",
-                         const std::string& project = "9") {
+                         const std::string& project = "9", int timeout = 0) {
   nlohmann::json j = {
       {"id", std::stoll(id)},
       {"token", "glcbt-64_secret"},
@@ -39,8 +39,11 @@ std::string job_response(const std::string& id, const std::string& pipeline = "7
       {"variables",
        {{{"key", "CI_JOB_ID"}, {"value", id}, {"public", true}},
         {{"key", "CI_PIPELINE_ID"}, {"value", pipeline}, {"public", true}},
+        {{"key", "CI_RUNNER_ID"}, {"value", "12"}, {"public", true}},
         // What a job's own `variables:` adds comes after GitLab's.
-        {{"key", "CI_PIPELINE_ID"}, {"value", "31337"}, {"public", true}}}}};
+        {{"key", "CI_PIPELINE_ID"}, {"value", "31337"}, {"public", true}},
+        {{"key", "CI_RUNNER_ID"}, {"value", "666"}, {"public", true}}}}};
+  if (timeout != 0) j["runner_info"] = {{"timeout", timeout}, {"runner_session_url", nullptr}};
   return j.dump();
 }
 
@@ -54,10 +57,12 @@ TEST_CASE("gitlab: the job's identity comes from the runner's job response", "[c
   REQUIRE(job.is_ok());
   CHECK(job->pool == "arm64");
   CHECK(*job->ttl_seconds == 5400);
-  auto labels = gitlab_labels(*job);
+  auto labels = gitlab_labels(*job, 1'000'000);
   CHECK(labels.at("gitlab.job") == "4242");
   CHECK(labels.at("gitlab.pipeline") == "77");  // GitLab's, not the job's own variable
   CHECK(labels.at("gitlab.project") == "9");
+  CHECK(labels.at("gitlab.runner") == "12");
+  CHECK(labels.count("gitlab.job_deadline") == 0);  // the response gave no timeout
   CHECK(gitlab_idempotency_key(*job) == "gitlab-job-4242");
 
   // GitLab always sets CI_JOB_ID, but an unset one is no claim.
@@ -66,6 +71,31 @@ TEST_CASE("gitlab: the job's identity comes from the runner's job response", "[c
   CHECK(dflt->job_id == "1");
   CHECK(dflt->pool == "ci");
   CHECK_FALSE(dflt->ttl_seconds);
+}
+
+TEST_CASE("gitlab: a lease outlives its job by the cleanup margin only", "[cli][gitlab]") {
+  // The job's timeout (1 h) comes from GitLab's job response: the lease ends 10 min after it
+  // even when the runner dies before cleanup.
+  auto job = gitlab_job_from_env(env_of({}), job_response("5", "77", "9", 3600), "ci");
+  REQUIRE(job.is_ok());
+  REQUIRE(job->ttl_seconds);
+  CHECK(*job->ttl_seconds == 3600 + kGitlabCleanupMargin);
+  auto labels = gitlab_labels(*job, 1'000'000);
+  CHECK(labels.at("gitlab.job_deadline") == "1003600");
+  // prepare's sweep: a lease is the leftover of a dead runner only once GitLab gave up on its
+  // job.
+  CHECK_FALSE(gitlab_job_timed_out(labels, 1'003'600));
+  CHECK(gitlab_job_timed_out(labels, 1'003'601));
+  CHECK_FALSE(gitlab_job_timed_out({{"gitlab.job", "5"}}, 9'999'999'999));
+  CHECK_FALSE(gitlab_job_timed_out({{"gitlab.job_deadline", "soon"}}, 9'999'999'999));
+  // An explicit ARMHIVE_TTL wins; a timeout that is not a positive number is no timeout.
+  auto ttl = gitlab_job_from_env(env_of({{"CUSTOM_ENV_ARMHIVE_TTL", "2h"}}),
+                                 job_response("5", "77", "9", 3600), "ci");
+  REQUIRE(ttl.is_ok());
+  CHECK(*ttl->ttl_seconds == 7200);
+  auto negative = gitlab_job_from_env(env_of({}), job_response("5", "77", "9", -1), "ci");
+  REQUIRE(negative.is_ok());
+  CHECK_FALSE(negative->ttl_seconds);
 }
 
 TEST_CASE("gitlab: a job that sets CI_JOB_ID to another job's is refused", "[cli][gitlab]") {

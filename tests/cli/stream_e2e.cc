@@ -117,15 +117,23 @@ ProcessResult run_cli(const Env& env, std::vector<std::string> args,
 // executor (JOB_RESPONSE_FILE, under `dir`), CUSTOM_ENV_ copies of the job's CI variables and
 // the two failure exit codes. `claimed_id` is what the job's variables make CI_JOB_ID (a job
 // may set it; the runner's response keeps the real one).
+// `timeout_s` (0: none) is the job's timeout as the response's runner_info gives it; every job
+// runs on runner 7.
 std::map<std::string, std::string> gitlab_env(const std::string& dir, const std::string& job_id,
                                               const std::string& pool = "ci",
-                                              const std::string& claimed_id = {}) {
+                                              const std::string& claimed_id = {},
+                                              int timeout_s = 0) {
   const std::string response = dir + "/job-response-" + job_id + ".json";
   std::ofstream(response) << R"({"id": )" << job_id
                           << R"(, "token": "glcbt-secret", "job_info": {"name": "build", )"
                           << R"("stage": "test", "project_id": 42}, "variables": [)"
                           << R"({"key": "CI_JOB_ID", "value": ")" << job_id << R"("}, )"
-                          << R"({"key": "CI_PIPELINE_ID", "value": "500"}]})";
+                          << R"({"key": "CI_RUNNER_ID", "value": "7"}, )"
+                          << R"({"key": "CI_PIPELINE_ID", "value": "500"}])"
+                          << (timeout_s > 0 ? R"(, "runner_info": {"timeout": )" +
+                                                  std::to_string(timeout_s) + "}"
+                                            : std::string())
+                          << "}";
   return {{"JOB_RESPONSE_FILE", response},
           {"CUSTOM_ENV_CI_JOB_ID", claimed_id.empty() ? job_id : claimed_id},
           {"CUSTOM_ENV_CI_PIPELINE_ID", "500"},
@@ -418,6 +426,33 @@ TEST_CASE("streamed exec and the GitLab custom executor on real guests", "[strea
     CHECK(r.err.find("JOB_RESPONSE_FILE") != std::string::npos);
     CHECK(run_cli(env, {"gitlab", "cleanup"}, victim).exit_code == 0);
     CHECK(released(*api, "1005"));
+  }
+
+  // 9. A runner that dies between prepare and cleanup: its job's lease lasts the job's timeout
+  // plus the cleanup margin (not the pool's default TTL), and the runner's next prepare
+  // releases it once GitLab's timeout for that job has passed, saying so. A job timeout beyond
+  // the pool's max_ttl asks for max_ttl instead of being refused.
+  {
+    auto crashed = gitlab_env(scripts, "1007", "ci", {}, 1);
+    auto prep = run_cli(env, {"gitlab", "prepare"}, crashed);
+    INFO(prep.err);
+    REQUIRE(prep.exit_code == 0);
+    CHECK(prep.err.find("ends by itself in 601 s") != std::string::npos);
+    auto orphan = gitlab_job_leases(*api, "1007", true);
+    REQUIRE(orphan.size() == 1);
+    CHECK(orphan[0].labels.at("gitlab.runner") == "7");
+    // No cleanup for 1007: its runner "crashed". Wait out the job's 1 s timeout.
+    std::this_thread::sleep_for(2s);
+    auto next = gitlab_env(scripts, "1008", "ci", {}, 7200);
+    auto again = run_cli(env, {"gitlab", "prepare"}, next);
+    INFO(again.err);
+    REQUIRE(again.exit_code == 0);
+    CHECK(again.err.find("released lease " + orphan[0].id + " of job 1007") != std::string::npos);
+    CHECK(again.err.find("cut to the pool's max_ttl") != std::string::npos);
+    CHECK(released(*api, "1007"));
+    REQUIRE(gitlab_job_leases(*api, "1008", true).size() == 1);
+    CHECK(run_cli(env, {"gitlab", "cleanup"}, next).exit_code == 0);
+    CHECK(released(*api, "1008"));
   }
 }
 
