@@ -1,0 +1,169 @@
+#include "daemon/core/demand_model.h"
+
+#include <catch2/catch.hpp>
+
+namespace armhive {
+namespace {
+
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+
+// Monday 2026-11-30 00:00 UTC.
+const TimePoint kMonday = from_unix_ms(int64_t{1795996800} * 1000);
+
+// Requests every `gap` from `from` for `span`; returns the last one's instant.
+TimePoint steady(DemandModel& m, TimePoint from, Millis gap, Millis span) {
+  TimePoint t = from;
+  for (; t < from + span; t += gap) m.record_arrival(t);
+  return t - gap;
+}
+
+TEST_CASE("demand model: no demand keeps the pool at auto_min", "[demand_model]") {
+  DemandModel m;
+  WarmTarget t = m.target(kMonday, 0, {.auto_min = 0, .auto_max = 8});
+  CHECK(t.target == 0);
+  CHECK(t.expected_arrivals == 0);
+  CHECK_THAT(t.reason, Contains("no lease requests"));
+  CHECK(m.target(kMonday, 0, {.auto_min = 2, .auto_max = 8}).target == 2);
+}
+
+TEST_CASE("demand model: 1 request a minute asks for a small warm pool, 20 for a larger one",
+          "[demand_model]") {
+  const AutoWarmConfig wide{.auto_min = 0, .auto_max = 16};
+  DemandModel slow;
+  TimePoint last = steady(slow, kMonday + 9h, 60s, 3h);
+  WarmTarget small = slow.target(last + 30s, 0, wide);
+  CHECK(small.target >= 1);
+  CHECK(small.target <= 3);
+  CHECK(small.rate_per_min == Approx(1.0).epsilon(0.2));
+  CHECK_THAT(small.reason, Contains("arrivals in the next boot time (15 s)"));
+
+  DemandModel fast;
+  last = steady(fast, kMonday + 9h, 3s, 3h);
+  WarmTarget large = fast.target(last + 1s, 0, wide);
+  CHECK(large.target > small.target + 3);
+  CHECK(large.target <= 16);
+  CHECK(large.rate_per_min == Approx(20.0).epsilon(0.1));
+
+  // Always within [auto_min, auto_max], and the reason says when a bound decided.
+  WarmTarget capped = fast.target(last + 1s, 0, {.auto_min = 0, .auto_max = 4});
+  CHECK(capped.target == 4);
+  CHECK_THAT(capped.reason, Contains("capped at auto_max 4"));
+  WarmTarget raised = slow.target(last + 1s, 0, {.auto_min = 5, .auto_max = 8});
+  CHECK(raised.target == 5);
+  for (int max = 0; max <= 10; ++max) {
+    for (int min = 0; min <= max; ++min) {
+      for (const DemandModel* m : {&slow, &fast}) {
+        int got = m->target(last + 1s, 0, {.auto_min = min, .auto_max = max}).target;
+        CHECK(got >= min);
+        CHECK(got <= max);
+      }
+    }
+  }
+}
+
+TEST_CASE("demand model: idle for longer than scale_to_zero_after goes back to auto_min",
+          "[demand_model]") {
+  DemandModel m;
+  TimePoint last = steady(m, kMonday + 9h, 60s, 1h);
+  const AutoWarmConfig config{.auto_min = 0, .auto_max = 8, .scale_to_zero_after = 3600s};
+  CHECK(m.target(last + 59min, 0, config).target >= 1);
+  WarmTarget idle = m.target(last + 62min, 0, config);
+  CHECK(idle.target == 0);
+  CHECK_THAT(idle.reason, Contains("idle for 62 min"));
+  CHECK_THAT(idle.reason, Contains("auto_min 0"));
+  CHECK(m.target(last + 62min, 0, {.auto_min = 1, .auto_max = 8}).target == 1);
+  // A request ends the idle spell.
+  m.record_arrival(last + 63min);
+  CHECK(m.target(last + 63min, 0, config).target >= 1);
+}
+
+TEST_CASE("demand model: a morning ramp learned over previous weeks is warmed for ahead",
+          "[demand_model]") {
+  // Three weeks of Mondays with requests every 30 s from 08:00 to 09:00 and none otherwise.
+  std::vector<TimePoint> history;
+  for (int week = 3; week >= 1; --week) {
+    TimePoint ramp = kMonday + 8h - week * 7 * 24h;
+    for (TimePoint t = ramp; t < ramp + 1h; t += 30s) history.push_back(t);
+  }
+  DemandModel learned;
+  learned.seed(history);
+  const AutoWarmConfig config{.auto_min = 0, .auto_max = 8};
+  // An hour before the ramp: nothing is expected, the pool is empty.
+  WarmTarget early = learned.target(kMonday + 7h, 0, config);
+  CHECK(early.target == 0);
+  CHECK_THAT(early.reason, Contains("idle"));
+  // Ten seconds before 08:00 a VM asked for now is ready in the ramp hour: warm ahead.
+  WarmTarget ahead = learned.target(kMonday + 8h - 10s, 0, config);
+  CHECK(ahead.target >= 1);
+  CHECK(ahead.rate_per_min > 1.0);
+  CHECK_THAT(ahead.reason, Contains("profile"));
+  // Without the history nothing is known.
+  DemandModel fresh;
+  CHECK(fresh.target(kMonday + 8h - 10s, 0, config).target == 0);
+  // The order of the history does not matter.
+  std::vector<TimePoint> reversed(history.rbegin(), history.rend());
+  DemandModel from_reversed;
+  from_reversed.seed(reversed);
+  CHECK(from_reversed.target(kMonday + 8h - 10s, 0, config).target == ahead.target);
+}
+
+TEST_CASE("demand model: queued leases raise the target", "[demand_model]") {
+  const AutoWarmConfig config{.auto_min = 0, .auto_max = 16};
+  DemandModel m;
+  TimePoint last = steady(m, kMonday + 9h, 60s, 2h);
+  WarmTarget none = m.target(last + 10s, 0, config);
+  WarmTarget three = m.target(last + 10s, 3, config);
+  CHECK(three.target == none.target + 3);
+  CHECK_THAT(three.reason, Contains("3 leases queued"));
+  // Queued leases count even before any rate is known.
+  DemandModel fresh;
+  CHECK(fresh.target(kMonday, 2, config).target == 2);
+}
+
+TEST_CASE("demand model: slower boots raise the target", "[demand_model]") {
+  const AutoWarmConfig config{.auto_min = 0, .auto_max = 16};
+  DemandModel m;
+  TimePoint last = steady(m, kMonday + 9h, 10s, 2h);
+  CHECK(m.boot_estimate() == 15s);
+  WarmTarget quick = m.target(last + 1s, 0, config);
+  for (int i = 0; i < 10; ++i) m.record_boot(90s);
+  CHECK(m.boot_estimate() > 80s);
+  WarmTarget slow = m.target(last + 1s, 0, config);
+  CHECK(slow.target > quick.target);
+  CHECK(slow.expected_arrivals > quick.expected_arrivals);
+  // So does asking for fewer requests to find the pool empty.
+  AutoWarmConfig careful = config;
+  careful.miss_probability = 0.01;
+  careful.auto_max = 32;
+  CHECK(m.target(last + 1s, 0, careful).target > slow.target);
+  // Nonsense measurements are ignored; the first real one replaces the default.
+  DemandModel other;
+  other.record_boot(-5s);
+  other.record_boot(0s);
+  CHECK(other.boot_estimate() == 15s);
+  other.record_boot(12s);
+  CHECK(other.boot_estimate() == 12s);
+}
+
+TEST_CASE("demand model: an invalid configuration is refused and never sizes a pool",
+          "[demand_model]") {
+  CHECK(validate_auto_warm({.auto_min = 0, .auto_max = 4}).is_ok());
+  CHECK(validate_auto_warm({.auto_min = -1, .auto_max = 4}).field() == "auto_min");
+  CHECK(validate_auto_warm({.auto_min = 3, .auto_max = 2}).field() == "auto_max");
+  CHECK(validate_auto_warm({.auto_min = 0, .auto_max = 2, .scale_to_zero_after = 0s}).field() ==
+        "scale_to_zero_after");
+  for (double p : {0.0, 1.0, -0.5, 2.0}) {
+    CHECK(validate_auto_warm({.auto_min = 0, .auto_max = 2, .miss_probability = p}).field() ==
+          "miss_probability");
+  }
+  DemandModel m;
+  TimePoint last = steady(m, kMonday + 9h, 3s, 1h);
+  WarmTarget bad = m.target(last, 0, {.auto_min = 3, .auto_max = 2});
+  CHECK(bad.target == 3);
+  CHECK_THAT(bad.reason, Contains("invalid"));
+  CHECK(m.target(last, 5, {.auto_min = -2, .auto_max = 8, .scale_to_zero_after = -1s}).target == 0);
+}
+
+}  // namespace
+}  // namespace armhive
