@@ -34,6 +34,18 @@ Status parse_pool(const json& j, const std::string& prefix, PoolDto& p) {
   ARMHIVE_RETURN_IF_ERROR(r.str("files_path_prefix", p.files_path_prefix));
   ARMHIVE_RETURN_IF_ERROR(r.boolean("ssh", p.ssh));
   ARMHIVE_RETURN_IF_ERROR(r.boolean("removed", p.removed));
+  if (const json* w = r.find("warm_target")) {
+    JsonReader wr(*w, r.field("warm_target"));
+    ARMHIVE_RETURN_IF_ERROR(wr.require_object());
+    WarmTargetDto t;
+    ARMHIVE_RETURN_IF_ERROR(wr.integer("target", t.target, true));
+    ARMHIVE_RETURN_IF_ERROR(wr.str("reason", t.reason));
+    ARMHIVE_RETURN_IF_ERROR(wr.integer("auto_min", t.auto_min));
+    ARMHIVE_RETURN_IF_ERROR(wr.integer("auto_max", t.auto_max));
+    ARMHIVE_RETURN_IF_ERROR(wr.number("expected_arrivals", t.expected_arrivals));
+    ARMHIVE_RETURN_IF_ERROR(wr.number("rate_per_min", t.rate_per_min));
+    p.warm_target = std::move(t);
+  }
   return Status::ok();
 }
 
@@ -150,26 +162,36 @@ Result<std::vector<T>> items_from_json(const json& j, F parse) {
 }  // namespace
 
 json to_json(const PoolDto& p) {
-  return {{"name", p.name},
-          {"image", p.image},
-          {"vcpus", p.vcpus},
-          {"memory_mib", p.memory_mib},
-          {"disk_gib", p.disk_gib},
-          {"mtu", p.mtu},
-          {"cpu_policy", p.cpu_policy},
-          {"min_warm", p.min_warm},
-          {"max", p.max},
-          {"default_ttl_seconds", p.default_ttl_seconds},
-          {"max_ttl_seconds", p.max_ttl_seconds},
-          {"labels", p.labels},
-          {"warm", p.warm},
-          {"starting", p.starting},
-          {"leased", p.leased},
-          {"pending_leases", p.pending_leases},
-          {"files_max_bytes", p.files_max_bytes},
-          {"files_path_prefix", p.files_path_prefix},
-          {"ssh", p.ssh},
-          {"removed", p.removed}};
+  json j = {{"name", p.name},
+            {"image", p.image},
+            {"vcpus", p.vcpus},
+            {"memory_mib", p.memory_mib},
+            {"disk_gib", p.disk_gib},
+            {"mtu", p.mtu},
+            {"cpu_policy", p.cpu_policy},
+            {"min_warm", p.min_warm},
+            {"max", p.max},
+            {"default_ttl_seconds", p.default_ttl_seconds},
+            {"max_ttl_seconds", p.max_ttl_seconds},
+            {"labels", p.labels},
+            {"warm", p.warm},
+            {"starting", p.starting},
+            {"leased", p.leased},
+            {"pending_leases", p.pending_leases},
+            {"files_max_bytes", p.files_max_bytes},
+            {"files_path_prefix", p.files_path_prefix},
+            {"ssh", p.ssh},
+            {"removed", p.removed}};
+  if (p.warm_target) {
+    const WarmTargetDto& t = *p.warm_target;
+    j["warm_target"] = {{"target", t.target},
+                        {"reason", t.reason},
+                        {"auto_min", t.auto_min},
+                        {"auto_max", t.auto_max},
+                        {"expected_arrivals", t.expected_arrivals},
+                        {"rate_per_min", t.rate_per_min}};
+  }
+  return j;
 }
 
 Result<PoolDto> pool_from_json(const json& j) {

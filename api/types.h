@@ -216,6 +216,16 @@ struct LeasePage {
   std::string next_cursor;  // empty: no more
 };
 
+// A pool whose min_warm is "auto": the warm VMs it holds now and why (daemon/core/demand_model.h).
+struct WarmTargetDto {
+  int target = 0;  // = the pool's min_warm now
+  std::string reason;
+  int auto_min = 0;
+  int auto_max = 0;
+  double expected_arrivals = 0;  // lease requests expected within the next boot time
+  double rate_per_min = 0;       // the arrival rate that expectation was made with
+};
+
 struct PoolDto {
   std::string name;
   std::string image;
@@ -238,6 +248,7 @@ struct PoolDto {
   std::string files_path_prefix = "/";
   bool ssh = true;       // its image runs sshd; false: its leases offer no SSH (no ssh block)
   bool removed = false;  // gone from the configuration: no new leases, listed until empty
+  std::optional<WarmTargetDto> warm_target;  // min_warm = "auto" only
 };
 
 struct CoreDto {

@@ -91,6 +91,13 @@ class ClusterCommands final : public CommandGroup {
              format_duration(p.default_ttl_seconds), format_duration(p.max_ttl_seconds)});
     }
     t.print(std::cout);
+    // Pools on min_warm = "auto": the target and its reason, one line each.
+    for (const auto& p : *r) {
+      if (!p.warm_target) continue;
+      std::cout << p.name << ": min_warm auto (" << p.warm_target->auto_min << ".."
+                << p.warm_target->auto_max << "): " << p.warm_target->target << " warm, "
+                << p.warm_target->reason << "\n";
+    }
     return kExitOk;
   }
 

@@ -166,6 +166,12 @@ toml::table pool_of(const PoolConfig& p) {
                 {"labels", table_of(p.labels)},
                 {"host_labels", table_of(p.host_labels)},
                 {"access_ports", array_of(p.access_ports)}};
+  if (p.auto_warm) {
+    t.insert_or_assign("min_warm", "auto");
+    t.insert("auto_min", p.auto_warm->auto_min);
+    t.insert("auto_max", p.auto_warm->auto_max);
+    t.insert("scale_to_zero_after", format_duration(p.auto_warm->scale_to_zero_after.count()));
+  }
   if (p.max_extra_ports) t.insert("max_extra_ports", *p.max_extra_ports);
   toml::table files{{"max_bytes", static_cast<int64_t>(p.files.max_bytes)}};
   if (!p.files.path_prefix.empty()) files.insert("path_prefix", p.files.path_prefix);

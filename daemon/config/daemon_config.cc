@@ -81,8 +81,44 @@ Status parse_pool(const toml::table& t, const std::string& prefix,
   ARMHIVE_RETURN_IF_ERROR(r.integer_as("disk_gib", p.disk_gib, 0, 16384));
   ARMHIVE_RETURN_IF_ERROR(r.str("network", p.network));
   ARMHIVE_RETURN_IF_ERROR(r.integer_as("mtu", p.mtu, 576, 9216));
-  ARMHIVE_RETURN_IF_ERROR(r.integer_as("min_warm", p.min_warm, 0, 1024));
+  if (const toml::node* mw = t.get("min_warm"); mw != nullptr && mw->is_string()) {
+    if (mw->as_string()->get() != "auto") {
+      return invalid_argument(r.field("min_warm"), "must be a number or \"auto\"");
+    }
+    r.skip("min_warm");
+    p.auto_warm = AutoWarmConfig{};
+  } else {
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("min_warm", p.min_warm, 0, 1024));
+  }
   ARMHIVE_RETURN_IF_ERROR(r.integer_as("max", p.max, 1, 1024));
+  for (const char* key : {"auto_min", "auto_max", "scale_to_zero_after"}) {
+    if (t.contains(key) && !p.auto_warm) {
+      return invalid_argument(r.field(key), "only with min_warm = \"auto\"");
+    }
+  }
+  if (p.auto_warm) {
+    AutoWarmConfig& a = *p.auto_warm;
+    a.auto_max = p.max;
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("auto_min", a.auto_min, 0, 1024));
+    ARMHIVE_RETURN_IF_ERROR(r.integer_as("auto_max", a.auto_max, 0, 1024));
+    std::chrono::milliseconds idle = a.scale_to_zero_after;
+    ARMHIVE_RETURN_IF_ERROR(r.duration("scale_to_zero_after", idle));
+    a.scale_to_zero_after = std::chrono::duration_cast<Seconds>(idle);
+    if (a.auto_max > p.max) {
+      return invalid_argument(r.field("auto_max"),
+                              "must not exceed max (" + std::to_string(p.max) + ")");
+    }
+    if (a.auto_min > a.auto_max) {
+      return invalid_argument(r.field("auto_min"),
+                              "must not exceed auto_max (" + std::to_string(a.auto_max) + ")");
+    }
+    if (a.scale_to_zero_after.count() < 1) {
+      return invalid_argument(r.field("scale_to_zero_after"), "must be at least 1s");
+    }
+    Status valid = validate_auto_warm(a);
+    if (!valid.is_ok()) return invalid_argument(r.field(valid.field()), valid.message());
+    p.min_warm = a.auto_min;  // until the first scheduling pass computes a target
+  }
   ARMHIVE_RETURN_IF_ERROR(r.integer_as("max_starting", p.max_starting, 1, 1024));
   std::chrono::milliseconds def = p.default_ttl, max = p.max_ttl;
   ARMHIVE_RETURN_IF_ERROR(r.duration("default_ttl", def));

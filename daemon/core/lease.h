@@ -9,6 +9,7 @@
 
 #include "base/result.h"
 #include "daemon/core/clock.h"
+#include "daemon/core/demand_model.h"
 #include "daemon/core/pool_queue.h"
 #include "daemon/core/usage_meter.h"
 
@@ -122,6 +123,9 @@ struct PoolConfig {
   std::string network = "default";
   int mtu = 1500;
   int min_warm = 0;
+  // min_warm = "auto": the warm VMs follow demand (daemon/core/demand_model.h), between
+  // auto_min and auto_max; `min_warm` then holds the current target. Unset: a fixed min_warm.
+  std::optional<AutoWarmConfig> auto_warm;
   int max = 1;
   int max_starting = 1;
   Seconds default_ttl{3600};
@@ -163,6 +167,8 @@ struct PoolStatus {
   int leased = 0;    // handed to a lease
   int pending_leases = 0;
   bool removed = false;  // gone from the configuration: no new leases, listed until empty
+  // min_warm = "auto": the current target and why (config.min_warm is that target).
+  std::optional<WarmTarget> warm_target;
 };
 
 // The VM behind a ready lease, as benchmarks and exec need it.

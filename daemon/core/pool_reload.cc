@@ -66,7 +66,19 @@ std::vector<std::string> take_in_place(const PoolConfig& next, PoolConfig& out) 
     field = value;
     changed.emplace_back(key);
   };
-  take("min_warm", out.min_warm, next.min_warm, out.min_warm != next.min_warm);
+  // An auto pool's min_warm is its running target, not configuration: only the switch between
+  // a fixed number and "auto", a fixed number, or the auto bounds are changes.
+  const bool auto_changed =
+      out.auto_warm.has_value() != next.auto_warm.has_value() ||
+      (out.auto_warm &&
+       (out.auto_warm->auto_min != next.auto_warm->auto_min ||
+        out.auto_warm->auto_max != next.auto_warm->auto_max ||
+        out.auto_warm->scale_to_zero_after != next.auto_warm->scale_to_zero_after));
+  take("min_warm", out.auto_warm, next.auto_warm, auto_changed);
+  if (!next.auto_warm) {
+    take("min_warm", out.min_warm, next.min_warm, out.min_warm != next.min_warm && !auto_changed);
+    if (auto_changed) out.min_warm = next.min_warm;
+  }
   take("max", out.max, next.max, out.max != next.max);
   take("max_starting", out.max_starting, next.max_starting, out.max_starting != next.max_starting);
   take("default_ttl", out.default_ttl, next.default_ttl, out.default_ttl != next.default_ttl);

@@ -229,6 +229,7 @@ Status LeaseEngine::start() {
   }
   refresh_images();
   ARMHIVE_RETURN_IF_ERROR(recover());
+  seed_demand();
   flush();
   work_.push_back(boost::asio::make_work_guard(io_));
   {
@@ -539,6 +540,7 @@ Result<Lease> LeaseEngine::create_lease(const LeaseRequest& request) {
     }
     PoolRuntime& pool = pools_.at(al.lease.pool);
     emit_locked("lease.created", al.lease);
+    pool.demand.record_arrival(al.lease.created_at);
     leases_.emplace(id, std::move(al));
     pool.queue.push_back(id);
     schedule_locked(pool);
@@ -837,9 +839,52 @@ std::vector<PoolStatus> LeaseEngine::pools() {
     for (const auto& [id, al] : leases_) {
       if (al.lease.pool == name && al.lease.state == LeaseState::kPending) st.pending_leases++;
     }
+    if (pool.config.auto_warm) st.warm_target = pool.warm_target;
     out.push_back(std::move(st));
   }
   return out;
+}
+
+// An auto pool learns from its lease history of the last four weeks before its first pass,
+// so a restart does not forget the weekly profile. The store is read outside mu_; at most
+// kSeedRows rows per pool (pages in creation order), a bounded start whatever the history.
+void LeaseEngine::seed_demand() {
+  constexpr size_t kSeedRows = 200'000;
+  std::vector<std::string> names;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [name, pool] : pools_) {
+      if (pool.config.auto_warm) names.push_back(name);
+    }
+  }
+  const TimePoint since = clock_.now() - std::chrono::hours(24 * 28);
+  for (const std::string& name : names) {
+    std::vector<TimePoint> history;
+    LeaseFilter f;
+    f.pool = name;
+    f.limit = kMaxListLimit;
+    for (size_t read = 0; read < kSeedRows;) {
+      auto page = store_.list(f);
+      if (!page.is_ok()) {
+        spdlog::warn("pool {}: no lease history to size its warm VMs from: {}", name,
+                     page.status().to_string());
+        break;
+      }
+      for (const Lease& l : *page) {
+        if (l.created_at >= since) history.push_back(l.created_at);
+      }
+      read += page->size();
+      if (page->size() < kMaxListLimit) break;
+      f.after_id = page->back().id;
+    }
+    std::sort(history.begin(), history.end());
+    MutexLock lock(mu_);
+    auto it = pools_.find(name);
+    if (it == pools_.end()) continue;
+    it->second.demand.seed(history);
+    spdlog::info("pool {}: min_warm auto, learned from {} lease requests of the last 4 weeks", name,
+                 history.size());
+  }
 }
 
 std::vector<HostView> LeaseEngine::hosts() {

@@ -278,6 +278,10 @@ class LeaseEngine final : public LeaseService {
     // A reload lowered min_warm or removed the pool: its surplus free VMs are retired until
     // none is left (schedule_locked clears it then).
     bool shrinking = false;
+    // min_warm = "auto": the pool's lease requests and boot times (seeded from the lease
+    // history at start), and the target the last scheduling pass computed from them.
+    DemandModel demand;
+    std::optional<WarmTarget> warm_target;
   };
   // A host's calls, found by host_io() under hosts_mu_ and used outside any lock (held by
   // shared_ptr: a host removed meanwhile stays alive until the engine is destroyed, in
@@ -332,6 +336,8 @@ class LeaseEngine final : public LeaseService {
   // Scheduling: pool_snapshot_locked() feeds plan_pool() (daemon/core/pool_scheduler.h);
   // schedule_locked() carries its plan out and queue_slots_locked() shows the same plan's slots.
   void schedule_locked(PoolRuntime& pool) REQUIRES(mu_);
+  void size_auto_pool_locked(PoolRuntime& pool) REQUIRES(mu_);
+  void seed_demand() EXCLUDES(mu_);
   void schedule_all_locked() REQUIRES(mu_);
   // Erases removed pools that no VM or live lease names any more.
   void drop_removed_pools_locked() REQUIRES(mu_);

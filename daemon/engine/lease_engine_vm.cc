@@ -164,13 +164,35 @@ std::vector<std::string> LeaseEngine::take_live_head_locked(PoolRuntime& pool, s
   return out;
 }
 
+// min_warm = "auto": this pass's min_warm from the pool's demand. Leases waiting beyond the
+// free warm VMs are demand the rates have not caught up with yet.
+void LeaseEngine::size_auto_pool_locked(PoolRuntime& pool) {
+  int free_warm = 0;
+  for (const auto& [name, vm] : vms_) {
+    if (vm.record.pool == pool.config.name && vm.record.state == VmState::kWarm &&
+        vm.record.lease_id.empty() && !vm.cancelled) {
+      ++free_warm;
+    }
+  }
+  int queued = 0;
+  for (const std::string& id : pool.queue) queued += queued_live_locked(id) ? 1 : 0;
+  WarmTarget t =
+      pool.demand.target(clock_.now(), std::max(queued - free_warm, 0), *pool.config.auto_warm);
+  if (!pool.warm_target || pool.warm_target->target != t.target) {
+    spdlog::info("pool {}: {} warm ({})", pool.config.name, t.target, t.reason);
+  }
+  pool.config.min_warm = t.target;
+  pool.warm_target = std::move(t);
+}
+
 // The pool as plan_pool() sees it now. VMs in name order (vms_ is a map): warm ones are handed
 // out in that order.
 PoolSnapshot LeaseEngine::pool_snapshot_locked(const PoolRuntime& pool) const {
   const PoolConfig& cfg = pool.config;
   PoolSnapshot snap;
   snap.limits = {.min_warm = cfg.min_warm, .max = cfg.max, .max_starting = cfg.max_starting};
-  snap.shrinking = pool.shrinking;
+  // An auto pool's target goes down as well as up: its surplus is retired like a reload's.
+  snap.shrinking = pool.shrinking || cfg.auto_warm.has_value();
   for (const auto& [name, vm] : vms_) {
     if (vm.record.pool != cfg.name) continue;
     // A VM of an unreachable host has left the pool: not handed out, not retired (it may run
@@ -335,6 +357,7 @@ void LeaseEngine::set_waiting_locked(ActiveLease& al, const std::string& why) {
 // rest was planned under no longer hold, and the error is the lease's reason.
 void LeaseEngine::schedule_locked(PoolRuntime& pool) {
   if (!running_) return;
+  if (pool.config.auto_warm && !pool.removed) size_auto_pool_locked(pool);
   PoolSnapshot snap = pool_snapshot_locked(pool);
   // A pass serves at most one waiting lease per VM of the pool (warm, or booting for no lease)
   // plus max_starting new boots; the lease after those waits for a new VM, and so does every
@@ -628,6 +651,8 @@ void LeaseEngine::boot_step(const std::string& vm_name, TimePoint deadline, bool
       }
       lease_id = vm.record.lease_id;
       pools_.at(vm.record.pool).backoff.erase(vm.record.host);
+      pools_.at(vm.record.pool)
+          .demand.record_boot(std::chrono::duration_cast<Millis>(clock_.now() - vm.boot_started));
       if (lease_id.empty()) {
         vm.record.state = VmState::kWarm;
         persist_vm_locked(vm);

@@ -161,6 +161,14 @@ PoolDto to_dto(const PoolStatus& p) {
   d.files_path_prefix = p.config.files.path_prefix;
   d.ssh = p.config.ssh;
   d.removed = p.removed;
+  if (p.config.auto_warm && p.warm_target) {
+    d.warm_target = WarmTargetDto{.target = p.warm_target->target,
+                                  .reason = p.warm_target->reason,
+                                  .auto_min = p.config.auto_warm->auto_min,
+                                  .auto_max = p.config.auto_warm->auto_max,
+                                  .expected_arrivals = p.warm_target->expected_arrivals,
+                                  .rate_per_min = p.warm_target->rate_per_min};
+  }
   return d;
 }
 

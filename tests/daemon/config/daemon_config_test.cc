@@ -515,5 +515,41 @@ TEST_CASE("a pool's max_extra_ports narrows access max_extra_ports, never widens
         "pools[0].max_extra_ports");
 }
 
+TEST_CASE("min_warm auto: bounds inside max, every mistake named", "[config]") {
+  auto pool = [](const std::string& lines) {
+    return parse_daemon_config(
+        "[host.cpus]\nhousekeeping = \"0\"\n[[pools]]\nname = "
+        "\"ci\"\nimage = \"tiny\"\nmax = 6\n" +
+        lines);
+  };
+  auto c = pool("min_warm = \"auto\"\nauto_min = 1\nauto_max = 4\nscale_to_zero_after = \"30m\"\n");
+  REQUIRE(c.is_ok());
+  REQUIRE(c->pools[0].auto_warm);
+  CHECK(c->pools[0].auto_warm->auto_min == 1);
+  CHECK(c->pools[0].auto_warm->auto_max == 4);
+  CHECK(c->pools[0].auto_warm->scale_to_zero_after == Seconds(1800));
+  CHECK(c->pools[0].min_warm == 1);  // auto_min until the first scheduling pass
+  // Defaults: auto_min 0, auto_max the pool's max, an hour idle.
+  auto d = pool("min_warm = \"auto\"\n");
+  REQUIRE(d.is_ok());
+  CHECK(d->pools[0].auto_warm->auto_min == 0);
+  CHECK(d->pools[0].auto_warm->auto_max == 6);
+  CHECK(d->pools[0].auto_warm->scale_to_zero_after == Seconds(3600));
+  CHECK_FALSE(pool("min_warm = 2\n")->pools[0].auto_warm);
+
+  auto field = [&](const std::string& lines) {
+    auto r = pool(lines);
+    REQUIRE_FALSE(r.is_ok());
+    return r.status().field();
+  };
+  CHECK(field("min_warm = \"lots\"\n") == "pools[0].min_warm");
+  CHECK(field("min_warm = \"auto\"\nauto_max = 7\n") == "pools[0].auto_max");
+  CHECK(field("min_warm = \"auto\"\nauto_min = 3\nauto_max = 2\n") == "pools[0].auto_min");
+  CHECK(field("min_warm = \"auto\"\nauto_min = -1\n") == "pools[0].auto_min");
+  CHECK(field("min_warm = \"auto\"\nscale_to_zero_after = \"0s\"\n") ==
+        "pools[0].scale_to_zero_after");
+  CHECK(field("min_warm = 1\nauto_max = 2\n") == "pools[0].auto_max");
+}
+
 }  // namespace
 }  // namespace armhive
