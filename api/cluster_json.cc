@@ -331,6 +331,21 @@ json to_json(const HealthDto& h) {
   return j;
 }
 
+json to_json(const GithubStateDto& g) {
+  json j = {{"last_reconcile_error", g.last_reconcile_error},
+            {"pending_jobs", g.pending_jobs},
+            {"runners", g.runners},
+            {"reconciled_jobs_total", g.reconciled_jobs_total},
+            {"ghosts_deleted_total", g.ghosts_deleted_total},
+            {"forgotten_runners_total", g.forgotten_runners_total},
+            {"rate_limited_total", g.rate_limited_total}};
+  if (g.last_reconcile) j["last_reconcile"] = *g.last_reconcile;
+  if (g.rate_limit_remaining) j["rate_limit_remaining"] = *g.rate_limit_remaining;
+  if (g.rate_limit_reset) j["rate_limit_reset"] = *g.rate_limit_reset;
+  if (g.backoff_until) j["backoff_until"] = *g.backoff_until;
+  return j;
+}
+
 Result<std::vector<PoolDto>> pools_from_json(const json& j) {
   return items_from_json<PoolDto>(j, parse_pool);
 }

@@ -57,6 +57,7 @@ nlohmann::json to_json(const ExecResultDto& r);
 Result<ExecResultDto> exec_result_from_json(const nlohmann::json& j);
 Result<BenchmarkRunDto> benchmark_run_dto_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const HealthDto& h);
+nlohmann::json to_json(const GithubStateDto& g);
 nlohmann::json to_json(const LeaseUsageDto& u);
 // usage_json.cc
 nlohmann::json to_json(const UsageReportDto& r);

@@ -388,6 +388,21 @@ struct BenchmarkRunDto {
   std::string report_json;
 };
 
+// GET /v1/github: the GitHub provider's reconciliation and rate limit (daemon/github).
+struct GithubStateDto {
+  std::optional<std::string> last_reconcile;    // RFC 3339; absent before the first pass
+  std::string last_reconcile_error;             // empty: the last pass succeeded
+  int64_t pending_jobs = 0;                     // deliveries waiting for the worker
+  int64_t runners = 0;                          // runners of ours
+  std::optional<int64_t> rate_limit_remaining;  // absent until GitHub said
+  std::optional<std::string> rate_limit_reset;  // RFC 3339
+  std::optional<std::string> backoff_until;     // RFC 3339; absent: no backoff
+  int64_t reconciled_jobs_total = 0;
+  int64_t ghosts_deleted_total = 0;
+  int64_t forgotten_runners_total = 0;
+  int64_t rate_limited_total = 0;
+};
+
 struct HealthDto {
   std::string status = "ok";
   std::string version;

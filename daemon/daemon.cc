@@ -48,8 +48,8 @@ std::string machine_hostname() {
 // The GitHub provider of a [github] table: its token and webhook secret read from their 0600
 // files (check_secret_files refused wider modes), the REST client and the provider, started.
 Status start_github(const GithubConfig& config, LeaseService& leases, StartupRunner& startups,
-                    AuditLog& audit, const Clock& clock, std::unique_ptr<GithubApi>& api,
-                    std::unique_ptr<GithubProvider>& provider) {
+                    AuditLog& audit, const Clock& clock, Metrics& metrics,
+                    std::unique_ptr<GithubApi>& api, std::unique_ptr<GithubProvider>& provider) {
   for (const std::string* path :
        {&config.token_file, &config.app_private_key_file, &config.webhook_secret_file}) {
     if (path->empty()) continue;  // token_file or the App's key, not both
@@ -59,6 +59,7 @@ Status start_github(const GithubConfig& config, LeaseService& leases, StartupRun
   GithubApiOptions api_options;
   api_options.api_url = config.api_url;
   api_options.scope = config.org.empty() ? "repos/" + config.repo : "orgs/" + config.org;
+  api_options.clock = &clock;  // the backoff's time, the provider's too
   if (config.app_id > 0) {
     std::ifstream key_in(config.app_private_key_file, std::ios::binary);
     std::string key((std::istreambuf_iterator<char>(key_in)), std::istreambuf_iterator<char>());
@@ -69,7 +70,6 @@ Status start_github(const GithubConfig& config, LeaseService& leases, StartupRun
     api_options.app_id = config.app_id;
     api_options.app_private_key = std::move(key);
     api_options.installation_id = config.installation_id;
-    api_options.clock = &clock;
   } else {
     ARMHIVE_ASSIGN_OR_RETURN(api_options.token, read_token_file(config.token_file));
   }
@@ -81,6 +81,8 @@ Status start_github(const GithubConfig& config, LeaseService& leases, StartupRun
   options.idle_timeout = std::chrono::duration_cast<Seconds>(config.idle_timeout);
   options.replay_window = std::chrono::duration_cast<Seconds>(config.replay_window);
   options.runner_command = config.runner_command;
+  options.reconcile_period = std::chrono::duration_cast<Seconds>(config.reconcile_period);
+  options.metrics = &metrics;
   provider = std::make_unique<GithubProvider>(
       std::move(options), leases,
       [&startups](const std::string& id, const StartupRequestDto& startup) {
@@ -495,8 +497,8 @@ Status Daemon::start_integrations() {
   startups_ = std::move(startups).value();
   startups_->start();
   if (!config_.github.enabled) return Status::ok();
-  Status s =
-      start_github(config_.github, *engine_, *startups_, *audit_, clock_, github_api_, github_);
+  Status s = start_github(config_.github, *engine_, *startups_, *audit_, clock_, metrics_,
+                          github_api_, github_);
   return s.is_ok() ? s : s.annotate("github");
 }
 
@@ -527,6 +529,28 @@ Status Daemon::start_http() {
                                  const std::string& signature, const std::string& body,
                                  const std::string& remote) {
       return github->deliver(event, delivery, signature, body, remote);
+    };
+    options.github_state = [this, github = github_.get()] {
+      const GithubProviderState st = github->state();
+      auto rfc3339_or_none = [](TimePoint t) -> std::optional<std::string> {
+        if (t == TimePoint{}) return std::nullopt;
+        return to_rfc3339(t);
+      };
+      GithubStateDto dto;
+      dto.last_reconcile = rfc3339_or_none(st.last_reconcile);
+      dto.last_reconcile_error = st.last_reconcile_error;
+      dto.pending_jobs = static_cast<int64_t>(st.pending_jobs);
+      dto.runners = static_cast<int64_t>(st.runners);
+      if (st.rate_limit.remaining >= 0) dto.rate_limit_remaining = st.rate_limit.remaining;
+      dto.rate_limit_reset = rfc3339_or_none(st.rate_limit.reset);
+      if (st.rate_limit.backoff_until > clock_.now()) {
+        dto.backoff_until = rfc3339_or_none(st.rate_limit.backoff_until);
+      }
+      dto.reconciled_jobs_total = static_cast<int64_t>(st.reconciled_jobs_total);
+      dto.ghosts_deleted_total = static_cast<int64_t>(st.ghosts_deleted_total);
+      dto.forgotten_runners_total = static_cast<int64_t>(st.forgotten_runners_total);
+      dto.rate_limited_total = static_cast<int64_t>(st.rate_limited_total);
+      return dto;
     };
   }
   options.restart_required = [this] {

@@ -100,6 +100,7 @@ toml::table github_of(const GithubConfig& g) {
                 {"runner_group_id", g.runner_group_id},
                 {"idle_timeout", duration(g.idle_timeout)},
                 {"replay_window", duration(g.replay_window)},
+                {"reconcile_period", duration(g.reconcile_period)},
                 {"runner_command", array_of(g.runner_command)},
                 {"webhook_secret_file", g.webhook_secret_file},
                 {"labels", table_of(g.labels)}};

@@ -466,6 +466,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
         r.integer_as("runner_group_id", gh.runner_group_id, 1, int64_t{1} << 40));
     ARMHIVE_RETURN_IF_ERROR(r.duration("idle_timeout", gh.idle_timeout));
     ARMHIVE_RETURN_IF_ERROR(r.duration("replay_window", gh.replay_window));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("reconcile_period", gh.reconcile_period));
     std::vector<std::string> command;
     ARMHIVE_RETURN_IF_ERROR(r.strings("runner_command", command));
     if (g->contains("runner_command")) gh.runner_command = std::move(command);
@@ -500,6 +501,12 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     }
     if (gh.idle_timeout < std::chrono::seconds(10)) {
       return invalid_argument("github.idle_timeout", "must be at least 10s");
+    }
+    // Each pass costs GitHub API calls (1 + pages of runners, 1 + queued runs for a
+    // repository): more often than every 10 s would spend the hourly limit on little.
+    if (gh.reconcile_period < std::chrono::seconds(10) ||
+        gh.reconcile_period > std::chrono::hours(1)) {
+      return invalid_argument("github.reconcile_period", "must be between 10s and 1h");
     }
   }
   ARMHIVE_RETURN_IF_ERROR(st);

@@ -71,6 +71,8 @@ struct GithubConfig {
   int64_t runner_group_id = 1;
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds replay_window{std::chrono::hours(24)};
+  // How often armhived reconciles with GitHub (daemon/github/README.md, "Healing"); 10 s..1 h.
+  std::chrono::milliseconds reconcile_period{std::chrono::seconds(60)};
   // The runner in the image, as an argv (no shell).
   std::vector<std::string> runner_command{"/opt/actions-runner/run.sh"};
   std::map<std::string, std::string> labels;  // [github.labels] runs-on label -> pool

@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/bounded_number.h"
 #include "base/json_depth.h"
+#include "base/thread_annotations.h"
 #include "base/validation.h"
 #include "daemon/github/app_token.h"
 
@@ -88,7 +90,31 @@ Status check_scope(const std::string& scope) {
 struct Reply {
   int status = 0;
   std::string body;
+  // The rate-limit headers, absent when missing or not a bounded number.
+  std::optional<int64_t> remaining;    // X-RateLimit-Remaining
+  std::optional<int64_t> reset_epoch;  // X-RateLimit-Reset (Unix seconds)
+  std::optional<int64_t> retry_after;  // Retry-After (seconds; an HTTP date is not read)
 };
+
+std::optional<int64_t> header_number(const http::response<http::string_body>& res,
+                                     std::string_view name, int64_t max) {
+  auto it = res.find(beast::string_view(name.data(), name.size()));
+  if (it == res.end()) return std::nullopt;
+  auto n =
+      parse_bounded_int(std::string_view(it->value().data(), it->value().size()), 0, max, name);
+  if (!n.is_ok()) return std::nullopt;
+  return *n;
+}
+
+// A list reply's array member (`key`) of objects, or nothing when the shape is not GitHub's.
+const json* array_of(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_array()) return nullptr;
+  return &j[key];
+}
+
+std::string string_member(const json& o, const char* key) {
+  return o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : std::string();
+}
 
 // A reply body as JSON, discarded (not an object) when it nests deeper than kMaxJsonDepth:
 // it comes from the network like every JSON armhived parses.
@@ -139,7 +165,147 @@ class BeastGithubApi final : public GithubApi {
     return api_error("delete runner " + std::to_string(runner_id), r);
   }
 
+  Result<std::vector<GithubRunnerInfo>> list_runners() override {
+    std::vector<GithubRunnerInfo> out;
+    for (int page = 1; page <= kMaxRunnerPages; ++page) {
+      ARMHIVE_ASSIGN_OR_RETURN(
+          Reply r,
+          call(http::verb::get, "/actions/runners?per_page=100&page=" + std::to_string(page), ""));
+      if (r.status != 200) return api_error("list runners", r);
+      json j = parse_reply(r.body);
+      const json* runners = array_of(j, "runners");
+      if (runners == nullptr || !j.contains("total_count") ||
+          !j["total_count"].is_number_integer()) {
+        return Status(ErrorCode::kUnavailable,
+                      "GitHub's runner list lacks total_count or runners (page " +
+                          std::to_string(page) + ")");
+      }
+      for (const json& o : *runners) {
+        if (!o.is_object() || !o.contains("id") || !o["id"].is_number_integer()) {
+          return Status(ErrorCode::kUnavailable, "GitHub listed a runner without an id");
+        }
+        GithubRunnerInfo info;
+        info.id = o["id"].get<int64_t>();
+        info.name = string_member(o, "name").substr(0, 256);
+        info.status = string_member(o, "status").substr(0, 32);
+        info.busy = o.contains("busy") && o["busy"].is_boolean() && o["busy"].get<bool>();
+        if (const json* labels = array_of(o, "labels")) {
+          for (const json& l : *labels) {
+            if (l.is_object() && info.labels.size() < 100) {
+              info.labels.push_back(string_member(l, "name").substr(0, 256));
+            }
+          }
+        }
+        out.push_back(std::move(info));
+      }
+      const auto total = j["total_count"].get<int64_t>();
+      if (runners->empty() || static_cast<int64_t>(out.size()) >= total) break;
+    }
+    return out;
+  }
+
+  Result<std::vector<QueuedJob>> list_queued_jobs() override {
+    std::vector<QueuedJob> out;
+    if (options_.scope.rfind("repos/", 0) != 0) return out;  // organisations: see the header
+    ARMHIVE_ASSIGN_OR_RETURN(
+        Reply runs_reply,
+        call(http::verb::get,
+             "/actions/runs?status=queued&per_page=" + std::to_string(kMaxQueuedRuns), ""));
+    if (runs_reply.status != 200) return api_error("list queued runs", runs_reply);
+    json runs_json = parse_reply(runs_reply.body);
+    const json* runs = array_of(runs_json, "workflow_runs");
+    if (runs == nullptr) {
+      return Status(ErrorCode::kUnavailable, "GitHub's run list lacks workflow_runs");
+    }
+    for (const json& run : *runs) {
+      if (!run.is_object() || !run.contains("id") || !run["id"].is_number_integer()) continue;
+      const auto run_id = run["id"].get<int64_t>();
+      size_t seen = 0;
+      for (int page = 1; page <= kMaxJobPagesPerRun; ++page) {
+        ARMHIVE_ASSIGN_OR_RETURN(Reply r,
+                                 call(http::verb::get,
+                                      "/actions/runs/" + std::to_string(run_id) +
+                                          "/jobs?per_page=100&page=" + std::to_string(page),
+                                      ""));
+        if (r.status != 200) return api_error("list jobs of run " + std::to_string(run_id), r);
+        json j = parse_reply(r.body);
+        const json* jobs = array_of(j, "jobs");
+        if (jobs == nullptr) {
+          return Status(ErrorCode::kUnavailable, "GitHub's job list lacks jobs");
+        }
+        for (const json& o : *jobs) {
+          if (!o.is_object() || !o.contains("id") || !o["id"].is_number_integer() ||
+              string_member(o, "status") != "queued") {
+            continue;
+          }
+          QueuedJob job;
+          job.job_id = o["id"].get<int64_t>();
+          job.run_id = run_id;
+          if (const json* labels = array_of(o, "labels")) {
+            for (const json& l : *labels) {
+              if (l.is_string() && job.labels.size() < 100) {
+                job.labels.push_back(l.get<std::string>().substr(0, 256));
+              }
+            }
+          }
+          out.push_back(std::move(job));
+        }
+        seen += jobs->size();
+        const int64_t total = j.contains("total_count") && j["total_count"].is_number_integer()
+                                  ? j["total_count"].get<int64_t>()
+                                  : 0;
+        if (jobs->empty() || static_cast<int64_t>(seen) >= total) break;
+      }
+    }
+    return out;
+  }
+
+  GithubRateLimit rate_limit() const override {
+    MutexLock lock(rate_mu_);
+    return rate_;
+  }
+
  private:
+  // Records what a reply said of the rate limit; a rate-limited reply becomes the backoff and
+  // kGithubRateLimited.
+  Status note_rate_limit(const Reply& r) {
+    const TimePoint now = clock_.now();
+    MutexLock lock(rate_mu_);
+    if (r.remaining) rate_.remaining = *r.remaining;
+    if (r.reset_epoch) rate_.reset = TimePoint(std::chrono::seconds(*r.reset_epoch));
+    // docs.github.com "Rate limits for the REST API": 403 or 429, with remaining 0 (primary)
+    // or a message saying "secondary rate limit" (Retry-After perhaps).
+    const bool limited =
+        r.status == 429 ||
+        (r.status == 403 && (r.retry_after.has_value() || r.remaining == int64_t{0} ||
+                             r.body.find("rate limit") != std::string::npos));
+    if (!limited) return Status::ok();
+    // GitHub: wait Retry-After seconds; else, with remaining 0, until X-RateLimit-Reset; else
+    // at least a minute. Bounded by an hour, so a bad header cannot silence us for days.
+    TimePoint until = now + std::chrono::seconds(60);
+    if (r.retry_after) {
+      until = now + std::chrono::seconds(*r.retry_after);
+    } else if (r.remaining == int64_t{0} && r.reset_epoch && rate_.reset > now) {
+      until = rate_.reset;
+    }
+    until = std::min(until, now + std::chrono::hours(1));
+    rate_.backoff_until = std::max(rate_.backoff_until, until);
+    return Status(kGithubRateLimited, "GitHub rate limited until " +
+                                          to_rfc3339(rate_.backoff_until) + " (HTTP " +
+                                          std::to_string(r.status) + ")");
+  }
+
+  // kGithubRateLimited while a backoff lasts.
+  Status check_backoff() const {
+    const TimePoint now = clock_.now();
+    MutexLock lock(rate_mu_);
+    if (now < rate_.backoff_until) {
+      return Status(kGithubRateLimited,
+                    "GitHub rate limited until " + to_rfc3339(rate_.backoff_until));
+    }
+    return Status::ok();
+  }
+
   // GitHub's error body is {"message": "..."}: only that is quoted, bounded.
   static Status api_error(const std::string& what, const Reply& r) {
     std::string message;
@@ -182,12 +348,15 @@ class BeastGithubApi final : public GithubApi {
 
   // A call under the scope, with the token (or the App's installation token).
   Result<Reply> call(http::verb verb, const std::string& path, std::string body) {
+    ARMHIVE_RETURN_IF_ERROR(check_backoff());
     std::string token = options_.token;
     if (options_.app_id > 0) {
       ARMHIVE_ASSIGN_OR_RETURN(token, app_tokens_.get());
     }
-    return send(verb, url_.prefix + "/" + options_.scope + path, std::move(body),
-                "Bearer " + token);
+    ARMHIVE_ASSIGN_OR_RETURN(Reply r, send(verb, url_.prefix + "/" + options_.scope + path,
+                                           std::move(body), "Bearer " + token));
+    ARMHIVE_RETURN_IF_ERROR(note_rate_limit(r));
+    return r;
   }
 
   Result<Reply> send(http::verb verb, const std::string& target, std::string body,
@@ -266,7 +435,11 @@ class BeastGithubApi final : public GithubApi {
       return Status(result == beast::error::timeout ? ErrorCode::kTimeout : ErrorCode::kUnavailable,
                     "GitHub API " + url_.host + " (" + step + "): " + result.message());
     }
-    return Reply{static_cast<int>(parser.get().result_int()), parser.get().body()};
+    Reply reply{static_cast<int>(parser.get().result_int()), parser.get().body()};
+    reply.remaining = header_number(parser.get(), "X-RateLimit-Remaining", int64_t{1} << 40);
+    reply.reset_epoch = header_number(parser.get(), "X-RateLimit-Reset", int64_t{1} << 40);
+    reply.retry_after = header_number(parser.get(), "Retry-After", int64_t{1} << 40);
+    return reply;
   }
 
   GithubApiOptions options_;
@@ -274,6 +447,8 @@ class BeastGithubApi final : public GithubApi {
   SystemClock system_clock_;
   const Clock& clock_;
   InstallationTokenCache app_tokens_;
+  mutable Mutex rate_mu_;
+  GithubRateLimit rate_ GUARDED_BY(rate_mu_);
 };
 
 }  // namespace

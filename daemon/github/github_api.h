@@ -11,11 +11,18 @@
 
 namespace armhive {
 
-// The two GitHub REST calls the provider makes (docs.github.com, "Self-hosted runners"):
+// The GitHub REST calls the provider makes (docs.github.com, "Self-hosted runners" and
+// "Workflow runs" / "Workflow jobs"):
 //   POST   {api}/{scope}/actions/runners/generate-jitconfig
 //          {name, runner_group_id, labels, work_folder} -> 201 {runner: {id, name},
 //          encoded_jit_config}
 //   DELETE {api}/{scope}/actions/runners/{runner_id}    -> 204
+//   GET    {api}/{scope}/actions/runners?per_page=100&page=N
+//          -> 200 {total_count, runners: [{id, name, status, busy, labels: [{name}]}]}
+//   GET    {api}/repos/OWNER/REPO/actions/runs?status=queued&per_page=100
+//          -> 200 {total_count, workflow_runs: [{id, ...}]}
+//   GET    {api}/repos/OWNER/REPO/actions/runs/{run_id}/jobs?per_page=100&page=N
+//          -> 200 {total_count, jobs: [{id, run_id, status, labels: [string]}]}
 // where scope is "orgs/ORG" or "repos/OWNER/REPO".
 struct JitRequest {
   std::string name;
@@ -30,6 +37,35 @@ struct JitRunner {
   std::string encoded_jit_config;  // a secret: never logged or persisted
 };
 
+// A runner as GET .../actions/runners lists it.
+struct GithubRunnerInfo {
+  int64_t id = 0;
+  std::string name;
+  std::string status;  // "online" | "offline"
+  bool busy = false;
+  std::vector<std::string> labels;
+};
+
+// A job GitHub has queued and no runner has taken yet.
+struct QueuedJob {
+  int64_t job_id = 0;
+  int64_t run_id = 0;
+  std::vector<std::string> labels;  // its runs-on
+};
+
+// What GitHub's replies said of the rate limit (X-RateLimit-Remaining, X-RateLimit-Reset,
+// Retry-After), for GET /v1/github and /metrics.
+struct GithubRateLimit {
+  int64_t remaining = -1;     // -1: no reply has said yet
+  TimePoint reset{};          // when the window resets; epoch: unknown
+  TimePoint backoff_until{};  // no call before this (a rate-limited reply); epoch: none
+};
+
+// Bounds of the listing calls: what one reconcile pass may cost at most.
+inline constexpr int kMaxRunnerPages = 50;    // 100 runners a page
+inline constexpr int kMaxQueuedRuns = 100;    // one page of queued runs
+inline constexpr int kMaxJobPagesPerRun = 3;  // 100 jobs a page (a matrix has at most 256)
+
 // Threading: implementations are thread-safe; calls block the calling thread up to their
 // timeout, so never call them on an io_context thread.
 class GithubApi {
@@ -38,7 +74,23 @@ class GithubApi {
   virtual Result<JitRunner> generate_jitconfig(const JitRequest& request) = 0;
   // A runner already gone (404) is not an error.
   virtual Status delete_runner(int64_t runner_id) = 0;
+  // Every runner of the scope, page by page (at most kMaxRunnerPages pages).
+  virtual Result<std::vector<GithubRunnerInfo>> list_runners() = 0;
+  // The jobs of the scope that are queued. A repository scope lists its queued workflow runs
+  // (one page, kMaxQueuedRuns) and each run's jobs, keeping those with status "queued": 1 + R
+  // calls for R queued runs. An organisation scope returns an empty list without a call:
+  // listing its repositories and each one's runs would cost 1 + repositories calls a period,
+  // unbounded by anything armhived controls (daemon/github/README.md, "Healing").
+  virtual Result<std::vector<QueuedJob>> list_queued_jobs() = 0;
+  // The rate limit as the last reply said it.
+  virtual GithubRateLimit rate_limit() const = 0;
 };
+
+// Every call above fails with kResourceExhausted ("GitHub rate limited until <time>") when
+// GitHub answered 429, or 403 with Retry-After or X-RateLimit-Remaining 0, and records a
+// backoff (Retry-After seconds, else X-RateLimit-Reset, else a minute; at most an hour);
+// calls before the backoff ends fail the same way without reaching GitHub.
+inline constexpr ErrorCode kGithubRateLimited = ErrorCode::kResourceExhausted;
 
 struct GithubApiOptions {
   // https://api.github.com, or https://HOST/api/v3 for GitHub Enterprise Server; http:// only

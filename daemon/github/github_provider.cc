@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <set>
 
 #include "daemon/github/webhook_signature.h"
 
@@ -12,6 +13,12 @@ namespace {
 
 constexpr const char* kJitVariable = "ACTIONS_RUNNER_INPUT_JITCONFIG";
 constexpr const char* kRunnerLabel = "github.runner";
+constexpr const char* kRunnerPrefix = "armhive-";  // the names of the runners we make
+constexpr size_t kMaxLaunchedJobs = 100000;        // launched_jobs_, as the delivery window
+constexpr int kMaxLaunchesPerPass = 100;           // the rest wait for the next pass
+constexpr const char* kRateLimitedMetric = "armhive_github_rate_limited_total";
+constexpr const char* kReconciledMetric = "armhive_github_reconciled_jobs_total";
+constexpr const char* kGhostsMetric = "armhive_github_ghost_runners_deleted_total";
 
 // A header value fit for a log line: what is printable of its first 64 bytes.
 std::string printable(const std::string& s) {
@@ -53,7 +60,82 @@ GithubProvider::GithubProvider(GithubProviderOptions options, LeaseService& leas
       clock_(clock),
       sink_(std::move(sink)),
       deliveries_(options_.replay_window),
-      job_actions_(options_.replay_window) {}
+      job_actions_(options_.replay_window) {
+  if (options_.metrics != nullptr) {
+    options_.metrics->describe_counter(kRateLimitedMetric,
+                                       "GitHub API calls refused for the rate limit");
+    options_.metrics->describe_counter(
+        kReconciledMetric, "Queued GitHub jobs that got a runner by reconciliation (no webhook)");
+    options_.metrics->describe_counter(
+        kGhostsMetric, "Runners named armhive-* without a lease of ours, deleted from GitHub");
+    for (const char* m : {kRateLimitedMetric, kReconciledMetric, kGhostsMetric}) {
+      options_.metrics->inc(m, {}, 0);  // reported from the start, at 0
+    }
+  }
+}
+
+namespace {
+
+// Every active lease of `owner`, page by page (at most 100 pages of kMaxListLimit).
+Result<std::vector<Lease>> active_leases(LeaseService& leases, const std::string& owner) {
+  std::vector<Lease> out;
+  LeaseFilter mine;
+  mine.owner = owner;
+  mine.include_ended = false;
+  mine.limit = kMaxListLimit;
+  for (int page = 0; page < 100; ++page) {
+    ARMHIVE_ASSIGN_OR_RETURN(std::vector<Lease> list, leases.list_leases(mine));
+    const bool last = list.size() < kMaxListLimit;
+    if (!list.empty()) mine.after_id = list.back().id;
+    for (Lease& l : list) out.push_back(std::move(l));
+    if (last) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+void GithubProvider::count(const char* metric) {
+  if (options_.metrics != nullptr) options_.metrics->inc(metric);
+}
+
+bool GithubProvider::backed_off() const { return clock_.now() < api_.rate_limit().backoff_until; }
+
+bool GithubProvider::rate_limited(const Status& s) {
+  if (s.code() != kGithubRateLimited) return false;
+  {
+    MutexLock lock(mu_);
+    ++rate_limited_total_;
+  }
+  count(kRateLimitedMetric);
+  emit("github.rate_limited", "", s.message() + "; queued jobs wait");
+  return true;
+}
+
+void GithubProvider::remember_launch(int64_t job_id) {
+  const TimePoint now = clock_.now();
+  MutexLock lock(mu_);
+  launched_jobs_[job_id] = now;
+  for (auto it = launched_jobs_.begin(); it != launched_jobs_.end();) {
+    it = now - it->second >= options_.replay_window ? launched_jobs_.erase(it) : std::next(it);
+  }
+  while (launched_jobs_.size() > kMaxLaunchedJobs) launched_jobs_.erase(launched_jobs_.begin());
+}
+
+GithubProviderState GithubProvider::state() {
+  GithubProviderState st;
+  st.rate_limit = api_.rate_limit();
+  MutexLock lock(mu_);
+  st.last_reconcile = last_reconcile_;
+  st.last_reconcile_error = last_reconcile_error_;
+  st.pending_jobs = queue_.size();
+  st.runners = runners_.size();
+  st.reconciled_jobs_total = reconciled_jobs_total_;
+  st.ghosts_deleted_total = ghosts_deleted_total_;
+  st.forgotten_runners_total = forgotten_runners_total_;
+  st.rate_limited_total = rate_limited_total_;
+  return st;
+}
 
 GithubProvider::~GithubProvider() noexcept { stop(); }
 
@@ -66,11 +148,7 @@ void GithubProvider::start() {
   if (thread_.joinable()) return;
   // Runners of leases made before a restart. Whether their job runs is unknown: they count
   // as busy (never deleted as idle); `completed` or the runner's exit ends them.
-  LeaseFilter mine;
-  mine.owner = options_.owner;
-  mine.include_ended = false;
-  mine.limit = kMaxListLimit;
-  if (auto list = leases_.list_leases(mine); list.is_ok()) {
+  if (auto list = active_leases(leases_, options_.owner); list.is_ok()) {
     MutexLock lock(mu_);
     for (const Lease& l : *list) {
       auto name = l.labels.find(kRunnerLabel);
@@ -160,7 +238,7 @@ std::vector<GithubProvider::Runner> GithubProvider::runners() {
   return out;
 }
 
-void GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
+Status GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
   const auto t0 = std::chrono::steady_clock::now();
   JitRequest req;
   req.name = "armhive-" + std::to_string(job.job_id);
@@ -168,10 +246,12 @@ void GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
   req.labels = job.labels;
   auto jit = api_.generate_jitconfig(req);
   if (!jit.is_ok()) {
-    emit("github.error", "",
-         "job " + std::to_string(job.job_id) +
-             ": no runner configuration: " + jit.status().message());
-    return;
+    if (jit.status().code() != kGithubRateLimited) {
+      emit("github.error", "",
+           "job " + std::to_string(job.job_id) +
+               ": no runner configuration: " + jit.status().message());
+    }
+    return jit.status();
   }
   const int64_t jit_ms = ms_since(t0);
   const auto t1 = std::chrono::steady_clock::now();
@@ -192,7 +272,8 @@ void GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
     emit("github.error", "",
          "job " + std::to_string(job.job_id) + ": no VM from pool " + pool + ": " +
              lease.status().message() + " (runner " + std::to_string(jit->runner_id) + " deleted)");
-    return;
+    // Not GitHub's refusal (a quota's kResourceExhausted must not read as its rate limit).
+    return Status(ErrorCode::kUnavailable, "no VM: " + lease.status().message());
   }
   const int64_t lease_ms = ms_since(t1);
 
@@ -208,7 +289,7 @@ void GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
     (void)api_.delete_runner(jit->runner_id);
     emit("github.error", lease->id,
          "job " + std::to_string(job.job_id) + ": startup not recorded: " + s.message());
-    return;
+    return Status(ErrorCode::kUnavailable, "startup not recorded: " + s.message());
   }
   Runner r;
   r.runner_id = jit->runner_id;
@@ -220,11 +301,13 @@ void GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
     MutexLock lock(mu_);
     runners_[name] = r;
   }
+  remember_launch(job.job_id);
   emit("github.runner_started", lease->id,
        "job=" + std::to_string(job.job_id) + " runner=" + printable(name) +
            " runner_id=" + std::to_string(r.runner_id) + " pool=" + pool +
            " jitconfig_ms=" + std::to_string(jit_ms) + " lease_ms=" + std::to_string(lease_ms) +
            " lease_state=" + std::string(to_string(lease->state)));
+  return Status::ok();
 }
 
 void GithubProvider::release(const Runner& runner, const std::string& event, const std::string& why,
@@ -237,6 +320,8 @@ void GithubProvider::release(const Runner& runner, const std::string& event, con
                        " runner_id=" + std::to_string(runner.runner_id) + ": " + why;
   if (delete_from_github && runner.runner_id > 0) {
     if (Status s = api_.delete_runner(runner.runner_id); !s.is_ok()) {
+      // Rate limited: the lease goes now, the runner at a later pass (a ghost by then).
+      (void)rate_limited(s);
       detail += " (deleting it from GitHub failed: " + s.message() + ")";
     }
   }
@@ -245,13 +330,16 @@ void GithubProvider::release(const Runner& runner, const std::string& event, con
   emit(event, runner.lease_id, detail);
 }
 
-void GithubProvider::handle(const WorkflowJob& job) {
+bool GithubProvider::handle(const WorkflowJob& job) {
   std::optional<Runner> target;
   {
     MutexLock lock(mu_);
     if (job.action == "queued") {
+      // A redelivery of a job we serve already, or the late webhook of a job a reconcile
+      // pass gave a runner.
+      if (launched_jobs_.count(job.job_id) > 0) return true;
       for (const auto& [name, r] : runners_) {
-        if (r.job_id == job.job_id) return;  // a redelivery of a job we serve already
+        if (r.job_id == job.job_id) return true;
       }
     } else {
       auto it = runners_.find(job.runner_name);
@@ -261,10 +349,10 @@ void GithubProvider::handle(const WorkflowJob& job) {
           if (r.job_id == job.job_id && !r.busy) it = runners_.find(name);
         }
       }
-      if (it == runners_.end()) return;  // another runner's job
+      if (it == runners_.end()) return true;  // another runner's job
       if (job.action == "in_progress") {
         it->second.busy = true;
-        return;
+        return true;
       }
       target = it->second;
     }
@@ -273,15 +361,15 @@ void GithubProvider::handle(const WorkflowJob& job) {
     const bool ran = !job.runner_name.empty();
     release(*target, "github.runner_released",
             "job " + std::to_string(job.job_id) + " completed" + (ran ? "" : " without it"), !ran);
-    return;
+    return true;
   }
   auto pool = pool_for_labels(options_.label_pools, job.labels);
   if (!pool.is_ok()) {
     emit("github.error", "", "job " + std::to_string(job.job_id) + ": " + pool.status().message());
-    return;
+    return true;
   }
-  if (!*pool) return;  // for other runners
-  launch(job, **pool);
+  if (!*pool) return true;  // for other runners
+  return !rate_limited(launch(job, **pool));
 }
 
 void GithubProvider::sweep() {
@@ -302,6 +390,7 @@ void GithubProvider::sweep() {
 }
 
 void GithubProvider::run_once() {
+  if (backed_off()) return;  // nothing touches GitHub until the backoff ends
   for (;;) {
     WorkflowJob job;
     {
@@ -310,17 +399,139 @@ void GithubProvider::run_once() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    handle(job);
+    if (!handle(job)) {
+      MutexLock lock(mu_);
+      queue_.push_front(std::move(job));  // kept, in order, for after the backoff
+      return;
+    }
   }
+  if (backed_off()) return;
   sweep();
+  const TimePoint now = clock_.now();
+  {
+    MutexLock lock(mu_);
+    if (stop_ || now < next_reconcile_) return;
+    next_reconcile_ = now + options_.reconcile_period;
+  }
+  Status s = reconcile();
+  MutexLock lock(mu_);
+  last_reconcile_ = clock_.now();
+  last_reconcile_error_ = s.is_ok() ? "" : s.message();
+}
+
+Status GithubProvider::reconcile() {
+  const TimePoint start = clock_.now();
+  auto listed = api_.list_runners();
+  if (!listed.is_ok()) {
+    (void)rate_limited(listed.status());
+    return listed.status();
+  }
+  auto queued = api_.list_queued_jobs();
+  if (!queued.is_ok()) {
+    (void)rate_limited(queued.status());
+    return queued.status();
+  }
+  // After GitHub's lists: a runner made since is in a lease listed now, never a ghost.
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<Lease> leases, active_leases(leases_, options_.owner));
+  std::set<std::string> leased_names;
+  std::set<int64_t> leased_ids;
+  std::set<int64_t> leased_jobs;
+  for (const Lease& l : leases) {
+    if (auto it = l.labels.find(kRunnerLabel); it != l.labels.end())
+      leased_names.insert(it->second);
+    if (auto it = l.labels.find("github.runner_id"); it != l.labels.end()) {
+      leased_ids.insert(std::strtoll(it->second.c_str(), nullptr, 10));
+    }
+    if (auto it = l.labels.find("github.job"); it != l.labels.end()) {
+      leased_jobs.insert(std::strtoll(it->second.c_str(), nullptr, 10));
+    }
+  }
+
+  // Ghosts: runners of our naming whose VM is gone (no active lease has them).
+  std::set<int64_t> listed_ids;
+  std::set<std::string> listed_names;
+  for (const GithubRunnerInfo& g : *listed) {
+    listed_ids.insert(g.id);
+    listed_names.insert(g.name);
+    if (g.name.rfind(kRunnerPrefix, 0) != 0 || leased_ids.count(g.id) > 0 ||
+        leased_names.count(g.name) > 0) {
+      continue;
+    }
+    Status s = api_.delete_runner(g.id);
+    if (rate_limited(s)) return s;
+    if (!s.is_ok()) {
+      emit("github.error", "", "ghost runner_id=" + std::to_string(g.id) + ": " + s.message());
+      continue;
+    }
+    {
+      MutexLock lock(mu_);
+      ++ghosts_deleted_total_;
+    }
+    count(kGhostsMetric);
+    emit("github.ghost_deleted", "",
+         "runner=" + printable(g.name) + " runner_id=" + std::to_string(g.id) + " (" +
+             printable(g.status) + (g.busy ? ", busy" : "") + "): no active lease of ours has it");
+  }
+
+  // Runners GitHub forgot (deregistered, removed by hand): their VMs serve nobody. One made
+  // within the grace may not be listed yet. A listing cut at its bound proves nothing.
+  const bool complete = listed->size() < static_cast<size_t>(kMaxRunnerPages) * 100;
+  const auto grace = 2 * options_.reconcile_period;
+  for (const Runner& r : runners()) {
+    if (!complete || listed_ids.count(r.runner_id) > 0 || listed_names.count(r.runner_name) > 0 ||
+        start - r.created < grace) {
+      continue;
+    }
+    {
+      MutexLock lock(mu_);
+      ++forgotten_runners_total_;
+    }
+    release(r, "github.runner_forgotten",
+            "GitHub no longer lists it (" + std::to_string(grace.count()) + " s after it was made)",
+            /*delete_from_github=*/false);
+  }
+
+  // Queued jobs without a runner of ours: a webhook we missed (armhived down, a delivery
+  // lost). Launched exactly as the webhook would have.
+  int launches = 0;
+  for (const QueuedJob& q : *queued) {
+    auto pool = pool_for_labels(options_.label_pools, q.labels);
+    if (!pool.is_ok() || !*pool || leased_jobs.count(q.job_id) > 0) continue;
+    bool served = false;
+    {
+      MutexLock lock(mu_);
+      for (const auto& [name, r] : runners_) served |= r.job_id == q.job_id;
+    }
+    if (served) continue;
+    if (launches++ >= kMaxLaunchesPerPass) break;
+    WorkflowJob job;
+    job.action = "queued";
+    job.job_id = q.job_id;
+    job.run_id = q.run_id;
+    job.labels = q.labels;
+    Status s = launch(job, **pool);
+    if (rate_limited(s)) return s;
+    if (!s.is_ok()) continue;  // told by launch
+    {
+      MutexLock lock(mu_);
+      ++reconciled_jobs_total_;
+    }
+    count(kReconciledMetric);
+    emit("github.reconciled", "",
+         "job=" + std::to_string(q.job_id) + " run=" + std::to_string(q.run_id) + " pool=" +
+             **pool + ": queued without a runner of ours (a missed webhook); runner made");
+  }
+  return Status::ok();
 }
 
 void GithubProvider::work() {
   for (;;) {
+    // While backed off, a delivery does not wake the worker: it would only wait again.
+    const bool waiting = backed_off();
     {
       MutexLock lock(mu_);
       wake_.wait_for(lock, options_.sweep_period,
-                     [&]() REQUIRES(mu_) { return stop_ || !queue_.empty(); });
+                     [&]() REQUIRES(mu_) { return stop_ || (!waiting && !queue_.empty()); });
       if (stop_) return;
     }
     run_once();

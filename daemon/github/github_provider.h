@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "api/types.h"
+#include "base/metrics.h"
 #include "base/result.h"
 #include "base/thread_annotations.h"
 #include "daemon/core/clock.h"
@@ -34,11 +35,34 @@ struct GithubProviderOptions {
   std::vector<std::string> runner_command{"/opt/actions-runner/run.sh"};  // argv, no shell
   std::string owner = "github";                                           // the leases' owner
   std::chrono::milliseconds sweep_period{std::chrono::seconds(5)};
+  // How often the provider reconciles with GitHub (README "Healing"): queued jobs without a
+  // runner of ours get one, ghost runners are deleted, runners GitHub forgot are released.
+  // The first pass is the first run_once() after start.
+  Seconds reconcile_period{60};
+  // The counters armhive_github_{rate_limited,reconciled_jobs,ghost_runners_deleted}_total;
+  // null: none. Not owned; outlives the provider.
+  Metrics* metrics = nullptr;
+};
+
+// What GET /v1/github shows of the provider (and /metrics of it).
+struct GithubProviderState {
+  TimePoint last_reconcile{};            // the end of the last pass; epoch: none yet
+  std::string last_reconcile_error;      // empty: it succeeded
+  size_t pending_jobs = 0;               // deliveries queued for the worker
+  size_t runners = 0;                    // runners of ours
+  GithubRateLimit rate_limit;            // as GitHub's last reply said
+  uint64_t reconciled_jobs_total = 0;    // runners made for queued jobs no webhook announced
+  uint64_t ghosts_deleted_total = 0;     // armhive-* runners without a lease, deleted
+  uint64_t forgotten_runners_total = 0;  // our runners GitHub no longer lists, released
+  uint64_t rate_limited_total = 0;       // calls refused for the rate limit
 };
 
 // What the provider tells the audit log: github.webhook_rejected (with why), github.webhook
 // (accepted), github.runner_started, github.runner_released, github.runner_idle,
-// github.error. Details name jobs, runners, leases and pools, never a secret.
+// github.error, github.reconciled (a queued job got a runner by reconciliation),
+// github.ghost_deleted (a runner named armhive-* without a lease of ours),
+// github.runner_forgotten (GitHub no longer lists a runner of ours: its lease released),
+// github.rate_limited. Details name jobs, runners, leases and pools, never a secret.
 struct GithubEvent {
   std::string type;
   std::string lease_id;
@@ -57,7 +81,10 @@ struct GithubEvent {
 //     variable and release_on_exit;
 //   in_progress -> the runner named in it took a job (no idle deletion);
 //   completed -> that runner's lease is released;
-//   a runner idle for idle_timeout -> deleted from GitHub, its lease released.
+//   a runner idle for idle_timeout -> deleted from GitHub, its lease released;
+//   every reconcile_period, a pass over GitHub's runners and queued jobs (reconcile()).
+// While GitHub rate limits us (GithubApi::rate_limit().backoff_until) the worker calls
+// nothing: deliveries wait in the queue, in order, and the sweep and the pass wait too.
 // The JIT configuration lives in memory only: here until it is handed to the startup runner,
 // which keeps it until the guest agent started the command.
 //
@@ -91,8 +118,11 @@ class GithubProvider {
                  const std::string& signature, const std::string& body, const std::string& remote)
       EXCLUDES(mu_);
 
-  // Processes queued jobs and sweeps idle runners now (tests; the worker does this too).
+  // Processes queued jobs, sweeps idle runners and reconciles when a pass is due (tests; the
+  // worker does this too). Does nothing while GitHub's backoff lasts.
   void run_once() EXCLUDES(mu_);
+
+  GithubProviderState state() EXCLUDES(mu_);
 
   struct Runner {
     int64_t runner_id = 0;
@@ -105,11 +135,23 @@ class GithubProvider {
   std::vector<Runner> runners() EXCLUDES(mu_);
 
  private:
-  void handle(const WorkflowJob& job) EXCLUDES(mu_);
-  void launch(const WorkflowJob& job, const std::string& pool) EXCLUDES(mu_);
+  // false: GitHub rate limits us; the job must wait (at the queue's front).
+  bool handle(const WorkflowJob& job) EXCLUDES(mu_);
+  // A runner for `job` in a lease of `pool`. Its failures are told (github.error) here, but
+  // for kGithubRateLimited, which the caller handles; only GitHub's rate limit has that code
+  // (a lease refused for a quota is kUnavailable here).
+  Status launch(const WorkflowJob& job, const std::string& pool) EXCLUDES(mu_);
   void release(const Runner& runner, const std::string& event, const std::string& why,
                bool delete_from_github) EXCLUDES(mu_);
   void sweep() EXCLUDES(mu_);
+  // One pass: GitHub's runners and queued jobs against runners_ and our active leases.
+  // kGithubRateLimited (and others) end the pass early; what was done stays done.
+  Status reconcile() EXCLUDES(mu_);
+  // True (and counted, and told) when `s` is GitHub's rate limit.
+  bool rate_limited(const Status& s) EXCLUDES(mu_);
+  bool backed_off() const;
+  void remember_launch(int64_t job_id) EXCLUDES(mu_);
+  void count(const char* metric);
   void work() EXCLUDES(mu_);
   void emit(const std::string& type, const std::string& lease_id, const std::string& detail,
             const std::string& source = {});
@@ -127,6 +169,17 @@ class GithubProvider {
   std::condition_variable_any wake_;
   std::deque<WorkflowJob> queue_ GUARDED_BY(mu_);
   std::map<std::string, Runner> runners_ GUARDED_BY(mu_);  // by runner name
+  // Jobs a runner was made for (by a webhook or a pass), for the replay window: a `queued`
+  // delivery of one of them (a redelivery, or the webhook of a job a pass found first) makes
+  // no second runner, even after the first is gone. Bounded like the delivery window.
+  std::map<int64_t, TimePoint> launched_jobs_ GUARDED_BY(mu_);
+  TimePoint next_reconcile_ GUARDED_BY(mu_) = TimePoint{};
+  TimePoint last_reconcile_ GUARDED_BY(mu_) = TimePoint{};
+  std::string last_reconcile_error_ GUARDED_BY(mu_);
+  uint64_t reconciled_jobs_total_ GUARDED_BY(mu_) = 0;
+  uint64_t ghosts_deleted_total_ GUARDED_BY(mu_) = 0;
+  uint64_t forgotten_runners_total_ GUARDED_BY(mu_) = 0;
+  uint64_t rate_limited_total_ GUARDED_BY(mu_) = 0;
   bool stop_ GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

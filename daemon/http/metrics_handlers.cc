@@ -66,6 +66,13 @@ Status metrics_text(ServerContext& ctx, Call& c) {
       metrics.set("armhive_host_state", {{"host", host}, {"state", s}}, state == s ? 1 : 0);
     }
   }
+  if (ctx.options.github_state) {
+    // The provider counts its own totals (armhive_github_*_total); the remaining calls are
+    // what GitHub's last reply said, -1 before any.
+    const GithubStateDto g = ctx.options.github_state();
+    metrics.set("armhive_github_rate_limit_remaining", {},
+                static_cast<double>(g.rate_limit_remaining.value_or(-1)));
+  }
   metrics.set("armhive_build_info", {{"version", ctx.options.version}}, 1);
   metrics.set("armhive_api_waiting_requests", {}, static_cast<double>(ctx.hub.waiting()));
   write_text(c.res, 200, metrics.exposition(), "text/plain; version=0.0.4; charset=utf-8");
@@ -92,6 +99,9 @@ void describe_api_metrics(Metrics& metrics) {
   metrics.describe_gauge("armhive_host_state",
                          "1 for each host's state (ok, degraded, unreachable, draining, "
                          "maintenance), 0 for the others");
+  metrics.describe_gauge("armhive_github_rate_limit_remaining",
+                         "GitHub API calls left in the rate-limit window, as GitHub's last reply "
+                         "said (-1: none yet)");
   metrics.describe_gauge("armhive_build_info", "armhived version");
   metrics.describe_gauge("armhive_api_waiting_requests",
                          "Long-polls and event streams waiting for events (they hold no thread)");

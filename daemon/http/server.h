@@ -111,6 +111,10 @@ struct HttpOptions {
                        const std::string& signature, const std::string& body,
                        const std::string& remote)>
       github_webhook;
+  // GET /v1/github (admin tokens) and the armhive_github_rate_limit_remaining gauge of
+  // /metrics: the provider's state. Unset: GET /v1/github is 404 ("GitHub is not configured").
+  // Called from worker threads; must not block (it copies counters).
+  std::function<GithubStateDto()> github_state;
   // Health benchmarks' series (daemon/bench/health_scheduler.h): the newest `limit` results of
   // (host, pool), oldest first. Unset: GET /v1/hosts/{name}/health[.svg] and
   // /ui/hosts/{name}/health are 503. Called from worker threads.

@@ -310,6 +310,10 @@ TEST_CASE("a real CI job through the GitLab custom executor on the ci image: pas
       "\"\norg = \"octo-org\"\ntoken_file = \"" + gh_dir +
       "/github.token\"\nwebhook_secret_file = \"" + gh_dir +
       "/webhook.secret\"\nrunner_group_id = 3\nidle_timeout = \"20m\"\n"
+      // One reconcile pass, at the start: the stand-in cannot tell that a JIT runner
+      // deregistered itself after its job, so a later pass would delete it as a ghost, and
+      // this test checks that armhived deletes none (healing: tests/daemon/github).
+      "reconcile_period = \"1h\"\n"
       "runner_command = [\"/bin/bash\", \"-c\", \"curl -fsS -o "
       "/tmp/runner-standin " +
       server + "/jobs/runner-standin && exec bash /tmp/runner-standin " + server +

@@ -24,6 +24,7 @@ token_file = "/etc/armhive/github.token"
 webhook_secret_file = "/etc/armhive/github-webhook.secret"
 runner_command = ["/opt/runner/run.sh", "--once"]
 idle_timeout = "2m"
+reconcile_period = "90s"
 [github.labels]
 armhive-arm64 = "ci"
 )");
@@ -35,6 +36,7 @@ armhive-arm64 = "ci"
   CHECK(g.runner_group_id == 1);
   CHECK(g.idle_timeout == std::chrono::minutes(2));
   CHECK(g.replay_window == std::chrono::hours(24));
+  CHECK(g.reconcile_period == std::chrono::seconds(90));
   CHECK(g.runner_command == std::vector<std::string>{"/opt/runner/run.sh", "--once"});
   CHECK(g.labels == std::map<std::string, std::string>{{"armhive-arm64", "ci"}});
   std::vector<std::string> secrets;
@@ -63,6 +65,9 @@ TEST_CASE("github errors name the key", "[config]") {
       {"org = \"a\"\nrunner_command = [\"run.sh\"]\n" + files, "github.runner_command"},
       {"org = \"a\"\nrunner_command = []\n" + files, "github.runner_command"},
       {"org = \"a\"\nidle_timeout = \"1s\"\n" + files, "github.idle_timeout"},
+      {"org = \"a\"\nreconcile_period = \"5s\"\n" + files, "github.reconcile_period"},
+      {"org = \"a\"\nreconcile_period = \"2h\"\n" + files, "github.reconcile_period"},
+      {"org = \"a\"\nreconcile_period = \"often\"\n" + files, "github.reconcile_period"},
       {"org = \"a\"\nsecret = \"inline\"\n" + files, "github.secret"},
       {"org = \"a\"\ntoken_file = \"/t\"\nwebhook_secret_file = \"/s\"\n[github.labels]\n"
        "x = \"nope\"\n",

@@ -1,6 +1,8 @@
-// The GitHub REST client as a GitHub App, against the loopback stand-in (github_api_standin.py,
-// which checks the JWT's RS256 signature with openssl against the App's public key): the
-// installation token is bought once and used for the runner calls; a wrong key gets 401.
+// The GitHub REST client against the loopback stand-in (github_api_standin.py). As a GitHub
+// App (the stand-in checks the JWT's RS256 signature with openssl against the App's public
+// key): the installation token is bought once and used for the runner calls; a wrong key gets
+// 401. With a token: runners listed page by page, a repository's queued jobs, GitHub's
+// rate-limit headers read, a 429 with Retry-After and an exhausted window backed off.
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <signal.h>
@@ -15,6 +17,7 @@
 #include <thread>
 
 #include "daemon/github/github_api.h"
+#include "tests/support/manual_clock.h"
 
 extern char** environ;
 
@@ -41,18 +44,19 @@ struct StandIn {
   fs::path dir = fs::temp_directory_path() / ("armhive-gh-app-" + std::to_string(::getpid()));
   pid_t pid = -1;
   int port = 0;
-  explicit StandIn(const std::string& public_pem) {
+  // With `public_pem`, the stand-in knows GitHub App 4242 by it; without, no App.
+  explicit StandIn(const std::string& public_pem = {}) {
     fs::remove_all(dir);
     fs::create_directories(dir);
-    std::ofstream(dir / "app.pub") << public_pem;
     const std::string script =
         std::string(ARMHIVE_SOURCE_DIR) + "/tests/daemon/github/github_api_standin.py";
-    std::vector<std::string> args = {"python3",
-                                     script,
-                                     (dir / "port").string(),
-                                     (dir / "record").string(),
-                                     "4242",
-                                     (dir / "app.pub").string()};
+    std::vector<std::string> args = {"python3", script, (dir / "port").string(),
+                                     (dir / "record").string()};
+    if (!public_pem.empty()) {
+      std::ofstream(dir / "app.pub") << public_pem;
+      args.push_back("4242");
+      args.push_back((dir / "app.pub").string());
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -70,6 +74,24 @@ struct StandIn {
     }
     std::error_code ec;
     fs::remove_all(dir, ec);
+  }
+  // POST /_control (the stand-in's test hook) with `body`, through the client's own stack
+  // would be circular: python's urllib does it.
+  void control(const nlohmann::json& body) const {
+    const std::string code =
+        "import sys,urllib.request;urllib.request.urlopen(urllib.request.Request("
+        "'http://127.0.0.1:" +
+        std::to_string(port) + "/_control',data=sys.argv[1].encode(),method='POST')).read()";
+    pid_t child = -1;
+    std::vector<std::string> args = {"python3", "-c", code, body.dump()};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    REQUIRE(posix_spawnp(&child, "python3", nullptr, nullptr, argv.data(), environ) == 0);
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
   }
   std::vector<nlohmann::json> record() const {
     std::vector<nlohmann::json> out;
@@ -127,6 +149,151 @@ TEST_CASE("github api: a GitHub App buys one installation token and uses it", "[
 
   auto no_key = make_github_api(app_options(standin.port, "not a key"));
   CHECK(no_key.status().field() == "github.app_private_key_file");
+}
+
+GithubApiOptions token_options(int port, const std::string& scope, const Clock* clock) {
+  GithubApiOptions o;
+  o.api_url = "http://127.0.0.1:" + std::to_string(port);
+  o.scope = scope;
+  o.token = "github_pat_itest";
+  o.clock = clock;
+  return o;
+}
+
+TEST_CASE("github api: runners are listed page by page, as GitHub lists them", "[github][heal]") {
+  StandIn standin;
+  std::vector<std::string> names;
+  for (int i = 0; i < 230; ++i) names.push_back("elsewhere-" + std::to_string(i));
+  standin.control({{"add_runners", names}});
+  auto api = make_github_api(token_options(standin.port, "orgs/octo-org", nullptr));
+  REQUIRE(api.is_ok());
+  JitRequest req;
+  req.name = "armhive-1";
+  req.labels = {"self-hosted", "armhive-arm64"};
+  auto jit = (*api)->generate_jitconfig(req);
+  REQUIRE(jit.is_ok());
+
+  auto listed = (*api)->list_runners();
+  INFO(listed.status().to_string());
+  REQUIRE(listed.is_ok());
+  REQUIRE(listed->size() == 231);
+  CHECK((*listed)[0].name == "elsewhere-0");
+  CHECK((*listed)[0].status == "offline");
+  CHECK((*listed)[0].labels == std::vector<std::string>{"self-hosted"});
+  CHECK(listed->back().id == jit->runner_id);
+  CHECK(listed->back().name == "armhive-1");
+  CHECK(listed->back().labels == std::vector<std::string>{"self-hosted", "armhive-arm64"});
+  std::vector<std::string> paths;
+  for (const auto& r : standin.record()) {
+    if (r["method"] == "GET") paths.push_back(r["path"]);
+  }
+  CHECK(paths == std::vector<std::string>{"/orgs/octo-org/actions/runners?per_page=100&page=1",
+                                          "/orgs/octo-org/actions/runners?per_page=100&page=2",
+                                          "/orgs/octo-org/actions/runners?per_page=100&page=3"});
+
+  // GitHub forgets one (removed by hand); a deleted one goes too.
+  standin.control({{"forget_runner", jit->runner_id}});
+  REQUIRE((*api)->delete_runner(listed->front().id).is_ok());
+  auto again = (*api)->list_runners();
+  REQUIRE(again.is_ok());
+  CHECK(again->size() == 229);
+  for (const auto& r : *again) CHECK(r.name != "armhive-1");
+}
+
+TEST_CASE("github api: a repository's queued jobs are listed from its queued runs",
+          "[github][heal]") {
+  StandIn standin;
+  standin.control({{"queue_job", {{"id", 101}, {"run_id", 11}, {"labels", {"self-hosted"}}}}});
+  standin.control(
+      {{"queue_job", {{"id", 102}, {"run_id", 11}, {"labels", {"x"}}, {"status", "in_progress"}}}});
+  standin.control(
+      {{"queue_job", {{"id", 103}, {"run_id", 12}, {"labels", {"self-hosted", "armhive-arm64"}}}}});
+  auto api = make_github_api(token_options(standin.port, "repos/octo-org/example", nullptr));
+  REQUIRE(api.is_ok());
+  auto queued = (*api)->list_queued_jobs();
+  INFO(queued.status().to_string());
+  REQUIRE(queued.is_ok());
+  REQUIRE(queued->size() == 2);
+  CHECK((*queued)[0].job_id == 101);
+  CHECK((*queued)[0].run_id == 11);
+  CHECK((*queued)[0].labels == std::vector<std::string>{"self-hosted"});
+  CHECK((*queued)[1].job_id == 103);
+  CHECK((*queued)[1].run_id == 12);
+  CHECK((*queued)[1].labels == std::vector<std::string>{"self-hosted", "armhive-arm64"});
+  auto rec = standin.record();
+  REQUIRE(rec.size() == 3);  // 1 + one per queued run
+  CHECK(rec[0]["path"] == "/repos/octo-org/example/actions/runs?status=queued&per_page=100");
+  CHECK(rec[1]["path"] == "/repos/octo-org/example/actions/runs/11/jobs?per_page=100&page=1");
+  CHECK(rec[2]["path"] == "/repos/octo-org/example/actions/runs/12/jobs?per_page=100&page=1");
+
+  // An organisation scope lists no jobs and asks GitHub nothing (README, "Healing").
+  auto org = make_github_api(token_options(standin.port, "orgs/octo-org", nullptr));
+  REQUIRE(org.is_ok());
+  auto none = (*org)->list_queued_jobs();
+  REQUIRE(none.is_ok());
+  CHECK(none->empty());
+  CHECK(standin.record().size() == 3);
+}
+
+TEST_CASE("github api: rate-limit headers are read; a 429 with Retry-After is honoured",
+          "[github][heal]") {
+  StandIn standin;
+  ManualClock clock(SystemClock().now());
+  auto api = make_github_api(token_options(standin.port, "orgs/octo-org", &clock));
+  REQUIRE(api.is_ok());
+  CHECK((*api)->rate_limit().remaining == -1);  // nothing said yet
+  REQUIRE((*api)->list_runners().is_ok());
+  GithubRateLimit seen = (*api)->rate_limit();
+  CHECK(seen.remaining == 4999);
+  CHECK(seen.reset > SystemClock().now());
+  CHECK(seen.backoff_until == TimePoint{});
+
+  // A secondary rate limit: 429, Retry-After 30.
+  standin.control({{"fail_next", {429}}, {"retry_after", 30}});
+  auto limited = (*api)->list_runners();
+  REQUIRE_FALSE(limited.is_ok());
+  CHECK(limited.status().code() == kGithubRateLimited);
+  CHECK_THAT(limited.status().message(), Catch::Contains("rate limited until"));
+  CHECK_THAT(limited.status().message(), Catch::Contains("HTTP 429"));
+  CHECK((*api)->rate_limit().backoff_until == clock.now() + std::chrono::seconds(30));
+  const size_t asked = standin.record().size();
+  clock.advance(std::chrono::seconds(29));
+  JitRequest req;
+  req.name = "armhive-2";
+  req.labels = {"self-hosted"};
+  auto during = (*api)->generate_jitconfig(req);
+  CHECK(during.status().code() == kGithubRateLimited);
+  CHECK(standin.record().size() == asked);  // not sent
+  clock.advance(std::chrono::seconds(1));
+  CHECK((*api)->generate_jitconfig(req).is_ok());
+
+  // A server error is no rate limit: no backoff.
+  standin.control({{"fail_next", {502}}});
+  auto failed = (*api)->list_runners();
+  CHECK(failed.status().code() == ErrorCode::kUnavailable);
+  CHECK((*api)->rate_limit().backoff_until <= clock.now());
+  REQUIRE((*api)->list_runners().is_ok());
+}
+
+TEST_CASE("github api: an exhausted rate-limit window backs off until its reset",
+          "[github][heal]") {
+  StandIn standin;
+  ManualClock clock(SystemClock().now());
+  auto api = make_github_api(token_options(standin.port, "orgs/octo-org", &clock));
+  REQUIRE(api.is_ok());
+  standin.control({{"rate_limit", 2}});
+  REQUIRE((*api)->list_runners().is_ok());
+  CHECK((*api)->rate_limit().remaining == 1);
+  REQUIRE((*api)->list_runners().is_ok());
+  CHECK((*api)->rate_limit().remaining == 0);
+  auto over = (*api)->delete_runner(100);  // 403, remaining 0: GitHub's primary limit
+  REQUIRE_FALSE(over.is_ok());
+  CHECK(over.code() == kGithubRateLimited);
+  CHECK_THAT(over.message(), Catch::Contains("HTTP 403"));
+  GithubRateLimit rl = (*api)->rate_limit();
+  CHECK(rl.backoff_until == rl.reset);
+  CHECK(rl.backoff_until > clock.now());
+  CHECK(rl.backoff_until <= clock.now() + std::chrono::seconds(61));
 }
 
 }  // namespace

@@ -1,17 +1,41 @@
 #!/usr/bin/env python3
-"""A stand-in for the two GitHub REST endpoints armhived calls, on loopback, for e2e tests.
+"""A stand-in for the GitHub REST endpoints armhived calls, on loopback, for tests.
 
-POST {prefix}/orgs/{org}/actions/runners/generate-jitconfig
+SCOPE is orgs/{org} or repos/{owner}/{repo}:
+POST {prefix}/SCOPE/actions/runners/generate-jitconfig
      {name, runner_group_id, labels, work_folder} -> 201 {runner: {id, name, ...}, encoded_jit_config}
-DELETE {prefix}/orgs/{org}/actions/runners/{id} -> 204
-(shapes as docs.github.com "REST API endpoints for self-hosted runners" documents them), and
+DELETE {prefix}/SCOPE/actions/runners/{id} -> 204
+GET  {prefix}/SCOPE/actions/runners?per_page=N&page=P
+     -> 200 {total_count, runners: [{id, name, os, status, busy, labels: [{id, name, type}]}]}
+     (the runners it made and did not delete, nor forget, plus those added by control)
+GET  {prefix}/repos/{owner}/{repo}/actions/runs?status=queued&per_page=N
+     -> 200 {total_count, workflow_runs: [{id, name, status, ...}]} (the runs of queued jobs)
+GET  {prefix}/repos/{owner}/{repo}/actions/runs/{run_id}/jobs?per_page=N&page=P
+     -> 200 {total_count, jobs: [{id, run_id, status, labels, runner_id, runner_name, ...}]}
+(shapes as docs.github.com "REST API endpoints for self-hosted runners", "... for workflow
+runs" and "... for workflow jobs" document them), and
 POST {prefix}/app/installations/{id}/access_tokens  (Authorization: Bearer <App JWT>)
      -> 201 {token, expires_at, permissions, repository_selection}
 ("Authenticating as a GitHub App installation"); with APP_PUBLIC_KEY (a PEM file) the JWT's
 RS256 signature is checked with openssl(1) and its iat/exp/iss with APP_ID, else 401.
-Anything else is 404. Every request (method, path, Authorization header, JSON body) is appended
-to RECORD as one JSON line; each JIT configuration handed out is a fresh random string, also
-recorded (the test looks for it where it must not be).
+
+Every reply of those endpoints carries GitHub's rate-limit headers (X-RateLimit-Limit,
+-Remaining, -Used, -Reset, -Resource). A window allows 5000 requests (or what control says);
+a request past it is 403 {"message": "API rate limit exceeded ..."} with Remaining 0, as
+GitHub's primary limit answers.
+
+POST /_control (tests only; not recorded) takes one JSON object of:
+  {"forget_runner": ID}                 GitHub no longer lists that runner
+  {"add_runners": [NAME, ...]}          runners made elsewhere (offline, idle), listed
+  {"queue_job": {"id", "run_id", "labels", "status"}}   a job (status default "queued")
+  {"fail_next": [STATUS, ...], "retry_after": S}        the next requests fail with these
+                                        statuses (429: a secondary rate limit, with
+                                        Retry-After S when given)
+  {"rate_limit": N}                     a fresh window of N requests, resetting in 60 s
+and answers 200 {"runners": [...ids listed], "next_runner_id": ...}.
+Anything else is 404. Every request (method, path, Authorization header, JSON body, status)
+is appended to RECORD as one JSON line; each JIT configuration handed out is a fresh random
+string, also recorded (the test looks for it where it must not be).
 
 usage: github_api_standin.py PORT_FILE RECORD [APP_ID APP_PUBLIC_KEY]
 """
@@ -25,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 PORT_FILE, RECORD = sys.argv[1], sys.argv[2]
 APP_ID = sys.argv[3] if len(sys.argv) > 4 else None
@@ -62,6 +87,11 @@ def jwt_ok(authorization):
                               capture_output=True).returncode == 0
 lock = threading.Lock()
 next_id = [100]
+runners = {}      # id -> {id, name, labels, busy}: listed by GET .../actions/runners
+jobs = {}         # id -> {id, run_id, labels, status}
+fail_next = []    # statuses the next requests fail with
+retry_after = [None]
+window = {"limit": 5000, "used": 0, "reset": int(time.time()) + 3600}
 
 
 def record(entry):
@@ -70,14 +100,129 @@ def record(entry):
             f.write(json.dumps(entry) + "\n")
 
 
+def scope_of(parts):
+    """(scope parts, rest) for orgs/ORG/... or repos/OWNER/REPO/..., else (None, None)."""
+    if len(parts) >= 2 and parts[0] == "orgs":
+        return parts[:2], parts[2:]
+    if len(parts) >= 3 and parts[0] == "repos":
+        return parts[:3], parts[3:]
+    return None, None
+
+
+def runner_json(r):
+    return {"id": r["id"], "name": r["name"], "os": "Linux", "status": "offline",
+            "busy": r["busy"],
+            "labels": [{"id": i + 1, "name": l, "type": "custom"}
+                       for i, l in enumerate(r["labels"])]}
+
+
+def page_of(items, query):
+    per_page = max(1, min(100, int(query.get("per_page", ["30"])[0])))
+    page = max(1, int(query.get("page", ["1"])[0]))
+    return items[(page - 1) * per_page:page * per_page]
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
-    def reply(self, status, body=None):
+    def reply(self, status, body=None, headers=None):
         data = b"" if body is None else json.dumps(body).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        with lock:
+            remaining = max(0, window["limit"] - window["used"])
+            rate = {"X-RateLimit-Limit": window["limit"], "X-RateLimit-Remaining": remaining,
+                    "X-RateLimit-Used": window["used"], "X-RateLimit-Reset": window["reset"],
+                    "X-RateLimit-Resource": "core"}
+        for k, v in list(rate.items()) + list((headers or {}).items()):
+            self.send_header(k, str(v))
+        if body is not None:
+            self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def limited(self, method):
+        """Counts the request against the window; answers it when it fails: True."""
+        with lock:
+            if time.time() >= window["reset"]:
+                window["used"], window["reset"] = 0, int(time.time()) + 3600
+            window["used"] += 1
+            over = window["used"] > window["limit"]
+            status = fail_next.pop(0) if fail_next else None
+            after = retry_after[0]
+        if over:
+            record({"method": method, "path": self.path, "status": 403})
+            self.reply(403, {"message": "API rate limit exceeded for installation ID 1.",
+                             "documentation_url": "https://docs.github.com/rest/overview/"
+                                                  "rate-limits-for-the-rest-api"})
+            return True
+        if status is None:
+            return False
+        record({"method": method, "path": self.path, "status": status})
+        if status == 429:
+            self.reply(429, {"message": "You have exceeded a secondary rate limit. Please wait "
+                                        "a few minutes before you try again."},
+                       {"Retry-After": after} if after is not None else None)
+        else:
+            self.reply(status, {"message": "Server Error"})
+        return True
+
+    def control(self, body):
+        with lock:
+            if "forget_runner" in body:
+                runners.pop(int(body["forget_runner"]), None)
+            for name in body.get("add_runners", []):
+                rid = next_id[0]
+                next_id[0] += 1
+                runners[rid] = {"id": rid, "name": name, "labels": ["self-hosted"], "busy": False}
+            if "queue_job" in body:
+                j = body["queue_job"]
+                jobs[int(j["id"])] = {"id": int(j["id"]), "run_id": int(j["run_id"]),
+                                      "labels": j.get("labels", []),
+                                      "status": j.get("status", "queued")}
+            if "fail_next" in body:
+                fail_next[:] = list(body["fail_next"])
+                retry_after[0] = body.get("retry_after")
+            if "rate_limit" in body:
+                window.update(limit=int(body["rate_limit"]), used=0,
+                              reset=int(time.time()) + 60)
+            out = {"runners": sorted(runners), "next_runner_id": next_id[0]}
+        self.reply(200, out)
+
+    def do_GET(self):
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query)
+        scope, rest = scope_of(url.path.strip("/").split("/"))
+        if scope is None:
+            record({"method": "GET", "path": self.path, "status": 404})
+            return self.reply(404, {"message": "Not Found"})
+        if self.limited("GET"):
+            return None
+        if rest == ["actions", "runners"]:
+            with lock:
+                listed = [runner_json(runners[k]) for k in sorted(runners)]
+            record({"method": "GET", "path": self.path, "status": 200})
+            return self.reply(200, {"total_count": len(listed),
+                                    "runners": page_of(listed, query)})
+        if scope[0] == "repos" and rest == ["actions", "runs"]:
+            wanted = query.get("status", [None])[0]
+            with lock:
+                run_ids = sorted({j["run_id"] for j in jobs.values()
+                                  if wanted is None or j["status"] == wanted})
+            runs = [{"id": r, "name": "CI", "status": wanted or "queued",
+                     "conclusion": None, "run_attempt": 1} for r in run_ids]
+            record({"method": "GET", "path": self.path, "status": 200})
+            return self.reply(200, {"total_count": len(runs), "workflow_runs": page_of(runs, query)})
+        if scope[0] == "repos" and len(rest) == 4 and rest[:2] == ["actions", "runs"] and \
+                rest[3] == "jobs":
+            run_id = int(rest[2])
+            with lock:
+                listed = [{"id": j["id"], "run_id": j["run_id"], "status": j["status"],
+                           "conclusion": None, "name": "build", "labels": j["labels"],
+                           "runner_id": None, "runner_name": None}
+                          for _, j in sorted(jobs.items()) if j["run_id"] == run_id]
+            record({"method": "GET", "path": self.path, "status": 200})
+            return self.reply(200, {"total_count": len(listed), "jobs": page_of(listed, query)})
+        record({"method": "GET", "path": self.path, "status": 404})
+        return self.reply(404, {"message": "Not Found"})
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length", "0"))
@@ -86,6 +231,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = json.loads(raw)
         except ValueError:
             body = None
+        if self.path == "/_control" and isinstance(body, dict):
+            return self.control(body)
         parts = self.path.strip("/").split("/")
         if len(parts) == 4 and parts[:2] == ["app", "installations"] and \
                 parts[3] == "access_tokens":
@@ -100,8 +247,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                     "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
                                     "permissions": {"organization_self_hosted_runners": "write"},
                                     "repository_selection": "all"})
-        ok = (len(parts) == 5 and parts[0] == "orgs" and parts[2:] ==
-              ["actions", "runners", "generate-jitconfig"])
+        scope, rest = scope_of(parts)
+        ok = scope is not None and rest == ["actions", "runners", "generate-jitconfig"]
+        if ok and self.limited("POST"):
+            return None
         if not ok or not isinstance(body, dict) or "runner_group_id" not in body or \
                 not body.get("labels") or not body.get("name"):
             record({"method": "POST", "path": self.path, "body": body, "status": 422})
@@ -109,24 +258,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             rid = next_id[0]
             next_id[0] += 1
+            runners[rid] = {"id": rid, "name": body["name"], "labels": body["labels"],
+                            "busy": False}
         jit = "jit-" + secrets.token_hex(24)
         record({"method": "POST", "path": self.path, "body": body,
                 "authorization": self.headers.get("Authorization"),
                 "api_version": self.headers.get("X-GitHub-Api-Version"),
                 "status": 201, "runner_id": rid, "encoded_jit_config": jit})
-        self.reply(201, {"runner": {"id": rid, "name": body["name"], "os": "unknown",
-                                    "status": "offline", "busy": False,
-                                    "labels": [{"name": l} for l in body["labels"]]},
-                         "encoded_jit_config": jit})
+        self.reply(201, {"runner": runner_json(runners[rid]), "encoded_jit_config": jit})
 
     def do_DELETE(self):
         parts = self.path.strip("/").split("/")
-        ok = len(parts) == 5 and parts[0] == "orgs" and parts[2:4] == ["actions", "runners"]
+        scope, rest = scope_of(parts)
+        ok = scope is not None and len(rest) == 3 and rest[:2] == ["actions", "runners"] and \
+            rest[2].isdigit()
+        if ok and self.limited("DELETE"):
+            return None
+        if ok:
+            with lock:
+                ok = runners.pop(int(rest[2]), None) is not None
         record({"method": "DELETE", "path": self.path, "status": 204 if ok else 404})
         if not ok:
             return self.reply(404, {"message": "Not Found"})
-        self.send_response(204)
-        self.end_headers()
+        return self.reply(204)
 
     def log_message(self, *args):
         pass

@@ -200,7 +200,16 @@ armhive-arm64 = "ci"
         401);
   CHECK(post_github_webhook(18481, dir, "d-unsigned", queued, "") == 401);
   std::this_thread::sleep_for(1s);
-  CHECK(standin.requests().empty());
+  // The calls that change something at GitHub: the reconcile passes' listings (GET) are
+  // not what this test is about (daemon/github/README.md, "Healing").
+  auto changes = [&standin] {
+    std::vector<json> out;
+    for (json& r : standin.requests()) {
+      if (r["method"] != "GET") out.push_back(std::move(r));
+    }
+    return out;
+  };
+  CHECK(changes().empty());
   CHECK(api->list_leases({}).value().items.empty());
   {
     SubprocessRunner run;
@@ -230,7 +239,7 @@ armhive-arm64 = "ci"
   const double started_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  auto requests = standin.requests();
+  auto requests = changes();
   REQUIRE(requests.size() == 1);
   const json& r = requests[0];
   CHECK(r["method"] == "POST");

@@ -15,29 +15,90 @@ using namespace std::chrono_literals;
 
 constexpr const char* kSecret = "webhook-secret";
 
-// GitHub's two runner endpoints, recorded.
+// GitHub's runner and job endpoints, recorded: the runners it lists are those it made and
+// did not delete (nor `forget`), plus any a test adds; the queued jobs are what a test says.
+// `rate_limit_next` makes the next call fail as GitHub's 429 does and sets the backoff.
 class FakeGithubApi final : public GithubApi {
  public:
+  explicit FakeGithubApi(const Clock& clock) : clock_(clock) {}
   Result<JitRunner> generate_jitconfig(const JitRequest& request) override {
     std::lock_guard lock(mu);
+    ++calls;
+    if (Status s = limited(); !s.is_ok()) return s;
     requests.push_back(request);
     if (fail) return Status(ErrorCode::kPermissionDenied, "GitHub generate-jitconfig: HTTP 403");
     JitRunner r;
     r.runner_id = next_id++;
     r.runner_name = request.name;
     r.encoded_jit_config = "JITCONFIG-" + std::to_string(r.runner_id) + "-very-secret";
+    listed[r.runner_id] = r.runner_name;
     return r;
   }
   Status delete_runner(int64_t runner_id) override {
     std::lock_guard lock(mu);
+    ++calls;
+    if (Status s = limited(); !s.is_ok()) return s;
     deleted.push_back(runner_id);
+    listed.erase(runner_id);
     return Status::ok();
   }
-  std::mutex mu;
+  Result<std::vector<GithubRunnerInfo>> list_runners() override {
+    std::lock_guard lock(mu);
+    ++calls;
+    ++list_calls;
+    if (Status s = limited(); !s.is_ok()) return s;
+    std::vector<GithubRunnerInfo> out;
+    for (const auto& [id, name] : listed) {
+      GithubRunnerInfo r;
+      r.id = id;
+      r.name = name;
+      r.status = "offline";
+      out.push_back(r);
+    }
+    return out;
+  }
+  Result<std::vector<QueuedJob>> list_queued_jobs() override {
+    std::lock_guard lock(mu);
+    ++calls;
+    if (Status s = limited(); !s.is_ok()) return s;
+    return queued;
+  }
+  GithubRateLimit rate_limit() const override {
+    std::lock_guard lock(mu);
+    return rate;
+  }
+  void forget(int64_t runner_id) {
+    std::lock_guard lock(mu);
+    listed.erase(runner_id);
+  }
+
+  mutable std::mutex mu;
   std::vector<JitRequest> requests;
   std::vector<int64_t> deleted;
+  std::map<int64_t, std::string> listed;
+  std::vector<QueuedJob> queued;
+  GithubRateLimit rate;
+  int calls = 0;
+  int list_calls = 0;
   int64_t next_id = 40;
   bool fail = false;
+  std::optional<Seconds> rate_limit_next;
+
+ private:
+  Status limited() {
+    const TimePoint now = clock_.now();
+    if (now < rate.backoff_until) {
+      FAIL_CHECK("a GitHub call during the backoff");
+      return Status(kGithubRateLimited, "GitHub rate limited until later");
+    }
+    if (!rate_limit_next) return Status::ok();
+    rate.backoff_until = now + *rate_limit_next;
+    rate.remaining = 0;
+    rate_limit_next.reset();
+    return Status(kGithubRateLimited,
+                  "GitHub rate limited until " + to_rfc3339(rate.backoff_until) + " (HTTP 429)");
+  }
+  const Clock& clock_;
 };
 
 std::string job_body(const std::string& action, int64_t id, const std::string& runner = "") {
@@ -48,7 +109,7 @@ std::string job_body(const std::string& action, int64_t id, const std::string& r
 }
 
 struct Fixture {
-  Fixture() : h({ci_pool(1, 3)}) {
+  Fixture() : h({ci_pool(1, 3)}), api(h.clock) {
     h.start();
     auto r =
         StartupRunner::open(*h.engine, *h.hypervisor, *h.db, h.clock, {},
@@ -60,6 +121,8 @@ struct Fixture {
     o.label_pools = {{"armhive-arm64", "ci"}};
     o.idle_timeout = 300s;
     o.runner_command = {"/opt/actions-runner/run.sh"};
+    o.reconcile_period = 60s;
+    o.metrics = &metrics;
     provider = std::make_unique<GithubProvider>(
         o, *h.engine,
         [this](const std::string& id, const StartupRequestDto& s) {
@@ -97,6 +160,7 @@ struct Fixture {
 
   Harness h;
   FakeGithubApi api;
+  Metrics metrics;
   std::unique_ptr<StartupRunner> startups;
   std::unique_ptr<GithubProvider> provider;
   std::mutex mu;
@@ -236,6 +300,147 @@ TEST_CASE(
   active.include_ended = false;
   CHECK(f.h.engine->list_leases(active).value().empty());
   CHECK(f.all_events().find("github.error job 4005: no runner configuration") != std::string::npos);
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_CASE("github heals: a queued job no webhook announced gets a runner in one pass",
+          "[github][heal]") {
+  Fixture f;
+  REQUIRE(f.h.settle(1));
+  f.api.queued = {QueuedJob{5005, 77, {"self-hosted", "armhive-arm64"}},
+                  QueuedJob{5006, 77, {"ubuntu-latest"}}};  // for other runners
+  f.provider->run_once();
+
+  REQUIRE(f.api.requests.size() == 1);
+  CHECK(f.api.requests[0].name == "armhive-5005");
+  CHECK(f.api.requests[0].labels == std::vector<std::string>{"self-hosted", "armhive-arm64"});
+  auto runners = f.provider->runners();
+  REQUIRE(runners.size() == 1);
+  CHECK(runners[0].job_id == 5005);
+  Lease l = f.lease_of(runners[0]);
+  CHECK(l.pool == "ci");
+  CHECK(l.labels.at("github.job") == "5005");
+  CHECK(l.idempotency_key == "github-job-5005");
+  CHECK(has(f.all_events(), "github.reconciled job=5005 run=77 pool=ci"));
+  auto st = f.provider->state();
+  CHECK(st.reconciled_jobs_total == 1);
+  CHECK(st.runners == 1);
+  CHECK(st.last_reconcile == f.h.clock.now());
+  CHECK(st.last_reconcile_error.empty());
+  CHECK(f.metrics.value("armhive_github_reconciled_jobs_total") == 1);
+
+  // The next pass, with GitHub still listing the job queued (no runner took it yet): the
+  // runner of ours is found, by runners_ and by its lease's github.job.
+  f.h.clock.advance(61s);
+  f.provider->run_once();
+  CHECK(f.api.requests.size() == 1);
+  CHECK(f.provider->state().reconciled_jobs_total == 1);
+}
+
+TEST_CASE("github heals: the late webhook of a job a pass served launches no second runner",
+          "[github][heal]") {
+  Fixture f;
+  REQUIRE(f.h.settle(1));
+  f.api.queued = {QueuedJob{5105, 78, {"self-hosted", "armhive-arm64"}}};
+  f.provider->run_once();
+  REQUIRE(f.api.requests.size() == 1);
+  auto runners = f.provider->runners();
+  REQUIRE(runners.size() == 1);
+  // It runs and completes; its runner and lease are gone. Then the queued delivery GitHub was
+  // late with arrives.
+  f.api.queued.clear();
+  REQUIRE(f.deliver(job_body("in_progress", 5105, "armhive-5105"), "d-1").is_ok());
+  REQUIRE(f.deliver(job_body("completed", 5105, "armhive-5105"), "d-2").is_ok());
+  f.provider->run_once();
+  CHECK(f.ended(runners[0].lease_id));
+  CHECK(f.provider->runners().empty());
+  REQUIRE(f.deliver(job_body("queued", 5105), "d-late").is_ok());
+  f.provider->run_once();
+  CHECK(f.api.requests.size() == 1);
+  CHECK(f.provider->runners().empty());
+}
+
+TEST_CASE("github heals: a runner named armhive-* that no lease of ours has is deleted",
+          "[github][heal]") {
+  Fixture f;
+  REQUIRE(f.h.settle(1));
+  REQUIRE(f.deliver(job_body("queued", 6006), "d-1").is_ok());
+  f.provider->run_once();  // the webhook's runner first, then the pass
+  auto runners = f.provider->runners();
+  REQUIRE(runners.size() == 1);
+  {
+    std::lock_guard lock(f.api.mu);
+    f.api.listed[7] = "armhive-999";   // its lease ended, its VM is gone
+    f.api.listed[8] = "someone-else";  // not ours
+  }
+  f.h.clock.advance(61s);
+  f.provider->run_once();
+  CHECK(f.api.deleted == std::vector<int64_t>{7});
+  CHECK(has(f.all_events(), "github.ghost_deleted runner=armhive-999 runner_id=7"));
+  CHECK(f.provider->state().ghosts_deleted_total == 1);
+  CHECK(f.metrics.value("armhive_github_ghost_runners_deleted_total") == 1);
+  CHECK(f.provider->runners().size() == 1);  // the live runner is no ghost
+  CHECK_FALSE(is_terminal(f.lease_of(runners[0]).state));
+}
+
+TEST_CASE("github heals: a runner GitHub no longer lists has its lease released after the grace",
+          "[github][heal]") {
+  Fixture f;
+  REQUIRE(f.h.settle(1));
+  REQUIRE(f.deliver(job_body("queued", 7007), "d-1").is_ok());
+  f.provider->run_once();
+  auto runners = f.provider->runners();
+  REQUIRE(runners.size() == 1);
+  f.api.forget(runners[0].runner_id);  // removed by hand in GitHub's settings, say
+
+  f.h.clock.advance(61s);  // a pass, but within the grace (2 x 60 s): kept
+  f.provider->run_once();
+  CHECK(f.provider->runners().size() == 1);
+  f.h.clock.advance(60s);
+  f.provider->run_once();
+  CHECK(f.provider->runners().empty());
+  CHECK(f.ended(runners[0].lease_id));
+  CHECK(f.api.deleted.empty());  // GitHub has it no more: nothing to delete
+  CHECK(has(f.all_events(), "github.runner_forgotten"));
+  CHECK(f.provider->state().forgotten_runners_total == 1);
+}
+
+TEST_CASE("github heals: a rate-limited reply backs off, no call before it ends, the queue kept",
+          "[github][heal]") {
+  Fixture f;
+  REQUIRE(f.h.settle(1));
+  f.provider->run_once();  // the first pass, nothing to do
+  f.api.rate_limit_next = 90s;
+  REQUIRE(f.deliver(job_body("queued", 8008), "d-1").is_ok());
+  REQUIRE(f.deliver(job_body("queued", 8009), "d-2").is_ok());
+  f.provider->run_once();
+  CHECK(f.api.requests.empty());
+  auto st = f.provider->state();
+  CHECK(st.pending_jobs == 2);
+  CHECK(st.rate_limited_total == 1);
+  CHECK(st.rate_limit.remaining == 0);
+  CHECK(st.rate_limit.backoff_until == f.h.clock.now() + 90s);
+  CHECK(f.metrics.value("armhive_github_rate_limited_total") == 1);
+  CHECK(has(f.all_events(), "github.rate_limited GitHub rate limited until"));
+
+  // A pass is due at 60 s, the sweep every run: neither calls GitHub before 90 s (the fake
+  // fails the test on any call during the backoff).
+  const int calls = f.api.calls;
+  f.h.clock.advance(70s);
+  f.provider->run_once();
+  CHECK(f.api.calls == calls);
+  CHECK(f.provider->state().pending_jobs == 2);
+
+  f.h.clock.advance(21s);
+  f.provider->run_once();
+  REQUIRE(f.api.requests.size() == 2);  // both, in the order they came
+  CHECK(f.api.requests[0].name == "armhive-8008");
+  CHECK(f.api.requests[1].name == "armhive-8009");
+  CHECK(f.provider->state().pending_jobs == 0);
+  CHECK(f.provider->runners().size() == 2);
 }
 
 }  // namespace

@@ -102,5 +102,49 @@ TEST_CASE("http: a webhook body over the limit is refused before the provider, a
   CHECK(audited);
 }
 
+TEST_CASE("http: GET /v1/github shows the provider's state to admins; 404 without a provider",
+          "[http][github]") {
+  ApiFixture f(true, [](HttpOptions& o) {
+    o.github_state = [] {
+      GithubStateDto g;
+      g.last_reconcile = "2026-01-02T03:04:05.000Z";
+      g.pending_jobs = 2;
+      g.runners = 3;
+      g.rate_limit_remaining = 4999;
+      g.rate_limit_reset = "2026-01-02T04:00:00.000Z";
+      g.reconciled_jobs_total = 5;
+      g.ghosts_deleted_total = 6;
+      g.rate_limited_total = 7;
+      return g;
+    };
+  });
+  auto ok = f.request("GET", "/v1/github", f.admin);
+  INFO(ok.body);
+  REQUIRE(ok.status == 200);
+  auto j = nlohmann::json::parse(ok.body, nullptr, false);
+  CHECK(j["last_reconcile"] == "2026-01-02T03:04:05.000Z");
+  CHECK(j["last_reconcile_error"] == "");
+  CHECK(j["pending_jobs"] == 2);
+  CHECK(j["runners"] == 3);
+  CHECK(j["rate_limit_remaining"] == 4999);
+  CHECK(j["reconciled_jobs_total"] == 5);
+  CHECK(j["ghosts_deleted_total"] == 6);
+  CHECK(j["rate_limited_total"] == 7);
+  CHECK_FALSE(j.contains("backoff_until"));
+  CHECK(f.request("GET", "/v1/github", f.reader).status == 403);
+  CHECK(f.request("GET", "/v1/github").status == 401);
+  auto metrics = f.request("GET", "/metrics");
+  CHECK(metrics.body.find("\narmhive_github_rate_limit_remaining 4999\n") != std::string::npos);
+
+  ApiFixture plain;
+  auto none = plain.request("GET", "/v1/github", plain.admin);
+  CHECK(none.status == 404);
+  CHECK(none.content_type.find("application/problem+json") != std::string::npos);
+  CHECK(none.body.find("GitHub is not configured") != std::string::npos);
+  // Described, but no series without a provider.
+  CHECK(plain.request("GET", "/metrics").body.find("\narmhive_github_rate_limit_remaining ") ==
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace armhive

@@ -204,6 +204,13 @@ class NoGithubApi final : public GithubApi {
     return unavailable("not in this test");
   }
   Status delete_runner(int64_t) override { return unavailable("not in this test"); }
+  Result<std::vector<GithubRunnerInfo>> list_runners() override {
+    return unavailable("not in this test");
+  }
+  Result<std::vector<QueuedJob>> list_queued_jobs() override {
+    return unavailable("not in this test");
+  }
+  GithubRateLimit rate_limit() const override { return {}; }
 };
 
 TEST_CASE(
