@@ -235,7 +235,7 @@ TEST_CASE("github api: a repository's queued jobs are listed from its queued run
   CHECK(standin.record().size() == 3);
 }
 
-TEST_CASE("github api: rate-limit headers are read; a 429 with Retry-After is honoured",
+TEST_CASE("github api: rate-limit headers are read, a 429 with Retry-After is honoured",
           "[github][heal]") {
   StandIn standin;
   ManualClock clock(SystemClock().now());

@@ -102,7 +102,7 @@ TEST_CASE("http: a webhook body over the limit is refused before the provider, a
   CHECK(audited);
 }
 
-TEST_CASE("http: GET /v1/github shows the provider's state to admins; 404 without a provider",
+TEST_CASE("http: GET /v1/github shows the provider's state to admins, 404 without a provider",
           "[http][github]") {
   ApiFixture f(true, [](HttpOptions& o) {
     o.github_state = [] {
