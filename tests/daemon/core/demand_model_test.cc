@@ -1,6 +1,8 @@
 #include "daemon/core/demand_model.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <random>
 
 namespace armhive {
 namespace {
@@ -163,6 +165,78 @@ TEST_CASE("demand model: an invalid configuration is refused and never sizes a p
   CHECK(bad.target == 3);
   CHECK_THAT(bad.reason, Contains("invalid"));
   CHECK(m.target(last, 5, {.auto_min = -2, .auto_max = 8, .scale_to_zero_after = -1s}).target == 0);
+}
+
+// Properties over random days: Poisson requests whose rate changes at random instants, random
+// queues, boot times and bounds.
+TEST_CASE("demand model: property: the target stays within auto_min and auto_max",
+          "[demand_model]") {
+  std::mt19937 rng(20261207);
+  for (int day = 0; day < 40; ++day) {
+    std::uniform_int_distribution<int> bound(0, 8);
+    int lo = bound(rng), hi = bound(rng);
+    if (lo > hi) std::swap(lo, hi);
+    const AutoWarmConfig cfg{.auto_min = lo, .auto_max = hi, .scale_to_zero_after = 20min};
+    DemandModel m;
+    m.record_boot(Millis(std::uniform_int_distribution<int>(2000, 120000)(rng)));
+    TimePoint t = kMonday + std::chrono::hours(day * 24);
+    double rate = 0;  // per minute
+    for (int step = 0; step < 2000; ++step) {
+      if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.01) {
+        rate = std::uniform_real_distribution<double>(0, 30)(rng);
+      }
+      const double mean_gap_s = rate > 0 ? 60.0 / rate : 3600.0;
+      t += Millis(static_cast<int64_t>(
+                      std::exponential_distribution<double>(1.0 / mean_gap_s)(rng) * 1000) +
+                  1);
+      if (rate > 0) m.record_arrival(t);
+      const int queued = std::uniform_int_distribution<int>(0, 12)(rng);
+      WarmTarget w = m.target(t, queued, cfg);
+      INFO("day " << day << " step " << step << ": " << w.reason);
+      REQUIRE(w.target >= lo);
+      REQUIRE(w.target <= hi);
+      REQUIRE_FALSE(w.reason.empty());
+    }
+  }
+}
+
+TEST_CASE("demand model: property: a step in demand is followed within minutes, noise is not",
+          "[demand_model]") {
+  const AutoWarmConfig cfg{.auto_min = 0, .auto_max = 16};
+  std::mt19937 rng(7);
+  auto poisson_minutes = [&](DemandModel& m, TimePoint& t, double per_min, int minutes,
+                             std::vector<int>* targets) {
+    const TimePoint end = t + std::chrono::minutes(minutes);
+    std::exponential_distribution<double> gap(per_min / 60.0);
+    TimePoint next_check = t + 1min;
+    while (t < end) {
+      t += Millis(static_cast<int64_t>(gap(rng) * 1000) + 1);
+      m.record_arrival(t);
+      while (targets != nullptr && next_check <= t) {
+        targets->push_back(m.target(next_check, 0, cfg).target);
+        next_check += 1min;
+      }
+    }
+  };
+  for (int trial = 0; trial < 20; ++trial) {
+    DemandModel m;
+    TimePoint t = kMonday + 10h + std::chrono::hours(trial * 24);
+    // Steady at 2 a minute for two hours: the target, checked every minute of the last hour,
+    // moves within a band of two (Poisson noise does not swing the pool).
+    poisson_minutes(m, t, 2, 60, nullptr);
+    std::vector<int> steady;
+    poisson_minutes(m, t, 2, 60, &steady);
+    REQUIRE_FALSE(steady.empty());
+    const auto [lo, hi] = std::minmax_element(steady.begin(), steady.end());
+    INFO("trial " << trial);
+    CHECK(*hi - *lo <= 2);
+    // A step to 30 a minute: within 3 minutes the target is above anything the steady hour
+    // asked for.
+    std::vector<int> stepped;
+    poisson_minutes(m, t, 30, 3, &stepped);
+    REQUIRE_FALSE(stepped.empty());
+    CHECK(stepped.back() > *hi);
+  }
 }
 
 }  // namespace
