@@ -34,6 +34,7 @@
 #include <optional>
 #include <queue>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -350,6 +351,40 @@ json to_json(const Result& r) {
 }  // namespace
 }  // namespace armhive
 
+// A trace of one's own (--trace FILE): one job per line, "ARRIVAL_S,DURATION_S" in seconds
+// from the replay's start (a negative arrival is history the auto model is seeded with); '#'
+// starts a comment, blank lines are skipped. A line that is not one names the file and line.
+// False with `error` set when the file cannot be read or a line is not one.
+bool read_trace(const std::string& path, std::vector<armhive::Job>& jobs, std::string& error) {
+  using namespace armhive;
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read " + path;
+    return false;
+  }
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    Job j;
+    char comma = 0;
+    std::istringstream fields(line);
+    std::string rest;
+    if (!(fields >> j.arrival_s >> comma >> j.duration_s) || comma != ',' || (fields >> rest) ||
+        !std::isfinite(j.arrival_s) || !std::isfinite(j.duration_s) || j.duration_s < 0 ||
+        j.arrival_s > 366.0 * 86400) {
+      error = path + ":" + std::to_string(n) +
+              ": expected ARRIVAL_S,DURATION_S (seconds, the duration not negative), got \"" +
+              line + "\"";
+      return false;
+    }
+    jobs.push_back(j);
+  }
+  std::sort(jobs.begin(), jobs.end(),
+            [](const Job& a, const Job& b) { return a.arrival_s < b.arrival_s; });
+  return true;
+}
+
 int main(int argc, char** argv) {
   using namespace armhive;
   Config config;
@@ -370,17 +405,30 @@ int main(int argc, char** argv) {
   bool no_bursts = false;
   app.add_flag("--no-bursts", no_bursts, "the trace without its bursts (steady traffic only)");
   app.add_option("--out", out, "write the results as JSON");
+  std::string trace;
+  app.add_option("--trace", trace,
+                 "replay this trace instead of the synthetic days: ARRIVAL_S,DURATION_S per line");
   CLI11_PARSE(app, argc, argv);
   config.bursts = !no_bursts;
 
   std::vector<Job> jobs, history_jobs;
-  for (int d = 0; d < config.days; ++d) {
-    auto day = synthesize_day(config.seed, d, config.bursts);
-    jobs.insert(jobs.end(), day.begin(), day.end());
-  }
-  for (int d = -7 * config.weeks; d < 0; ++d) {
-    auto day = synthesize_day(config.seed, d, config.bursts);
-    history_jobs.insert(history_jobs.end(), day.begin(), day.end());
+  if (!trace.empty()) {
+    std::vector<Job> read;
+    std::string error;
+    if (!read_trace(trace, read, error)) {
+      std::fprintf(stderr, "armhive-bench-warm-replay: --trace: %s\n", error.c_str());
+      return 2;
+    }
+    for (const Job& j : read) (j.arrival_s < 0 ? history_jobs : jobs).push_back(j);
+  } else {
+    for (int d = 0; d < config.days; ++d) {
+      auto day = synthesize_day(config.seed, d, config.bursts);
+      jobs.insert(jobs.end(), day.begin(), day.end());
+    }
+    for (int d = -7 * config.weeks; d < 0; ++d) {
+      auto day = synthesize_day(config.seed, d, config.bursts);
+      history_jobs.insert(history_jobs.end(), day.begin(), day.end());
+    }
   }
   std::vector<TimePoint> history;
   for (const Job& j : history_jobs) history.push_back(at(j.arrival_s));
