@@ -295,5 +295,99 @@ armhive-arm64 = "ci"
   daemon.kill(SIGTERM);
 }
 
+// curl's answer (stdout), or "" when it fails.
+std::string curl(const std::vector<std::string>& args) {
+  SubprocessRunner run;
+  std::vector<std::string> argv = {"curl", "-fsS", "--max-time", "20"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = run.run({.argv = argv, .timeout = 30s});
+  return r.is_ok() && r->ok() ? r->out : std::string();
+}
+
+TEST_CASE(
+    "github heals: a job whose webhook never came gets a runner, a ghost runner is deleted, "
+    "GET /v1/github shows it",
+    "[github-e2e]") {
+  const std::string dir = e2e_state() + "/github-heal";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  GithubStandin standin(dir);
+  const int api_port = standin.port();
+  const std::string control = "http://127.0.0.1:" + std::to_string(api_port) + "/_control";
+  write_secret_file(dir + "/webhook.secret", "whsec-" + random_hex(16));
+  write_secret_file(dir + "/github.token", "github_pat_e2e");
+  const std::string github = R"(
+[github]
+api_url = "http://127.0.0.1:)" +
+                             std::to_string(api_port) + R"("
+repo = "octo-org/example"
+token_file = ")" + dir + R"(/github.token"
+webhook_secret_file = ")" + dir +
+                             R"(/webhook.secret"
+reconcile_period = "10s"
+idle_timeout = "10m"
+runner_command = ["/bin/sh", "-c", "echo \"$ACTIONS_RUNNER_INPUT_JITCONFIG\" > /run/runner-jitconfig; exec sleep 3600"]
+
+[github.labels]
+armhive-arm64 = "ci"
+)";
+  // A runner of our naming that no lease of this armhived has: left by a VM that died.
+  REQUIRE_FALSE(
+      curl({"-X", "POST", "--data", R"({"add_runners": ["armhive-4242"]})", control}).empty());
+  DaemonProcess daemon(dir + "/state", e2e_state() + "/images", 18482,
+                       one_core_pool_toml(0) + github);
+  Status started = daemon.start();
+  INFO(daemon.log());
+  REQUIRE(started.is_ok());
+  auto api = daemon.client();
+
+  // GitHub queues job 9100 for armhive-arm64; its webhook is lost (never sent).
+  REQUIRE_FALSE(curl({"-X", "POST", "--data",
+                      R"({"queue_job": {"id": 9100, "run_id": 77, "labels": ["self-hosted", )"
+                      R"("armhive-arm64"]}})",
+                      control})
+                    .empty());
+  LeaseQuery mine;
+  mine.labels = {{"github.job", "9100"}};
+  std::string lease_id;
+  REQUIRE(eventually(
+      [&] {
+        auto page = api->list_leases(mine);
+        if (!page.is_ok() || page->items.empty()) return false;
+        lease_id = page->items[0].id;
+        auto l = api->get_lease(lease_id);
+        return l.is_ok() && l->startup && l->startup->state == "running";
+      },
+      300s));
+  // The runner in the VM has its JIT configuration, as a webhook's would.
+  CHECK(eventually([&] { return !guest_file(*api, lease_id, "/run/runner-jitconfig").empty(); },
+                   60s));
+  bool ghost_deleted = false, jit_asked = false;
+  for (const json& r : standin.requests()) {
+    ghost_deleted |=
+        r["method"] == "DELETE" &&
+        r["path"].get<std::string>().rfind("/repos/octo-org/example/actions/runners/", 0) == 0;
+    jit_asked |= r["method"] == "POST" &&
+                 r["path"] == "/repos/octo-org/example/actions/runners/generate-jitconfig";
+  }
+  CHECK(ghost_deleted);
+  CHECK(jit_asked);
+  const std::string state =
+      curl({"-H", "Authorization: Bearer " + daemon.token(), "http://127.0.0.1:18482/v1/github"});
+  INFO(state);
+  REQUIRE_FALSE(state.empty());
+  json st = json::parse(state);
+  CHECK(st["reconciled_jobs_total"] == 1);
+  CHECK(st["ghosts_deleted_total"] == 1);
+  CHECK(st["last_reconcile_error"] == "");
+  // The job is done at GitHub: nothing new is made for it.
+  REQUIRE_FALSE(
+      curl({"-X", "POST", "--data",
+            R"({"queue_job": {"id": 9100, "run_id": 77, "status": "completed"}})", control})
+          .empty());
+  REQUIRE(api->release_lease(lease_id).is_ok());
+  daemon.kill(SIGTERM);
+}
+
 }  // namespace
 }  // namespace armhive
