@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "daemon/engine/lease_engine.h"
@@ -21,6 +22,18 @@ extern const std::string kTestKey;
 
 // Waits until the engine's first pool has `warm` warm VMs and nothing is booting.
 bool settle_pool(LeaseEngine& engine, int warm);
+
+// Until `done` holds (the engine's passes and destroys run on its own threads); false after
+// ~10 s.
+template <typename F>
+bool eventually(LeaseEngine& engine, F done) {
+  for (int i = 0; i < 2000; ++i) {
+    engine.wait_idle(std::chrono::seconds(1));
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
 
 // A pool "ci" of the tiny image on the LX2160A test topology.
 PoolConfig ci_pool(int min_warm, int max, int vcpus = 2);

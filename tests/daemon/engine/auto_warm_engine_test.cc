@@ -11,16 +11,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-template <typename F>
-bool eventually(LeaseEngine& engine, F done) {
-  for (int i = 0; i < 2000; ++i) {
-    engine.wait_idle(1s);
-    if (done()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
-
 PoolConfig auto_pool() {
   PoolConfig p = ci_pool(0, 4);
   p.auto_warm = AutoWarmConfig{.auto_min = 0, .auto_max = 3, .scale_to_zero_after = 30min};

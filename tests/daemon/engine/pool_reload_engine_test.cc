@@ -12,18 +12,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Until `done` holds (the engine's passes and destroys run on its own threads); false after
-// ~10 s.
-template <typename F>
-bool eventually(LeaseEngine& engine, F done) {
-  for (int i = 0; i < 2000; ++i) {
-    engine.wait_idle(1s);
-    if (done()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
-
 TEST_CASE("reload: min_warm raised boots more, lowered retires the surplus, leases stay",
           "[engine][reload]") {
   Harness h({ci_pool(1, 4)});
