@@ -34,8 +34,8 @@ Status metrics_text(ServerContext& ctx, Call& c) {
   }
   for (const char* g :
        {"armhive_pool_warm_vms", "armhive_pool_starting_vms", "armhive_pool_leased_vms",
-        "armhive_pool_pending_leases", "armhive_host_cores", "armhive_host_cores_allocated",
-        "armhive_host_fragmentation", "armhive_host_state"}) {
+        "armhive_pool_pending_leases", "armhive_pool_warm_target", "armhive_host_cores",
+        "armhive_host_cores_allocated", "armhive_host_fragmentation", "armhive_host_state"}) {
     metrics.clear(g);
   }
   for (const auto& p : ctx.leases.pools()) {
@@ -44,6 +44,7 @@ Status metrics_text(ServerContext& ctx, Call& c) {
     metrics.set("armhive_pool_starting_vms", l, p.starting);
     metrics.set("armhive_pool_leased_vms", l, p.leased);
     metrics.set("armhive_pool_pending_leases", l, p.pending_leases);
+    if (p.warm_target) metrics.set("armhive_pool_warm_target", l, p.warm_target->target);
   }
   for (const auto& h : ctx.leases.hosts()) {
     std::map<std::string, int> roles;
@@ -92,6 +93,8 @@ void describe_api_metrics(Metrics& metrics) {
   metrics.describe_gauge("armhive_pool_starting_vms", "VMs booting, by pool");
   metrics.describe_gauge("armhive_pool_leased_vms", "VMs handed to leases, by pool");
   metrics.describe_gauge("armhive_pool_pending_leases", "Leases waiting for a VM, by pool");
+  metrics.describe_gauge("armhive_pool_warm_target",
+                         "Warm VMs a min_warm = \"auto\" pool holds for its demand now, by pool");
   metrics.describe_gauge("armhive_host_cores", "Host CPUs by host and role");
   metrics.describe_gauge("armhive_host_cores_allocated", "Host CPUs pinned to a VM, by host");
   metrics.describe_gauge("armhive_host_fragmentation",

@@ -283,6 +283,7 @@ std::vector<PoolStatus> FakeLeaseService::pools() {
     PoolStatus s;
     s.config = cfg;
     s.warm = name == "tiny" ? 2 : 0;
+    if (auto t = auto_targets_.find(name); t != auto_targets_.end()) s.warm_target = t->second;
     for (const auto& l : leases_) {
       if (l.pool != name) continue;
       if (l.state == LeaseState::kReady) ++s.leased;
@@ -460,6 +461,14 @@ void FakeLeaseService::add_warm_pool(const std::string& name) {
   PoolConfig p = pools_["tiny"];
   p.name = name;
   pools_[name] = p;
+}
+
+void FakeLeaseService::set_auto_target(const std::string& name, const AutoWarmConfig& config,
+                                       WarmTarget target) {
+  std::lock_guard lock(mu_);
+  pools_[name].auto_warm = config;
+  pools_[name].min_warm = target.target;
+  auto_targets_[name] = std::move(target);
 }
 
 Result<PoolConfig> FakeLeaseService::ready_pool(const std::string& lease_id) {

@@ -70,6 +70,8 @@ class FakeLeaseService final : public LeaseService {
   int waits() const;
   // Another warm pool like "tiny", named `name` (the README's pool "ci").
   void add_warm_pool(const std::string& name);
+  // Makes `name` a min_warm = "auto" pool whose engine decided `target` (its min_warm then).
+  void set_auto_target(const std::string& name, const AutoWarmConfig& config, WarmTarget target);
   // What hosts() reports as the host's state and last error.
   void set_host_state(HostState state, std::string last_error);
   // More hosts, as hosts() lists them after "honeycomb": empty, with `uri` and `labels`.
@@ -86,6 +88,7 @@ class FakeLeaseService final : public LeaseService {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, PoolConfig> pools_;
+  std::map<std::string, WarmTarget> auto_targets_;
   std::vector<Lease> leases_;  // in creation order
   std::vector<Event> events_;
   HostState host_state_ = HostState::kOk;

@@ -486,6 +486,27 @@ TEST_CASE("http: pools and hosts describe capacity and the core map", "[http]") 
   CHECK(tiny["leased"] == 1);
   CHECK(tiny["max_ttl_seconds"] == 8 * 3600);
   CHECK(tiny["cpu_policy"] == "dedicated");
+  CHECK_FALSE(tiny.contains("warm_target"));  // a fixed min_warm
+
+  // A pool on min_warm = "auto": its target and why, in the listing and in /metrics.
+  f.leases.set_auto_target("slow", {.auto_min = 0, .auto_max = 3},
+                           {.target = 2,
+                            .reason = "expected 1.4 arrivals in the next boot time (15 s)",
+                            .expected_arrivals = 1.4,
+                            .rate_per_min = 5.6});
+  bool auto_listed = false;
+  const json with_auto = parse(f.request("GET", "/v1/pools", f.reader));
+  for (const auto& p : with_auto["items"]) {
+    if (p["name"] != "slow") continue;
+    CHECK(p["min_warm"] == 2);
+    CHECK(p["warm_target"]["target"] == 2);
+    CHECK(p["warm_target"]["auto_max"] == 3);
+    CHECK(p["warm_target"]["reason"] == "expected 1.4 arrivals in the next boot time (15 s)");
+    auto_listed = true;
+  }
+  CHECK(auto_listed);
+  CHECK(f.request("GET", "/metrics", f.admin)
+            .body.find("armhive_pool_warm_target{pool=\"slow\"} 2") != std::string::npos);
 
   auto hosts = parse(f.request("GET", "/v1/hosts", f.ci_b));
   REQUIRE(hosts["items"].size() == 1);
