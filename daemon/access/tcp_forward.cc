@@ -165,10 +165,11 @@ void TcpForward::accept() {
 
 void TcpForward::refuse(tcp::socket client, const char* cap, std::string why) {
   ForwardConnection info{endpoint_text(client), false, std::move(why), true, cap};
+  // Counted before the close: whoever sees the connection end finds the refusal counted.
+  if (observer_) observer_(info);
   boost::system::error_code ignored;
   client.shutdown(tcp::socket::shutdown_both, ignored);
   client.close(ignored);
-  if (observer_) observer_(info);
 }
 
 void TcpForward::start_session(tcp::socket client, bool budgeted) {

@@ -9,9 +9,11 @@
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "base/metrics.h"
 #include "daemon/access/forward_table.h"
@@ -25,34 +27,42 @@ using namespace std::chrono_literals;
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 
-// A loopback echo server on an ephemeral port, one thread per connection.
+// A loopback echo server on an ephemeral port, one thread per connection. Its destructor ends
+// and joins every connection's thread: a thread left running would use the io_context (and
+// the sockets' service) after it is gone.
 class EchoServer {
  public:
   EchoServer() : acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
     port_ = acceptor_.local_endpoint().port();
     thread_ = std::thread([this] {
       for (;;) {
-        tcp::socket s(io_);
+        auto s = std::make_shared<tcp::socket>(io_);
         boost::system::error_code ec;
-        acceptor_.accept(s, ec);
+        acceptor_.accept(*s, ec);
         if (ec) return;
-        std::thread([s = std::move(s)]() mutable {
+        std::lock_guard lock(mu_);
+        sockets_.push_back(s);
+        connections_.emplace_back([s] {
           char buf[4096];
           boost::system::error_code e;
           for (;;) {
-            size_t n = s.read_some(asio::buffer(buf), e);
-            if (e) return;
-            asio::write(s, asio::buffer(buf, n), e);
-            if (e) return;
+            size_t n = s->read_some(asio::buffer(buf), e);
+            if (e) break;
+            asio::write(*s, asio::buffer(buf, n), e);
+            if (e) break;
           }
-        }).detach();
+          s->shutdown(tcp::socket::shutdown_both, e);  // the peer sees the end; the fd stays ours
+        });
       }
     });
   }
   ~EchoServer() {
-    // shutdown() wakes the blocking accept (close() from another thread would not).
+    // shutdown() wakes the blocking accept and reads (close() from another thread would not).
     ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
     thread_.join();
+    std::lock_guard lock(mu_);
+    for (const auto& s : sockets_) ::shutdown(s->native_handle(), SHUT_RDWR);
+    for (std::thread& t : connections_) t.join();
   }
   int port() const { return port_; }
 
@@ -61,6 +71,10 @@ class EchoServer {
   tcp::acceptor acceptor_;
   int port_ = 0;
   std::thread thread_;
+  std::mutex mu_;
+  // The connections' sockets, kept open until the end (their fds are never reused meanwhile).
+  std::vector<std::shared_ptr<tcp::socket>> sockets_;
+  std::vector<std::thread> connections_;  // joined at the end
 };
 
 // A blocking client with a receive timeout, so a test fails instead of hanging.
