@@ -88,6 +88,24 @@ std::string guest_file(Client& api, const std::string& lease, const std::string&
   return out;
 }
 
+// The lease of job `job`'s runner once its startup command (the runner) runs; "" if none
+// within 300 s.
+std::string runner_lease(Client& api, const std::string& job) {
+  LeaseQuery mine;
+  mine.labels = {{"github.job", job}};
+  std::string lease_id;
+  bool running = eventually(
+      [&] {
+        auto page = api.list_leases(mine);
+        if (!page.is_ok() || page->items.empty()) return false;
+        lease_id = page->items[0].id;
+        auto l = api.get_lease(lease_id);
+        return l.is_ok() && l->startup && l->startup->state == "running";
+      },
+      300s);
+  return running ? lease_id : std::string();
+}
+
 TEST_CASE(
     "startup: a lease's command runs in the guest with its environment, release_on_exit ends the "
     "lease, a bad argv is 400",
@@ -224,18 +242,8 @@ armhive-arm64 = "ci"
   const auto t0 = std::chrono::steady_clock::now();
   REQUIRE(post_github_webhook(18481, dir, "d-1", queued, webhook_signature(secret, queued)) == 202);
   CHECK(post_github_webhook(18481, dir, "d-1", queued, webhook_signature(secret, queued)) == 409);
-  LeaseQuery mine;
-  mine.labels = {{"github.job", "9001"}};
-  std::string lease_id;
-  REQUIRE(eventually(
-      [&] {
-        auto page = api->list_leases(mine);
-        if (!page.is_ok() || page->items.empty()) return false;
-        lease_id = page->items[0].id;
-        auto l = api->get_lease(lease_id);
-        return l.is_ok() && l->startup && l->startup->state == "running";
-      },
-      300s));
+  const std::string lease_id = runner_lease(*api, "9001");
+  REQUIRE_FALSE(lease_id.empty());
   const double started_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -347,18 +355,8 @@ armhive-arm64 = "ci"
                       R"("armhive-arm64"]}})",
                       control})
                     .empty());
-  LeaseQuery mine;
-  mine.labels = {{"github.job", "9100"}};
-  std::string lease_id;
-  REQUIRE(eventually(
-      [&] {
-        auto page = api->list_leases(mine);
-        if (!page.is_ok() || page->items.empty()) return false;
-        lease_id = page->items[0].id;
-        auto l = api->get_lease(lease_id);
-        return l.is_ok() && l->startup && l->startup->state == "running";
-      },
-      300s));
+  const std::string lease_id = runner_lease(*api, "9100");
+  REQUIRE_FALSE(lease_id.empty());
   // The runner in the VM has its JIT configuration, as a webhook's would.
   CHECK(eventually([&] { return !guest_file(*api, lease_id, "/run/runner-jitconfig").empty(); },
                    60s));
