@@ -10,6 +10,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "base/bounded_number.h"
 #include "base/json_depth.h"
@@ -207,19 +208,30 @@ class BeastGithubApi final : public GithubApi {
   Result<std::vector<QueuedJob>> list_queued_jobs() override {
     std::vector<QueuedJob> out;
     if (options_.scope.rfind("repos/", 0) != 0) return out;  // organisations: see the header
-    ARMHIVE_ASSIGN_OR_RETURN(
-        Reply runs_reply,
-        call(http::verb::get,
-             "/actions/runs?status=queued&per_page=" + std::to_string(kMaxQueuedRuns), ""));
-    if (runs_reply.status != 200) return api_error("list queued runs", runs_reply);
-    json runs_json = parse_reply(runs_reply.body);
-    const json* runs = array_of(runs_json, "workflow_runs");
-    if (runs == nullptr) {
-      return Status(ErrorCode::kUnavailable, "GitHub's run list lacks workflow_runs");
+    // A job waits for a runner in a queued run, or in one already in progress (a matrix's or a
+    // later stage's jobs while others run): both lists, each run once.
+    std::set<int64_t> run_ids;
+    for (const char* status : {"queued", "in_progress"}) {
+      ARMHIVE_ASSIGN_OR_RETURN(Reply runs_reply,
+                               call(http::verb::get,
+                                    std::string("/actions/runs?status=") + status +
+                                        "&per_page=" + std::to_string(kMaxQueuedRuns),
+                                    ""));
+      if (runs_reply.status != 200) {
+        return api_error(std::string("list ") + status + " runs", runs_reply);
+      }
+      json runs_json = parse_reply(runs_reply.body);
+      const json* runs = array_of(runs_json, "workflow_runs");
+      if (runs == nullptr) {
+        return Status(ErrorCode::kUnavailable, "GitHub's run list lacks workflow_runs");
+      }
+      for (const json& run : *runs) {
+        if (run.is_object() && run.contains("id") && run["id"].is_number_integer()) {
+          run_ids.insert(run["id"].get<int64_t>());
+        }
+      }
     }
-    for (const json& run : *runs) {
-      if (!run.is_object() || !run.contains("id") || !run["id"].is_number_integer()) continue;
-      const auto run_id = run["id"].get<int64_t>();
+    for (const int64_t run_id : run_ids) {
       size_t seen = 0;
       for (int page = 1; page <= kMaxJobPagesPerRun; ++page) {
         ARMHIVE_ASSIGN_OR_RETURN(Reply r,

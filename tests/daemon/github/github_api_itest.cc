@@ -200,7 +200,7 @@ TEST_CASE("github api: runners are listed page by page, as GitHub lists them", "
   for (const auto& r : *again) CHECK(r.name != "armhive-1");
 }
 
-TEST_CASE("github api: a repository's queued jobs are listed from its queued runs",
+TEST_CASE("github api: a repository's queued jobs are listed from its queued and running runs",
           "[github][heal]") {
   StandIn standin;
   standin.control({{"queue_job", {{"id", 101}, {"run_id", 11}, {"labels", {"self-hosted"}}}}});
@@ -210,21 +210,30 @@ TEST_CASE("github api: a repository's queued jobs are listed from its queued run
       {{"queue_job", {{"id", 103}, {"run_id", 12}, {"labels", {"self-hosted", "armhive-arm64"}}}}});
   auto api = make_github_api(token_options(standin.port, "repos/octo-org/example", nullptr));
   REQUIRE(api.is_ok());
+  // Run 13 is in progress (job 104 runs) with job 105 still waiting for a runner.
+  standin.control(
+      {{"queue_job", {{"id", 104}, {"run_id", 13}, {"labels", {"x"}}, {"status", "in_progress"}}}});
+  standin.control({{"queue_job", {{"id", 105}, {"run_id", 13}, {"labels", {"armhive-arm64"}}}}});
   auto queued = (*api)->list_queued_jobs();
   INFO(queued.status().to_string());
   REQUIRE(queued.is_ok());
-  REQUIRE(queued->size() == 2);
+  REQUIRE(queued->size() == 3);
   CHECK((*queued)[0].job_id == 101);
   CHECK((*queued)[0].run_id == 11);
   CHECK((*queued)[0].labels == std::vector<std::string>{"self-hosted"});
   CHECK((*queued)[1].job_id == 103);
   CHECK((*queued)[1].run_id == 12);
   CHECK((*queued)[1].labels == std::vector<std::string>{"self-hosted", "armhive-arm64"});
+  CHECK((*queued)[2].job_id == 105);
+  CHECK((*queued)[2].run_id == 13);
   auto rec = standin.record();
-  REQUIRE(rec.size() == 3);  // 1 + one per queued run
+  // 2 run lists + one job list per run (11 is in both lists, listed once).
+  REQUIRE(rec.size() == 5);
   CHECK(rec[0]["path"] == "/repos/octo-org/example/actions/runs?status=queued&per_page=100");
-  CHECK(rec[1]["path"] == "/repos/octo-org/example/actions/runs/11/jobs?per_page=100&page=1");
-  CHECK(rec[2]["path"] == "/repos/octo-org/example/actions/runs/12/jobs?per_page=100&page=1");
+  CHECK(rec[1]["path"] == "/repos/octo-org/example/actions/runs?status=in_progress&per_page=100");
+  CHECK(rec[2]["path"] == "/repos/octo-org/example/actions/runs/11/jobs?per_page=100&page=1");
+  CHECK(rec[3]["path"] == "/repos/octo-org/example/actions/runs/12/jobs?per_page=100&page=1");
+  CHECK(rec[4]["path"] == "/repos/octo-org/example/actions/runs/13/jobs?per_page=100&page=1");
 
   // An organisation scope lists no jobs and asks GitHub nothing (README, "Healing").
   auto org = make_github_api(token_options(standin.port, "orgs/octo-org", nullptr));
@@ -232,7 +241,7 @@ TEST_CASE("github api: a repository's queued jobs are listed from its queued run
   auto none = (*org)->list_queued_jobs();
   REQUIRE(none.is_ok());
   CHECK(none->empty());
-  CHECK(standin.record().size() == 3);
+  CHECK(standin.record().size() == 5);
 }
 
 TEST_CASE("github api: rate-limit headers are read, a 429 with Retry-After is honoured",
