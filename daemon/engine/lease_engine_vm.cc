@@ -174,8 +174,13 @@ void LeaseEngine::size_auto_pool_locked(PoolRuntime& pool) {
       ++free_warm;
     }
   }
+  // Counted only as far as it can matter: past free_warm + auto_max the target is auto_max
+  // whatever the rest, and a pass (run by every POST /v1/leases) stays O(pool), not O(queue).
+  const int enough = free_warm + pool.config.auto_warm->auto_max;
   int queued = 0;
-  for (const std::string& id : pool.queue) queued += queued_live_locked(id) ? 1 : 0;
+  for (auto it = pool.queue.begin(); it != pool.queue.end() && queued < enough; ++it) {
+    queued += queued_live_locked(*it) ? 1 : 0;
+  }
   WarmTarget t =
       pool.demand.target(clock_.now(), std::max(queued - free_warm, 0), *pool.config.auto_warm);
   if (!pool.warm_target || pool.warm_target->target != t.target) {
