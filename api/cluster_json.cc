@@ -44,6 +44,8 @@ Status parse_pool(const json& j, const std::string& prefix, PoolDto& p) {
     ARMHIVE_RETURN_IF_ERROR(wr.integer("auto_max", t.auto_max));
     ARMHIVE_RETURN_IF_ERROR(wr.number("expected_arrivals", t.expected_arrivals));
     ARMHIVE_RETURN_IF_ERROR(wr.number("rate_per_min", t.rate_per_min));
+    ARMHIVE_RETURN_IF_ERROR(wr.integer("run_size", t.run_size));
+    ARMHIVE_RETURN_IF_ERROR(wr.number("runs_per_hour", t.runs_per_hour));
     p.warm_target = std::move(t);
   }
   return Status::ok();
@@ -189,7 +191,9 @@ json to_json(const PoolDto& p) {
                         {"auto_min", t.auto_min},
                         {"auto_max", t.auto_max},
                         {"expected_arrivals", t.expected_arrivals},
-                        {"rate_per_min", t.rate_per_min}};
+                        {"rate_per_min", t.rate_per_min},
+                        {"run_size", t.run_size},
+                        {"runs_per_hour", t.runs_per_hour}};
   }
   return j;
 }

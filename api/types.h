@@ -224,6 +224,10 @@ struct WarmTargetDto {
   int auto_max = 0;
   double expected_arrivals = 0;  // lease requests expected within the next boot time
   double rate_per_min = 0;       // the arrival rate that expectation was made with
+  // The largest run of requests at once the hour ahead expects at least once per
+  // burst_every, and how often such runs came (per hour); 0 when none does.
+  int run_size = 0;
+  double runs_per_hour = 0;
 };
 
 struct PoolDto {

@@ -172,6 +172,7 @@ toml::table pool_of(const PoolConfig& p) {
     t.insert("auto_min", p.auto_warm->auto_min);
     t.insert("auto_max", p.auto_warm->auto_max);
     t.insert("scale_to_zero_after", format_duration(p.auto_warm->scale_to_zero_after.count()));
+    t.insert("burst_every", format_duration(p.auto_warm->burst_every.count()));
   }
   if (p.max_extra_ports) t.insert("max_extra_ports", *p.max_extra_ports);
   toml::table files{{"max_bytes", static_cast<int64_t>(p.files.max_bytes)}};

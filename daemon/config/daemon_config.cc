@@ -91,7 +91,7 @@ Status parse_pool(const toml::table& t, const std::string& prefix,
     ARMHIVE_RETURN_IF_ERROR(r.integer_as("min_warm", p.min_warm, 0, 1024));
   }
   ARMHIVE_RETURN_IF_ERROR(r.integer_as("max", p.max, 1, 1024));
-  for (const char* key : {"auto_min", "auto_max", "scale_to_zero_after"}) {
+  for (const char* key : {"auto_min", "auto_max", "scale_to_zero_after", "burst_every"}) {
     if (t.contains(key) && !p.auto_warm) {
       return invalid_argument(r.field(key), "only with min_warm = \"auto\"");
     }
@@ -104,6 +104,9 @@ Status parse_pool(const toml::table& t, const std::string& prefix,
     std::chrono::milliseconds idle = a.scale_to_zero_after;
     ARMHIVE_RETURN_IF_ERROR(r.duration("scale_to_zero_after", idle));
     a.scale_to_zero_after = std::chrono::duration_cast<Seconds>(idle);
+    std::chrono::milliseconds burst = a.burst_every;
+    ARMHIVE_RETURN_IF_ERROR(r.duration("burst_every", burst));
+    a.burst_every = std::chrono::duration_cast<Seconds>(burst);
     if (a.auto_max > p.max) {
       return invalid_argument(r.field("auto_max"),
                               "must not exceed max (" + std::to_string(p.max) + ")");
@@ -114,6 +117,9 @@ Status parse_pool(const toml::table& t, const std::string& prefix,
     }
     if (a.scale_to_zero_after.count() < 1) {
       return invalid_argument(r.field("scale_to_zero_after"), "must be at least 1s");
+    }
+    if (a.burst_every.count() < 60) {
+      return invalid_argument(r.field("burst_every"), "must be at least 1m");
     }
     Status valid = validate_auto_warm(a);
     if (!valid.is_ok()) return invalid_argument(r.field(valid.field()), valid.message());

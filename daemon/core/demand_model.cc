@@ -72,7 +72,32 @@ Status validate_auto_warm(const AutoWarmConfig& config) {
   if (!(config.miss_probability > 0 && config.miss_probability < 1)) {
     return invalid_argument("miss_probability", "must be between 0 and 1");
   }
+  if (config.burst_every <= Seconds{0}) {
+    return invalid_argument("burst_every", "must be positive");
+  }
   return Status::ok();
+}
+
+void DemandModel::close_run() {
+  if (run_size_ < kMinRun) return;
+  auto& at_least = runs_at_least_[bucket_of(run_start_)];
+  for (int k = kMinRun; k <= std::min(run_size_, kMaxRun); ++k) at_least[k - kMinRun] += 1.0;
+}
+
+double DemandModel::run_rate(int bucket, int k, TimePoint now, double prior_hours) const {
+  if (!first_arrival_ || k < kMinRun) return 0;
+  k = std::min(k, kMaxRun);
+  double runs = 0, hours = 0;
+  for (int d = -1; d <= 1; ++d) {
+    int b = (bucket + d + kBuckets) % kBuckets;
+    runs += runs_at_least_[b][k - kMinRun];
+    hours += std::max(
+        0.0, hours_in_bucket(week_hours(now), b) - hours_in_bucket(week_hours(*first_arrival_), b));
+    if (run_last_ && run_size_ >= k && bucket_of(run_start_) == b) runs += 1.0;
+  }
+  // prior_hours without runs: a pool's first fan-out, or a rare coincidence of steady
+  // requests, does not read as one an hour.
+  return runs / (hours + prior_hours);
 }
 
 void DemandModel::record_arrival(TimePoint at) {
@@ -92,6 +117,23 @@ void DemandModel::record_arrival(TimePoint at) {
   if (ago < 0) last_arrival_ = at;
   first_arrival_ = std::min(*first_arrival_, at);
   bucket_counts_[bucket_of(at)] += 1.0;
+
+  const Millis window = boot_ + kMargin;
+  if (run_last_ && at > run_start_ + window) {
+    close_run();
+    run_last_.reset();
+  }
+  if (!run_last_) {
+    run_last_ = at;
+    run_start_ = at;
+    run_size_ = 1;
+  } else if (at >= run_start_) {
+    run_last_ = std::max(*run_last_, at);
+    ++run_size_;
+  } else if (*run_last_ - at <= window) {  // slightly out of order: still one window
+    run_start_ = at;
+    ++run_size_;
+  }  // else: far older than the open run; counted in no run
 }
 
 void DemandModel::record_boot(Millis duration) {
@@ -169,14 +211,28 @@ WarmTarget DemandModel::target(TimePoint now, int queued, const AutoWarmConfig& 
   int from_rate = out.expected_arrivals > 0
                       ? poisson_target(out.expected_arrivals, config.miss_probability, hi)
                       : 0;
-  int want = from_rate + queued;
+  // The run rule: the largest k whose runs of k or more come at least once per burst_every.
+  const double needed_per_hour = 1.0 / Hours(config.burst_every).count();
+  int from_runs = 0;
+  if (last_arrival_) {
+    const int b = bucket_of(ready_at);
+    for (int k = kMinRun; k <= std::min(hi, kMaxRun); ++k) {
+      double r = run_rate(b, k, now, Hours(config.burst_every).count());
+      if (r < needed_per_hour) break;
+      from_runs = k;
+      out.runs_per_hour = r;
+    }
+  }
+  out.run_size = from_runs;
+
+  int want = std::max(from_rate, from_runs) + queued;
   out.target = std::clamp(want, config.auto_min, hi);
 
   if (!last_arrival_ && queued == 0) {
     out.reason = format("no lease requests seen yet: auto_min %.0f", config.auto_min);
     return out;
   }
-  if (idle && from_rate == 0) {
+  if (idle && from_rate == 0 && from_runs == 0) {
     double idle_min = minutes_between(*last_arrival_, now);
     out.reason = format("idle for %.0f min: scaled to auto_min %.0f", idle_min, config.auto_min);
     return out;
@@ -186,6 +242,10 @@ WarmTarget DemandModel::target(TimePoint now, int queued, const AutoWarmConfig& 
   if (idle) {
     why = format("idle for %.0f min, but the profile expects %.2f/min in the hour ahead",
                  minutes_between(*last_arrival_, now), rate);
+  }
+  if (from_runs > from_rate) {
+    why = format("runs of %.0f+ requests at once came %.2f times an hour at this hour of the week",
+                 from_runs, out.runs_per_hour);
   }
   if (queued > 0) {
     why = std::to_string(queued) + (queued == 1 ? " lease" : " leases") + " queued; " + why;

@@ -18,10 +18,13 @@ struct AutoWarmConfig {
   Seconds scale_to_zero_after{3600};
   // The chance a request may find no warm VM: lower holds more VMs for rarer coincidences.
   double miss_probability = 0.1;
+  // A run of k requests (a pipeline fanning out) earns the pool's k-th warm VM when runs of k
+  // or more came in this hour of the week at least once per burst_every on average.
+  Seconds burst_every{8 * 3600};
 };
 
-// auto_min ≥ 0, auto_max ≥ auto_min, scale_to_zero_after > 0, 0 < miss_probability < 1;
-// kInvalidArgument naming the field otherwise.
+// auto_min ≥ 0, auto_max ≥ auto_min, scale_to_zero_after > 0, 0 < miss_probability < 1,
+// burst_every > 0; kInvalidArgument naming the field otherwise.
 Status validate_auto_warm(const AutoWarmConfig& config);
 
 // What DemandModel::target decided and why.
@@ -30,6 +33,11 @@ struct WarmTarget {
   std::string reason;            // for people: "expected 3.2 arrivals in the next boot time (14 s)"
   double expected_arrivals = 0;  // lease requests expected in the next boot time + margin
   double rate_per_min = 0;       // the arrival rate that expectation was made with
+  // The largest run (requests within one boot time of each other) the hour ahead is expected
+  // to bring at least once per burst_every, and that rate (runs of that size or more per
+  // hour); 0 when no run of two or more qualifies.
+  int run_size = 0;
+  double runs_per_hour = 0;
 };
 
 // Sizes one pool's warm set from the lease requests it saw. Pure: no clock, no I/O; every
@@ -47,10 +55,25 @@ struct WarmTarget {
 //   counts for little and several weeks for most. The bucket read is that of now + boot time
 //   + margin (5 s): a VM asked for now is warm then, so a known morning ramp is warmed for
 //   before its hour starts.
-// The target is the smallest k with which a request finds no warm VM with probability below
+// From the rate, the smallest k with which a request finds no warm VM with probability below
 // miss_probability, requests taken as Poisson at that rate: each hand-out starts a refill
 // that takes the boot time, so a request finds the pool empty when k or more came in the last
-// boot time + margin (P(N ≥ k) < miss_probability). Leases waiting for boots are added
+// boot time + margin (P(N ≥ k) < miss_probability).
+//
+// CI requests are not Poisson: a push fans out into a pipeline's jobs at once, and such a run
+// finds only the VMs already warm: no refill its first request starts is ready before boot
+// time + margin has passed. A run is the requests within that window from its first one (a
+// later one is served by the first's refill, and starts a run of its own). Per hour of
+// the week the model counts the runs of each size k ≥ 2 that started in it; the k-th warm VM
+// serves one request of every run of k or more, so it is held when those runs came at least
+// once per burst_every in the hour ahead (counted over it and the hours either side of it,
+// since pipelines keep no exact time, over the weeks seen, plus burst_every of prior without
+// runs: one run is never enough, two within burst_every's worth of such hours are). The
+// larger of the two ks is the
+// target. Rare coincidences of single requests stay the Poisson rule's business: the run rule
+// starts at 2 so that a quiet night's lone requests do not pin a VM each.
+//
+// Leases waiting for boots are added
 // (demand the rate has not caught up with) and the result is clamped to
 // [auto_min, auto_max]. After scale_to_zero_after without a request the recent rates are
 // stale: only the profile's hour ahead is read (without the 2-hour rate), and with nothing
@@ -86,6 +109,18 @@ class DemandModel {
   std::optional<TimePoint> first_arrival_;
   std::optional<TimePoint> last_arrival_;
   std::array<double, kBuckets> bucket_counts_{};
+  // Runs: runs_at_least_[b][k − kMinRun] counts the runs of k or more requests that started
+  // in hour-of-week b (sizes above kMaxRun count as kMaxRun). The open run is counted on read.
+  static constexpr int kMinRun = 2;
+  static constexpr int kMaxRun = 32;
+  void close_run();
+  std::array<std::array<double, kMaxRun - kMinRun + 1>, kBuckets> runs_at_least_{};
+  std::optional<TimePoint> run_last_;
+  TimePoint run_start_{};
+  int run_size_ = 0;
+  // The runs of at least k per hour in hour-of-week `bucket` and its neighbours, over the
+  // hours of them seen up to `now` plus `prior_hours` without runs, the open run counted.
+  double run_rate(int bucket, int k, TimePoint now, double prior_hours) const;
   Millis boot_{15000};
   bool boot_measured_ = false;
 };

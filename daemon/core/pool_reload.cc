@@ -73,7 +73,8 @@ std::vector<std::string> take_in_place(const PoolConfig& next, PoolConfig& out) 
       (out.auto_warm &&
        (out.auto_warm->auto_min != next.auto_warm->auto_min ||
         out.auto_warm->auto_max != next.auto_warm->auto_max ||
-        out.auto_warm->scale_to_zero_after != next.auto_warm->scale_to_zero_after));
+        out.auto_warm->scale_to_zero_after != next.auto_warm->scale_to_zero_after ||
+        out.auto_warm->burst_every != next.auto_warm->burst_every));
   take("min_warm", out.auto_warm, next.auto_warm, auto_changed);
   if (!next.auto_warm) {
     take("min_warm", out.min_warm, next.min_warm, out.min_warm != next.min_warm && !auto_changed);

@@ -167,7 +167,9 @@ PoolDto to_dto(const PoolStatus& p) {
                                   .auto_min = p.config.auto_warm->auto_min,
                                   .auto_max = p.config.auto_warm->auto_max,
                                   .expected_arrivals = p.warm_target->expected_arrivals,
-                                  .rate_per_min = p.warm_target->rate_per_min};
+                                  .rate_per_min = p.warm_target->rate_per_min,
+                                  .run_size = p.warm_target->run_size,
+                                  .runs_per_hour = p.warm_target->runs_per_hour};
   }
   return d;
 }

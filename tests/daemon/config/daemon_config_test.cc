@@ -522,19 +522,23 @@ TEST_CASE("min_warm auto: bounds inside max, every mistake named", "[config]") {
         "\"ci\"\nimage = \"tiny\"\nmax = 6\n" +
         lines);
   };
-  auto c = pool("min_warm = \"auto\"\nauto_min = 1\nauto_max = 4\nscale_to_zero_after = \"30m\"\n");
+  auto c = pool(
+      "min_warm = \"auto\"\nauto_min = 1\nauto_max = 4\nscale_to_zero_after = \"30m\"\n"
+      "burst_every = \"2h\"\n");
   REQUIRE(c.is_ok());
   REQUIRE(c->pools[0].auto_warm);
   CHECK(c->pools[0].auto_warm->auto_min == 1);
   CHECK(c->pools[0].auto_warm->auto_max == 4);
   CHECK(c->pools[0].auto_warm->scale_to_zero_after == Seconds(1800));
+  CHECK(c->pools[0].auto_warm->burst_every == Seconds(7200));
   CHECK(c->pools[0].min_warm == 1);  // auto_min until the first scheduling pass
-  // Defaults: auto_min 0, auto_max the pool's max, an hour idle.
+  // Defaults: auto_min 0, auto_max the pool's max, an hour idle, bursts once per 8 hours.
   auto d = pool("min_warm = \"auto\"\n");
   REQUIRE(d.is_ok());
   CHECK(d->pools[0].auto_warm->auto_min == 0);
   CHECK(d->pools[0].auto_warm->auto_max == 6);
   CHECK(d->pools[0].auto_warm->scale_to_zero_after == Seconds(3600));
+  CHECK(d->pools[0].auto_warm->burst_every == Seconds(8 * 3600));
   CHECK_FALSE(pool("min_warm = 2\n")->pools[0].auto_warm);
 
   auto field = [&](const std::string& lines) {
@@ -549,6 +553,8 @@ TEST_CASE("min_warm auto: bounds inside max, every mistake named", "[config]") {
   CHECK(field("min_warm = \"auto\"\nscale_to_zero_after = \"0s\"\n") ==
         "pools[0].scale_to_zero_after");
   CHECK(field("min_warm = 1\nauto_max = 2\n") == "pools[0].auto_max");
+  CHECK(field("min_warm = \"auto\"\nburst_every = \"10s\"\n") == "pools[0].burst_every");
+  CHECK(field("min_warm = 1\nburst_every = \"8h\"\n") == "pools[0].burst_every");
 }
 
 }  // namespace

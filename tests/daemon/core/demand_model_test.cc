@@ -159,12 +159,84 @@ TEST_CASE("demand model: an invalid configuration is refused and never sizes a p
     CHECK(validate_auto_warm({.auto_min = 0, .auto_max = 2, .miss_probability = p}).field() ==
           "miss_probability");
   }
+  CHECK(validate_auto_warm({.auto_min = 0, .auto_max = 2, .burst_every = 0s}).field() ==
+        "burst_every");
   DemandModel m;
   TimePoint last = steady(m, kMonday + 9h, 3s, 1h);
   WarmTarget bad = m.target(last, 0, {.auto_min = 3, .auto_max = 2});
   CHECK(bad.target == 3);
   CHECK_THAT(bad.reason, Contains("invalid"));
   CHECK(m.target(last, 5, {.auto_min = -2, .auto_max = 8, .scale_to_zero_after = -1s}).target == 0);
+}
+
+// Two weeks of weekdays: a request every 20 minutes from 07:00 to 19:00, and at 10:30 a
+// pipeline fanning out into `fanout` requests 2 s apart.
+void weekdays_with_fanout(DemandModel& m, int fanout) {
+  for (int day = 0; day < 14; ++day) {
+    if (day % 7 >= 5) continue;
+    TimePoint d = kMonday + day * 24h;
+    steady(m, d + 7h, 20min, 3h + 30min);
+    for (int i = 0; i < fanout; ++i) m.record_arrival(d + 10h + 30min + i * 2s);
+    steady(m, d + 10h + 40min, 20min, 8h + 20min);
+  }
+}
+
+TEST_CASE(
+    "demand model: a pipeline that fans out at the same hour on weekdays finds that many "
+    "warm VMs there",
+    "[demand_model]") {
+  const AutoWarmConfig config{.auto_min = 0, .auto_max = 8};
+  DemandModel m;
+  weekdays_with_fanout(m, 5);
+  const TimePoint third_monday = kMonday + 14 * 24h;
+  steady(m, third_monday + 7h, 20min, 3h);  // today's requests so far, up to 09:40
+
+  // 10:05: the steady rate alone (3 an hour) asks for one warm VM at most; the fan-outs seen
+  // at 10:30 on the weekdays before ask for five.
+  WarmTarget before = m.target(third_monday + 10h + 5min, 0, config);
+  CHECK(before.target == 5);
+  CHECK(before.run_size == 5);
+  CHECK(before.runs_per_hour > 0);
+  CHECK_THAT(before.reason, Contains("runs of 5+ requests at once"));
+
+  // Never above auto_max; the steady rate's own target where no fan-out was seen.
+  CHECK(m.target(third_monday + 10h + 5min, 0, {.auto_min = 0, .auto_max = 3}).target == 3);
+  WarmTarget evening = m.target(third_monday + 18h, 0, config);
+  CHECK(evening.run_size == 0);
+  CHECK(evening.target <= 1);
+
+  // A fan-out seen twice in two weeks is not one that comes every hour.
+  AutoWarmConfig rare = config;
+  rare.burst_every = 1h;
+  CHECK(m.target(third_monday + 10h + 5min, 0, rare).target <= 1);
+}
+
+TEST_CASE("demand model: lone requests at night are not runs and hold no warm VM",
+          "[demand_model]") {
+  DemandModel m;
+  // Two weeks of a request every 10 minutes between 00:00 and 06:00, nothing else.
+  for (int day = 0; day < 14; ++day) steady(m, kMonday + day * 24h, 10min, 6h);
+  WarmTarget t = m.target(kMonday + 14 * 24h + 2h, 0, {.auto_min = 0, .auto_max = 8});
+  CHECK(t.run_size == 0);
+  CHECK(t.target <= 1);
+}
+
+TEST_CASE("demand model: requests out of order join the run they belong to", "[demand_model]") {
+  DemandModel in_order, shuffled;
+  std::vector<TimePoint> run;
+  for (int i = 0; i < 4; ++i) run.push_back(kMonday + 10h + i * 3s);
+  for (int day = 0; day < 28; day += 1) {
+    for (TimePoint t : run) in_order.record_arrival(t + day * 24h);
+    std::vector<TimePoint> r = run;
+    std::reverse(r.begin(), r.end());
+    for (TimePoint t : r) shuffled.record_arrival(t + day * 24h);
+  }
+  TimePoint at = kMonday + 28 * 24h + 9h + 50min;
+  WarmTarget a = in_order.target(at, 0, {.auto_min = 0, .auto_max = 8});
+  WarmTarget b = shuffled.target(at, 0, {.auto_min = 0, .auto_max = 8});
+  CHECK(a.run_size == 4);
+  CHECK(b.run_size == 4);
+  CHECK(a.target == b.target);
 }
 
 // Properties over random days: Poisson requests whose rate changes at random instants, random

@@ -493,7 +493,9 @@ TEST_CASE("http: pools and hosts describe capacity and the core map", "[http]") 
                            {.target = 2,
                             .reason = "expected 1.4 arrivals in the next boot time (15 s)",
                             .expected_arrivals = 1.4,
-                            .rate_per_min = 5.6});
+                            .rate_per_min = 5.6,
+                            .run_size = 4,
+                            .runs_per_hour = 0.5});
   bool auto_listed = false;
   const json with_auto = parse(f.request("GET", "/v1/pools", f.reader));
   for (const auto& p : with_auto["items"]) {
@@ -501,6 +503,8 @@ TEST_CASE("http: pools and hosts describe capacity and the core map", "[http]") 
     CHECK(p["min_warm"] == 2);
     CHECK(p["warm_target"]["target"] == 2);
     CHECK(p["warm_target"]["auto_max"] == 3);
+    CHECK(p["warm_target"]["run_size"] == 4);
+    CHECK(p["warm_target"]["runs_per_hour"] == 0.5);
     CHECK(p["warm_target"]["reason"] == "expected 1.4 arrivals in the next boot time (15 s)");
     auto_listed = true;
   }
