@@ -2,7 +2,8 @@
 // days of CI lease requests, once per warm policy, through the real scheduler.
 //
 //   armhive-bench-warm-replay [--seed 35] [--weeks 2] [--days 1] [--max 8] [--max-starting 2]
-//                             [--auto-max 8] [--miss-probability 0.1] [--no-bursts]
+//                             [--auto-max 8] [--miss-probability 0.1] [--burst-every 8]
+//                             [--no-bursts]
 //                             [--out FILE.json]
 //
 // Each time something happens (a request, a boot done, a job done) the pool's snapshot goes
@@ -129,6 +130,7 @@ struct Config {
   int max_starting = 2;
   int auto_max = 8;
   double miss_probability = 0.1;
+  double burst_every_h = 8;
   bool bursts = true;
 };
 
@@ -256,9 +258,11 @@ class PoolReplay {
     snap.limits = {
         .min_warm = policy_.min_warm, .max = config_.max, .max_starting = config_.max_starting};
     if (policy_.automatic) {
-      AutoWarmConfig auto_config{.auto_min = 0,
-                                 .auto_max = config_.auto_max,
-                                 .miss_probability = config_.miss_probability};
+      AutoWarmConfig auto_config{
+          .auto_min = 0,
+          .auto_max = config_.auto_max,
+          .miss_probability = config_.miss_probability,
+          .burst_every = std::chrono::duration_cast<Seconds>(Dur(config_.burst_every_h * 3600))};
       // Leases no free warm VM serves in this pass: they wait for boots.
       int free_warm = 0;
       for (const Vm& vm : vms_) free_warm += vm.state == VmState::kWarm && !vm.job;
@@ -402,6 +406,10 @@ int main(int argc, char** argv) {
   app.add_option("--miss-probability", config.miss_probability,
                  "the auto model's chance a request may find no warm VM")
       ->check(CLI::Range(0.001, 0.999));
+  app.add_option("--burst-every", config.burst_every_h,
+                 "the auto model's burst_every in hours: runs of k requests that come this often "
+                 "hold k warm VMs")
+      ->check(CLI::Range(0.01, 1000.0));
   bool no_bursts = false;
   app.add_flag("--no-bursts", no_bursts, "the trace without its bursts (steady traffic only)");
   app.add_option("--out", out, "write the results as JSON");
@@ -486,7 +494,8 @@ int main(int argc, char** argv) {
                 {"auto",
                  {{"auto_min", 0},
                   {"auto_max", config.auto_max},
-                  {"miss_probability", config.miss_probability}}},
+                  {"miss_probability", config.miss_probability},
+                  {"burst_every_h", config.burst_every_h}}},
                 {"boot_s", {{"min", kBootMinS}, {"max", kBootMaxS}}},
                 {"handout_s", kHandoutS},
                 {"policies", rows},
