@@ -296,15 +296,25 @@ class BeastGithubApi final : public GithubApi {
         r.status == 429 ||
         (r.status == 403 && (r.retry_after.has_value() || r.remaining == int64_t{0} ||
                              r.body.find("rate limit") != std::string::npos));
-    if (!limited) return Status::ok();
-    // GitHub: wait Retry-After (rate_limit_backoff.h); else, with remaining 0, until
-    // X-RateLimit-Reset; else at least a minute. Bounded by an hour, so a bad header cannot
-    // silence us for days.
-    TimePoint until = now + std::chrono::seconds(60);
+    if (!limited) {
+      // GitHub served the call (a 5xx says nothing of the limit): the next secondary limit is
+      // a first one again.
+      if (r.status < 500) secondary_limits_in_a_row_ = 0;
+      return Status::ok();
+    }
+    // GitHub: wait Retry-After; else, with remaining 0, until X-RateLimit-Reset; else at least
+    // a minute, exponentially longer while secondary limits keep coming (rate_limit_backoff.h;
+    // one that said Retry-After counts too). Bounded by an hour, so a bad header cannot silence
+    // us for days.
+    const bool primary = r.remaining == int64_t{0};
+    TimePoint until;
     if (r.retry_after) {
       until = now + *r.retry_after;
-    } else if (r.remaining == int64_t{0} && r.reset_epoch && rate_.reset > now) {
+      if (!primary) ++secondary_limits_in_a_row_;
+    } else if (primary && r.reset_epoch && rate_.reset > now) {
       until = rate_.reset;
+    } else {  // nothing said how long (or a reset already past): the growing fallback
+      until = now + secondary_limit_wait(++secondary_limits_in_a_row_);
     }
     until = std::min(until, now + std::chrono::hours(1));
     rate_.backoff_until = std::max(rate_.backoff_until, until);
@@ -472,6 +482,8 @@ class BeastGithubApi final : public GithubApi {
   InstallationTokenCache app_tokens_;
   mutable Mutex rate_mu_;
   GithubRateLimit rate_ GUARDED_BY(rate_mu_);
+  // Rate-limited replies in a row that were not GitHub's primary limit (rate_limit_backoff.h).
+  int secondary_limits_in_a_row_ GUARDED_BY(rate_mu_) = 0;
 };
 
 }  // namespace

@@ -33,4 +33,10 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view value,
   return std::chrono::seconds(std::clamp(*date - at, int64_t{0}, kMaxDelaySeconds));
 }
 
+std::chrono::seconds secondary_limit_wait(int consecutive) {
+  std::chrono::seconds wait = kSecondaryLimitWait;
+  for (int i = 1; i < consecutive && wait < kMaxSecondaryLimitWait; ++i) wait *= 2;
+  return std::min(wait, kMaxSecondaryLimitWait);
+}
+
 }  // namespace armhive

@@ -3,7 +3,7 @@
 // key): the installation token is bought once and used for the runner calls; a wrong key gets
 // 401. With a token: runners listed page by page, a repository's queued jobs, GitHub's
 // rate-limit headers read, a 429 with Retry-After (seconds or an HTTP date) and an exhausted
-// window backed off.
+// window backed off, secondary limits in a row backed off longer each time.
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <signal.h>
@@ -304,6 +304,34 @@ TEST_CASE("github api: an exhausted rate-limit window backs off until its reset"
   CHECK(rl.backoff_until == rl.reset);
   CHECK(rl.backoff_until > clock.now());
   CHECK(rl.backoff_until <= clock.now() + std::chrono::seconds(61));
+}
+
+TEST_CASE("github api: secondary limits without Retry-After back off longer each time in a row",
+          "[github][heal][ratelimit]") {
+  StandIn standin;
+  ManualClock clock(SystemClock().now());
+  auto api = make_github_api(token_options(standin.port, "orgs/octo-org", &clock));
+  REQUIRE(api.is_ok());
+  // 429 without Retry-After, each time the backoff has ended: 1, 2, 4, 8 minutes, then 15.
+  for (int minutes : {1, 2, 4, 8, 15, 15}) {
+    INFO(minutes << " min");
+    standin.control({{"fail_next", {429}}});
+    auto limited = (*api)->list_runners();
+    REQUIRE(limited.status().code() == kGithubRateLimited);
+    CHECK((*api)->rate_limit().backoff_until == clock.now() + std::chrono::minutes(minutes));
+    clock.advance(std::chrono::minutes(minutes));
+  }
+  // A call GitHub serves ends the run: the next secondary limit waits a minute again.
+  REQUIRE((*api)->list_runners().is_ok());
+  standin.control({{"fail_next", {429}}});
+  CHECK((*api)->list_runners().status().code() == kGithubRateLimited);
+  CHECK((*api)->rate_limit().backoff_until == clock.now() + std::chrono::minutes(1));
+  clock.advance(std::chrono::minutes(1));
+  // A server error neither ends the run nor counts in it.
+  standin.control({{"fail_next", {502, 429}}});
+  CHECK((*api)->list_runners().status().code() == ErrorCode::kUnavailable);
+  CHECK((*api)->list_runners().status().code() == kGithubRateLimited);
+  CHECK((*api)->rate_limit().backoff_until == clock.now() + std::chrono::minutes(2));
 }
 
 TEST_CASE("github api: a Retry-After HTTP date is honoured from the reply's own Date",

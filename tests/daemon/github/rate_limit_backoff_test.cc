@@ -1,5 +1,5 @@
 // How long armhived waits after GitHub's rate-limited replies: Retry-After as seconds or as an
-// HTTP date.
+// HTTP date, and the fallback that doubles while secondary limits keep coming.
 #include "daemon/github/rate_limit_backoff.h"
 
 #include <catch2/catch.hpp>
@@ -39,6 +39,18 @@ TEST_CASE("retry-after: anything else counts as no Retry-After", "[github][ratel
     INFO(bad);
     CHECK_FALSE(parse_retry_after(bad, kReplied).has_value());
   }
+}
+
+TEST_CASE("secondary limits in a row wait a minute then twice as long each time up to 15 min",
+          "[github][ratelimit]") {
+  CHECK(secondary_limit_wait(1) == seconds(60));
+  CHECK(secondary_limit_wait(2) == seconds(120));
+  CHECK(secondary_limit_wait(3) == seconds(240));
+  CHECK(secondary_limit_wait(4) == seconds(480));
+  CHECK(secondary_limit_wait(5) == seconds(900));
+  CHECK(secondary_limit_wait(6) == seconds(900));
+  CHECK(secondary_limit_wait(1000000) == seconds(900));
+  CHECK(secondary_limit_wait(0) == seconds(60));  // never less than a minute
 }
 
 }  // namespace
