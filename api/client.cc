@@ -414,6 +414,10 @@ Result<std::vector<HostDto>> Client::hosts() {
   return decode<std::vector<HostDto>>(call_ok("GET", "/v1/hosts"), hosts_from_json);
 }
 
+Result<GithubStateDto> Client::github_state() {
+  return decode<GithubStateDto>(call_ok("GET", "/v1/github"), github_state_from_json);
+}
+
 Result<HostDto> Client::set_host_admin(const std::string& name, const std::string& action) {
   return decode<HostDto>(
       call_ok("POST", "/v1/hosts/" + path_id(name) + "/" + path_id(action), "{}"), host_from_json);

@@ -118,6 +118,9 @@ class Client {
   // DELETE /v1/hosts/{name} (admin tokens): kConflict while it holds VMs or leases.
   Status remove_host(const std::string& name);
   Result<std::string> hosts_svg();
+  // GET /v1/github (admin tokens): the GitHub provider's state; kNotFound when the daemon has
+  // no [github] table.
+  Result<GithubStateDto> github_state();
 
   // Streams events with seq > since. `on_event` returns false to stop. With follow=false the
   // server ends the stream once it has sent what it has.

@@ -350,6 +350,28 @@ json to_json(const GithubStateDto& g) {
   return j;
 }
 
+Result<GithubStateDto> github_state_from_json(const json& j) {
+  JsonReader r(j, "");
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  GithubStateDto g;
+  ARMHIVE_RETURN_IF_ERROR(r.opt_str("last_reconcile", g.last_reconcile));
+  ARMHIVE_RETURN_IF_ERROR(r.str("last_reconcile_error", g.last_reconcile_error));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("pending_jobs", g.pending_jobs));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("runners", g.runners));
+  if (r.find("rate_limit_remaining") != nullptr) {
+    int64_t remaining = 0;
+    ARMHIVE_RETURN_IF_ERROR(r.integer("rate_limit_remaining", remaining));
+    g.rate_limit_remaining = remaining;
+  }
+  ARMHIVE_RETURN_IF_ERROR(r.opt_str("rate_limit_reset", g.rate_limit_reset));
+  ARMHIVE_RETURN_IF_ERROR(r.opt_str("backoff_until", g.backoff_until));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("reconciled_jobs_total", g.reconciled_jobs_total));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("ghosts_deleted_total", g.ghosts_deleted_total));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("forgotten_runners_total", g.forgotten_runners_total));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("rate_limited_total", g.rate_limited_total));
+  return g;
+}
+
 Result<std::vector<PoolDto>> pools_from_json(const json& j) {
   return items_from_json<PoolDto>(j, parse_pool);
 }

@@ -58,6 +58,7 @@ Result<ExecResultDto> exec_result_from_json(const nlohmann::json& j);
 Result<BenchmarkRunDto> benchmark_run_dto_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const HealthDto& h);
 nlohmann::json to_json(const GithubStateDto& g);
+Result<GithubStateDto> github_state_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const LeaseUsageDto& u);
 // usage_json.cc
 nlohmann::json to_json(const UsageReportDto& r);

@@ -43,7 +43,43 @@ int64_t days_from_civil(int64_t y, int m, int d) {
   return era * 146097 + doe - 719468;
 }
 
+// The index of `s[pos..pos+3)` in `names` (3-letter names), or -1.
+template <size_t N>
+int name_index(std::string_view s, size_t pos, const char* const (&names)[N]) {
+  if (pos + 3 > s.size()) return -1;
+  for (size_t i = 0; i < N; ++i) {
+    if (s.substr(pos, 3) == names[i]) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 }  // namespace
+
+Result<int64_t> parse_imf_fixdate(std::string_view field, std::string_view text) {
+  static constexpr const char* kDays[] = {"Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"};
+  static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+  auto bad = [&] {
+    return invalid_argument(std::string(field),
+                            "must be an HTTP date such as Sun, 06 Nov 1994 08:49:37 GMT (got \"" +
+                                std::string(text.substr(0, 40)) + "\")");
+  };
+  // "Sun, 06 Nov 1994 08:49:37 GMT": 29 characters at fixed places.
+  if (text.size() != 29) return bad();
+  const int weekday = name_index(text, 0, kDays);  // 0: Thursday, as 1970-01-01 was
+  const int month = name_index(text, 8, kMonths) + 1;
+  const int day = digits(text, 5, 2), year = digits(text, 12, 4);
+  const int hour = digits(text, 17, 2), minute = digits(text, 20, 2), second = digits(text, 23, 2);
+  if (weekday < 0 || month < 1 || text.substr(3, 2) != ", " || text[7] != ' ' || text[11] != ' ' ||
+      text[16] != ' ' || text[19] != ':' || text[22] != ':' || text.substr(25) != " GMT" ||
+      year < 1900 || day < 1 || day > days_in_month(year, month) || hour < 0 || hour > 23 ||
+      minute < 0 || minute > 59 || second < 0 || second > 60) {
+    return bad();
+  }
+  const int64_t days = days_from_civil(year, month, day);
+  if (((days % 7) + 7) % 7 != weekday) return bad();
+  return days * 86400 + hour * 3600 + minute * 60 + (second == 60 ? 59 : second);
+}
 
 Result<int64_t> parse_rfc3339_ms(std::string_view field, std::string_view text) {
   auto bad = [&] {

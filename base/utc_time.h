@@ -19,4 +19,12 @@ std::string utc_now();
 // beyond milliseconds dropped. Anything else is kInvalidArgument naming `field`. Pure.
 Result<int64_t> parse_rfc3339_ms(std::string_view field, std::string_view text);
 
+// An HTTP date in RFC 9110's IMF-fixdate form ("Sun, 06 Nov 1994 08:49:37 GMT", section 5.6.7)
+// as seconds since the Unix epoch. Strict, byte for byte and without the C locale's functions:
+// exactly 29 characters, the English day and month names as written there (case-sensitive),
+// two-digit day, four-digit year from 1900, fields in range (a leap second 60 reads as 59), the
+// day name that date's weekday, "GMT". The obsolete RFC 850 and asctime forms are refused too.
+// Anything else is kInvalidArgument naming `field`. Pure.
+Result<int64_t> parse_imf_fixdate(std::string_view field, std::string_view text);
+
 }  // namespace armhive

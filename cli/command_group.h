@@ -41,5 +41,6 @@ std::unique_ptr<CommandGroup> make_gitlab_commands();     // gitlab_commands.cc
 std::unique_ptr<CommandGroup> make_cp_command();          // cp_command.cc
 std::unique_ptr<CommandGroup> make_tunnel_command();      // tunnel_command.cc
 std::unique_ptr<CommandGroup> make_usage_command();       // usage_command.cc
+std::unique_ptr<CommandGroup> make_github_command();      // github_command.cc
 
 }  // namespace armhive

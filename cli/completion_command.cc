@@ -12,7 +12,7 @@ constexpr const char* kBashCompletion = R"BASH(# bash completion for armhive; in
 _armhive() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
-  local top="lease ssh tunnel exec console pools hosts events bench usage completion"
+  local top="lease ssh tunnel exec console pools hosts events bench usage github completion"
   local global="--server --token --config --ca-file --insecure --json --help"
   case "$prev" in
     --ssh-key|-i|--config|--ca-file|-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;

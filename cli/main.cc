@@ -27,9 +27,9 @@ namespace {
 
 // The command groups, in --help order.
 constexpr std::array kCommandGroups = {
-    make_lease_commands, make_guest_commands,     make_cluster_commands,
-    make_bench_commands, make_completion_command, make_gitlab_commands,
-    make_cp_command,     make_tunnel_command,     make_usage_command};
+    make_lease_commands,     make_guest_commands,  make_cluster_commands, make_bench_commands,
+    make_completion_command, make_gitlab_commands, make_cp_command,       make_tunnel_command,
+    make_usage_command,      make_github_command};
 
 int run(int argc, char** argv) {
   CLI::App app{"armhive: lease ephemeral aarch64 VMs from armhived"};

@@ -15,8 +15,10 @@
 #include "base/bounded_number.h"
 #include "base/json_depth.h"
 #include "base/thread_annotations.h"
+#include "base/utc_time.h"
 #include "base/validation.h"
 #include "daemon/github/app_token.h"
+#include "daemon/github/rate_limit_backoff.h"
 
 namespace armhive {
 
@@ -92,17 +94,20 @@ struct Reply {
   int status = 0;
   std::string body;
   // The rate-limit headers, absent when missing or not a bounded number.
-  std::optional<int64_t> remaining;    // X-RateLimit-Remaining
-  std::optional<int64_t> reset_epoch;  // X-RateLimit-Reset (Unix seconds)
-  std::optional<int64_t> retry_after;  // Retry-After (seconds; an HTTP date is not read)
+  std::optional<int64_t> remaining;                 // X-RateLimit-Remaining
+  std::optional<int64_t> reset_epoch;               // X-RateLimit-Reset (Unix seconds)
+  std::optional<std::chrono::seconds> retry_after;  // Retry-After (rate_limit_backoff.h)
 };
+
+std::string_view header_text(const http::response<http::string_body>& res, std::string_view name) {
+  auto it = res.find(beast::string_view(name.data(), name.size()));
+  if (it == res.end()) return {};
+  return std::string_view(it->value().data(), it->value().size());
+}
 
 std::optional<int64_t> header_number(const http::response<http::string_body>& res,
                                      std::string_view name, int64_t max) {
-  auto it = res.find(beast::string_view(name.data(), name.size()));
-  if (it == res.end()) return std::nullopt;
-  auto n =
-      parse_bounded_int(std::string_view(it->value().data(), it->value().size()), 0, max, name);
+  auto n = parse_bounded_int(header_text(res, name), 0, max, name);
   if (!n.is_ok()) return std::nullopt;
   return *n;
 }
@@ -291,14 +296,25 @@ class BeastGithubApi final : public GithubApi {
         r.status == 429 ||
         (r.status == 403 && (r.retry_after.has_value() || r.remaining == int64_t{0} ||
                              r.body.find("rate limit") != std::string::npos));
-    if (!limited) return Status::ok();
-    // GitHub: wait Retry-After seconds; else, with remaining 0, until X-RateLimit-Reset; else
-    // at least a minute. Bounded by an hour, so a bad header cannot silence us for days.
-    TimePoint until = now + std::chrono::seconds(60);
+    if (!limited) {
+      // GitHub served the call (a 5xx says nothing of the limit): the next secondary limit is
+      // a first one again.
+      if (r.status < 500) secondary_limits_in_a_row_ = 0;
+      return Status::ok();
+    }
+    // GitHub: wait Retry-After; else, with remaining 0, until X-RateLimit-Reset; else at least
+    // a minute, exponentially longer while secondary limits keep coming (rate_limit_backoff.h;
+    // one that said Retry-After counts too). Bounded by an hour, so a bad header cannot silence
+    // us for days.
+    const bool primary = r.remaining == int64_t{0};
+    TimePoint until;
     if (r.retry_after) {
-      until = now + std::chrono::seconds(*r.retry_after);
-    } else if (r.remaining == int64_t{0} && r.reset_epoch && rate_.reset > now) {
+      until = now + *r.retry_after;
+      if (!primary) ++secondary_limits_in_a_row_;
+    } else if (primary && r.reset_epoch && rate_.reset > now) {
       until = rate_.reset;
+    } else {  // nothing said how long (or a reset already past): the growing fallback
+      until = now + secondary_limit_wait(++secondary_limits_in_a_row_);
     }
     until = std::min(until, now + std::chrono::hours(1));
     rate_.backoff_until = std::max(rate_.backoff_until, until);
@@ -450,7 +466,12 @@ class BeastGithubApi final : public GithubApi {
     Reply reply{static_cast<int>(parser.get().result_int()), parser.get().body()};
     reply.remaining = header_number(parser.get(), "X-RateLimit-Remaining", int64_t{1} << 40);
     reply.reset_epoch = header_number(parser.get(), "X-RateLimit-Reset", int64_t{1} << 40);
-    reply.retry_after = header_number(parser.get(), "Retry-After", int64_t{1} << 40);
+    // A Retry-After date is relative to the reply's own Date when it has a valid one.
+    TimePoint replied = clock_.now();
+    if (auto date = parse_imf_fixdate("Date", header_text(parser.get(), "Date")); date.is_ok()) {
+      replied = TimePoint(std::chrono::seconds(*date));
+    }
+    reply.retry_after = parse_retry_after(header_text(parser.get(), "Retry-After"), replied);
     return reply;
   }
 
@@ -461,6 +482,8 @@ class BeastGithubApi final : public GithubApi {
   InstallationTokenCache app_tokens_;
   mutable Mutex rate_mu_;
   GithubRateLimit rate_ GUARDED_BY(rate_mu_);
+  // Rate-limited replies in a row that were not GitHub's primary limit (rate_limit_backoff.h).
+  int secondary_limits_in_a_row_ GUARDED_BY(rate_mu_) = 0;
 };
 
 }  // namespace

@@ -88,8 +88,10 @@ class GithubApi {
 
 // Every call above fails with kResourceExhausted ("GitHub rate limited until <time>") when
 // GitHub answered 429, or 403 with Retry-After or X-RateLimit-Remaining 0, and records a
-// backoff (Retry-After seconds, else X-RateLimit-Reset, else a minute; at most an hour);
-// calls before the backoff ends fail the same way without reaching GitHub.
+// backoff (Retry-After, seconds or an HTTP date; else X-RateLimit-Reset; else a minute, doubled
+// for each further secondary limit in a row up to 15 minutes until a call succeeds; at most an
+// hour: rate_limit_backoff.h); calls before the backoff ends fail the same way without reaching
+// GitHub.
 inline constexpr ErrorCode kGithubRateLimited = ErrorCode::kResourceExhausted;
 
 struct GithubApiOptions {

@@ -194,5 +194,35 @@ TEST_CASE("api: a waiting lease carries its queue position and reason", "[api][q
   CHECK(lease_from_json(j).status().field() == "queue.position");
 }
 
+TEST_CASE("api: the GitHub provider's state round-trips its optional members", "[api][github]") {
+  GithubStateDto g;
+  g.last_reconcile = "2026-01-02T03:04:05.000Z";
+  g.last_reconcile_error = "GitHub list runners: HTTP 502";
+  g.pending_jobs = 2;
+  g.runners = 3;
+  g.rate_limit_remaining = 0;
+  g.rate_limit_reset = "2026-01-02T04:00:00.000Z";
+  g.backoff_until = "2026-01-02T03:10:00.000Z";
+  g.reconciled_jobs_total = 5;
+  g.ghosts_deleted_total = 6;
+  g.forgotten_runners_total = 1;
+  g.rate_limited_total = 7;
+  json j = to_json(g);
+  j["added_in_a_later_version"] = 1;
+  auto back = github_state_from_json(j);
+  REQUIRE(back.is_ok());
+  CHECK(to_json(*back) == to_json(g));
+  CHECK(back->rate_limit_remaining == 0);  // zero is said, not absent
+
+  // Before the first pass and before GitHub said anything: absent, not empty.
+  auto fresh = github_state_from_json(to_json(GithubStateDto{}));
+  REQUIRE(fresh.is_ok());
+  CHECK_FALSE(fresh->last_reconcile.has_value());
+  CHECK_FALSE(fresh->rate_limit_remaining.has_value());
+  CHECK_FALSE(fresh->backoff_until.has_value());
+  j["rate_limit_remaining"] = "many";
+  CHECK(github_state_from_json(j).status().field() == "rate_limit_remaining");
+}
+
 }  // namespace
 }  // namespace armhive

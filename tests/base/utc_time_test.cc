@@ -36,5 +36,50 @@ TEST_CASE("rfc3339: anything but the full form is refused naming the field",
   }
 }
 
+TEST_CASE("http date: an IMF-fixdate gives the instant", "[base][time]") {
+  // RFC 9110 section 5.6.7's example, and GitHub's form.
+  CHECK(*parse_imf_fixdate("Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT") == 784111777);
+  CHECK(*parse_imf_fixdate("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT") == 1445412480);
+  CHECK(*parse_imf_fixdate("Retry-After", "Thu, 01 Jan 1970 00:00:00 GMT") == 0);
+  CHECK(*parse_imf_fixdate("Retry-After", "Tue, 01 Dec 2026 08:45:53 GMT") == 1796114753);
+  CHECK(*parse_imf_fixdate("Retry-After", "Thu, 29 Feb 2024 00:00:00 GMT") == 1709164800);
+  CHECK(*parse_imf_fixdate("Retry-After", "Sat, 31 Dec 2016 23:59:60 GMT") == 1483228799);
+  CHECK(*parse_imf_fixdate("Retry-After", "Mon, 01 Jan 1900 00:00:00 GMT") == -2208988800);
+}
+
+TEST_CASE("http date: anything but a strict IMF-fixdate is refused naming the field",
+          "[base][time][hostile]") {
+  for (const char* bad : {"",
+                          "120",
+                          "Wed, 21 Oct 2015 07:28:00",
+                          "Wed, 21 Oct 2015 07:28:00 UTC",
+                          "Wed, 21 Oct 2015 07:28:00 GMT ",
+                          " Wed, 21 Oct 2015 07:28:00 GMT",
+                          "wed, 21 Oct 2015 07:28:00 GMT",
+                          "Wed, 21 oct 2015 07:28:00 GMT",
+                          "Wed, 21 Okt 2015 07:28:00 GMT",
+                          "Thu, 21 Oct 2015 07:28:00 GMT",  // a Wednesday
+                          "Wed,21 Oct 2015 07:28:00 GMT ",
+                          "Wed, 1 Oct 2015 07:28:00 GMT ",
+                          "Mon, 30 Feb 2015 07:28:00 GMT",
+                          "Sun, 29 Feb 2015 07:28:00 GMT",
+                          "Wed, 21 Oct 2015 24:00:00 GMT",
+                          "Wed, 21 Oct 2015 07:60:00 GMT",
+                          "Wed, 21 Oct 2015 07:28:61 GMT",
+                          "Wed, 21 Oct 2015 07-28-00 GMT",
+                          "Wed, 21 Oct 0015 07:28:00 GMT",
+                          "Wed, +1 Oct 2015 07:28:00 GMT",
+                          "Wednesday, 21-Oct-15 07:28:00 GMT",
+                          "Wed Oct 21 07:28:00 2015",
+                          "Wed, 21 Oct 2015 07:28:00 GMT\n",
+                          "Wed, 21 Oct 2015 07:28:00 G\x01T"}) {
+    INFO(bad);
+    auto r = parse_imf_fixdate("Retry-After", bad);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == ErrorCode::kInvalidArgument);
+    CHECK(r.status().field() == "Retry-After");
+  }
+}
+
 }  // namespace
 }  // namespace armhive

@@ -588,6 +588,86 @@ TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   auto completion = cli.run({"completion", "bash"});
   CHECK(completion.exit_code == 0);
   CHECK(completion.out.find("complete -F _armhive armhive") != std::string::npos);
+  CHECK(completion.out.find(" usage github completion") != std::string::npos);
+}
+
+TEST_CASE("cli: github shows the provider's state or says GitHub is not configured",
+          "[cli][github]") {
+  ApiFixture f(true, [](HttpOptions& o) {
+    o.github_state = [] {
+      GithubStateDto g;
+      g.last_reconcile = "2026-01-02T03:04:05.000Z";
+      g.last_reconcile_error = "GitHub list runners: HTTP 502";
+      g.pending_jobs = 2;
+      g.runners = 3;
+      g.rate_limit_remaining = 4999;
+      g.rate_limit_reset = "2026-01-02T04:00:00.000Z";
+      g.backoff_until = "2026-01-02T03:10:00.000Z";
+      g.reconciled_jobs_total = 5;
+      g.ghosts_deleted_total = 1;
+      g.rate_limited_total = 7;
+      return g;
+    };
+  });
+  TempHome home("armhive-cli-github");
+  Cli cli{f, f.admin, home.path};
+  auto human = cli.run({"github"});
+  INFO(human.err);
+  REQUIRE(human.exit_code == 0);
+  CHECK(human.out.find("Last reconcile:  2026-01-02T03:04:05.000Z (") == 0);
+  CHECK(human.out.find("), failed: GitHub list runners: HTTP 502\n") != std::string::npos);
+  CHECK(human.out.find("\nPending jobs:    2 ") != std::string::npos);
+  CHECK(human.out.find("\nRunners:         3\n") != std::string::npos);
+  CHECK(human.out.find("\nRate limit:      4999 remaining, resets 2026-01-02T04:00:00.000Z (") !=
+        std::string::npos);
+  CHECK(human.out.find("\nBackoff:         until 2026-01-02T03:10:00.000Z (") != std::string::npos);
+  CHECK(human.out.find("5 jobs reconciled, 1 ghost runner deleted, 0 runners forgotten, "
+                       "7 rate-limited replies\n") != std::string::npos);
+
+  json j = cli.run_json({"github"});
+  CHECK(j["last_reconcile"] == "2026-01-02T03:04:05.000Z");
+  CHECK(j["last_reconcile_error"] == "GitHub list runners: HTTP 502");
+  CHECK(j["pending_jobs"] == 2);
+  CHECK(j["runners"] == 3);
+  CHECK(j["rate_limit_remaining"] == 4999);
+  CHECK(j["backoff_until"] == "2026-01-02T03:10:00.000Z");
+  CHECK(j["rate_limited_total"] == 7);
+
+  // Not an admin: refused, saying which token would do.
+  Cli ci{f, f.ci_b, home.path};
+  auto refused = ci.run({"github"});
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("only admin tokens") != std::string::npos);
+  CHECK(refused.err.find("--role admin") != std::string::npos);
+
+  // A daemon without [github]: 404, said plainly (also with --json, nothing on stdout).
+  ApiFixture plain;
+  Cli none{plain, plain.admin, home.path};
+  for (const auto& args :
+       {std::vector<std::string>{"github"}, std::vector<std::string>{"--json", "github"}}) {
+    auto r = none.run(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("GitHub is not configured on " + plain.url()) != std::string::npos);
+    CHECK(r.err.find("[github]") != std::string::npos);
+    CHECK(r.err.find("armhive lease ls") == std::string::npos);  // no lease hint
+  }
+}
+
+TEST_CASE("cli: github before the first pass says so rather than showing empty values",
+          "[cli][github]") {
+  ApiFixture f(true, [](HttpOptions& o) { o.github_state = [] { return GithubStateDto{}; }; });
+  TempHome home("armhive-cli-github-fresh");
+  Cli cli{f, f.admin, home.path};
+  auto human = cli.run({"github"});
+  INFO(human.err);
+  REQUIRE(human.exit_code == 0);
+  CHECK(human.out.find("Last reconcile:  none yet\n") == 0);
+  CHECK(human.out.find("\nRate limit:      not known yet") != std::string::npos);
+  CHECK(human.out.find("\nBackoff:         none\n") != std::string::npos);
+  json j = cli.run_json({"github"});
+  CHECK_FALSE(j.contains("last_reconcile"));
+  CHECK_FALSE(j.contains("rate_limit_remaining"));
 }
 
 TEST_CASE("cli: usage reports what leases used, lease show has their usage lines", "[cli][usage]") {

@@ -2,7 +2,8 @@
 // App (the stand-in checks the JWT's RS256 signature with openssl against the App's public
 // key): the installation token is bought once and used for the runner calls; a wrong key gets
 // 401. With a token: runners listed page by page, a repository's queued jobs, GitHub's
-// rate-limit headers read, a 429 with Retry-After and an exhausted window backed off.
+// rate-limit headers read, a 429 with Retry-After (seconds or an HTTP date) and an exhausted
+// window backed off, secondary limits in a row backed off longer each time.
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <signal.h>
@@ -303,6 +304,68 @@ TEST_CASE("github api: an exhausted rate-limit window backs off until its reset"
   CHECK(rl.backoff_until == rl.reset);
   CHECK(rl.backoff_until > clock.now());
   CHECK(rl.backoff_until <= clock.now() + std::chrono::seconds(61));
+}
+
+TEST_CASE("github api: secondary limits without Retry-After back off longer each time in a row",
+          "[github][heal][ratelimit]") {
+  StandIn standin;
+  ManualClock clock(SystemClock().now());
+  auto api = make_github_api(token_options(standin.port, "orgs/octo-org", &clock));
+  REQUIRE(api.is_ok());
+  // 429 without Retry-After, each time the backoff has ended: 1, 2, 4, 8 minutes, then 15.
+  for (int minutes : {1, 2, 4, 8, 15, 15}) {
+    INFO(minutes << " min");
+    standin.control({{"fail_next", {429}}});
+    auto limited = (*api)->list_runners();
+    REQUIRE(limited.status().code() == kGithubRateLimited);
+    CHECK((*api)->rate_limit().backoff_until == clock.now() + std::chrono::minutes(minutes));
+    clock.advance(std::chrono::minutes(minutes));
+  }
+  // A call GitHub serves ends the run: the next secondary limit waits a minute again.
+  REQUIRE((*api)->list_runners().is_ok());
+  standin.control({{"fail_next", {429}}});
+  CHECK((*api)->list_runners().status().code() == kGithubRateLimited);
+  CHECK((*api)->rate_limit().backoff_until == clock.now() + std::chrono::minutes(1));
+  clock.advance(std::chrono::minutes(1));
+  // A server error neither ends the run nor counts in it.
+  standin.control({{"fail_next", {502, 429}}});
+  CHECK((*api)->list_runners().status().code() == ErrorCode::kUnavailable);
+  CHECK((*api)->list_runners().status().code() == kGithubRateLimited);
+  CHECK((*api)->rate_limit().backoff_until == clock.now() + std::chrono::minutes(2));
+}
+
+TEST_CASE("github api: a Retry-After HTTP date is honoured from the reply's own Date",
+          "[github][heal][ratelimit]") {
+  StandIn standin;
+  ManualClock clock(SystemClock().now());
+  auto api = make_github_api(token_options(standin.port, "orgs/octo-org", &clock));
+  REQUIRE(api.is_ok());
+  // GitHub's clock says 2015: the date is two minutes after its reply, whatever ours says.
+  standin.control({{"date", "Wed, 21 Oct 2015 07:28:00 GMT"}});
+  standin.control({{"fail_next", {429}}, {"retry_after", "Wed, 21 Oct 2015 07:30:00 GMT"}});
+  auto limited = (*api)->list_runners();
+  REQUIRE(limited.status().code() == kGithubRateLimited);
+  CHECK((*api)->rate_limit().backoff_until == clock.now() + std::chrono::minutes(2));
+  clock.advance(std::chrono::minutes(2));
+  REQUIRE((*api)->list_runners().is_ok());
+
+  // A date before the reply: the call failed, but the next one may go at once.
+  standin.control({{"fail_next", {429}}, {"retry_after", "Wed, 21 Oct 2015 07:27:00 GMT"}});
+  CHECK((*api)->list_runners().status().code() == kGithubRateLimited);
+  CHECK((*api)->rate_limit().backoff_until == clock.now());
+  REQUIRE((*api)->list_runners().is_ok());
+
+  // Far ahead: at most an hour.
+  standin.control({{"fail_next", {429}}, {"retry_after", "Fri, 01 Jan 2100 00:00:00 GMT"}});
+  CHECK((*api)->list_runners().status().code() == kGithubRateLimited);
+  CHECK((*api)->rate_limit().backoff_until == clock.now() + std::chrono::hours(1));
+  clock.advance(std::chrono::hours(1));
+  REQUIRE((*api)->list_runners().is_ok());
+
+  // Not a date (nor seconds): as if there were no Retry-After, a minute.
+  standin.control({{"fail_next", {429}}, {"retry_after", "tomorrow"}});
+  CHECK((*api)->list_runners().status().code() == kGithubRateLimited);
+  CHECK((*api)->rate_limit().backoff_until == clock.now() + std::chrono::minutes(1));
 }
 
 }  // namespace

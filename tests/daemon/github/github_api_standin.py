@@ -30,7 +30,10 @@ POST /_control (tests only; not recorded) takes one JSON object of:
   {"queue_job": {"id", "run_id", "labels", "status"}}   a job (status default "queued")
   {"fail_next": [STATUS, ...], "retry_after": S}        the next requests fail with these
                                         statuses (429: a secondary rate limit, with
-                                        Retry-After S when given)
+                                        Retry-After S when given: seconds or an
+                                        HTTP date, sent as written)
+  {"date": TEXT}                        every reply's Date header is TEXT from now on (a
+                                        GitHub whose clock is not ours)
   {"rate_limit": N}                     a fresh window of N requests, resetting in 60 s
 and answers 200 {"runners": [...ids listed], "next_runner_id": ...}.
 Anything else is 404. Every request (method, path, Authorization header, JSON body, status)
@@ -91,6 +94,7 @@ runners = {}      # id -> {id, name, labels, busy}: listed by GET .../actions/ru
 jobs = {}         # id -> {id, run_id, labels, status}
 fail_next = []    # statuses the next requests fail with
 retry_after = [None]
+fixed_date = [None]
 window = {"limit": 5000, "used": 0, "reset": int(time.time()) + 3600}
 
 
@@ -123,6 +127,12 @@ def page_of(items, query):
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
+    def date_time_string(self, timestamp=None):
+        """The Date header send_response adds: control's, else the real time."""
+        with lock:
+            date = fixed_date[0]
+        return date if date is not None else super().date_time_string(timestamp)
+
     def reply(self, status, body=None, headers=None):
         data = b"" if body is None else json.dumps(body).encode()
         self.send_response(status)
@@ -181,6 +191,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if "fail_next" in body:
                 fail_next[:] = list(body["fail_next"])
                 retry_after[0] = body.get("retry_after")
+            if "date" in body:
+                fixed_date[0] = body["date"]
             if "rate_limit" in body:
                 window.update(limit=int(body["rate_limit"]), used=0,
                               reset=int(time.time()) + 60)
