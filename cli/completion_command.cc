@@ -12,7 +12,7 @@ constexpr const char* kBashCompletion = R"BASH(# bash completion for armhive; in
 _armhive() {
   local cur prev words cword
   _init_completion 2>/dev/null || { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
-  local top="lease ssh tunnel exec console pools hosts events bench usage github completion"
+  local top="@TOP@"
   local global="--server --token --config --ca-file --insecure --json --help"
   case "$prev" in
     --ssh-key|-i|--config|--ca-file|-o|--output) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -49,17 +49,28 @@ complete -F _armhive armhive
 class CompletionCommand final : public CommandGroup {
  public:
   void add_to(CLI::App& app) override {
+    app_ = &app;
     completion_ = app.add_subcommand("completion", "print a shell completion script");
     completion_->add_option("shell", shell_, "bash")->required()->check(CLI::IsMember({"bash"}));
   }
   bool parsed() const override { return completion_->parsed(); }
   bool needs_server() const override { return false; }
+  // The top-level words are the app's own subcommands, so a new command cannot be missing.
   int run(const CommandContext& /*ctx*/) override {
-    std::cout << kBashCompletion;
+    std::string top;
+    for (const CLI::App* sub : app_->get_subcommands([](CLI::App*) { return true; })) {
+      if (!top.empty()) top += ' ';
+      top += sub->get_name();
+    }
+    std::string script = kBashCompletion;
+    const std::string marker = "@TOP@";
+    script.replace(script.find(marker), marker.size(), top);
+    std::cout << script;
     return kExitOk;
   }
 
  private:
+  CLI::App* app_ = nullptr;
   CLI::App* completion_ = nullptr;
   std::string shell_;
 };

@@ -588,7 +588,17 @@ TEST_CASE("cli: pools, hosts, events, bench and completion", "[cli]") {
   auto completion = cli.run({"completion", "bash"});
   CHECK(completion.exit_code == 0);
   CHECK(completion.out.find("complete -F _armhive armhive") != std::string::npos);
-  CHECK(completion.out.find(" usage github completion") != std::string::npos);
+  // Every command `armhive --help` lists is completed at the first word.
+  auto help = cli.run({"--help"});
+  const auto top_start = completion.out.find("local top=\"");
+  REQUIRE(top_start != std::string::npos);
+  const std::string top = completion.out.substr(
+      top_start + 11, completion.out.find('"', top_start + 11) - (top_start + 11));
+  for (const char* command : {"lease", "ssh", "cp", "gitlab", "github", "pools", "completion"}) {
+    INFO(command);
+    CHECK(help.out.find(std::string("  ") + command) != std::string::npos);
+    CHECK((" " + top + " ").find(std::string(" ") + command + " ") != std::string::npos);
+  }
 }
 
 TEST_CASE("cli: github shows the provider's state or says GitHub is not configured",
