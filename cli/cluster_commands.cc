@@ -95,8 +95,8 @@ class ClusterCommands final : public CommandGroup {
     for (const auto& p : *r) {
       if (!p.warm_target) continue;
       std::cout << p.name << ": min_warm auto (" << p.warm_target->auto_min << ".."
-                << p.warm_target->auto_max << "): " << p.warm_target->target << " warm, "
-                << p.warm_target->reason << "\n";
+                << p.warm_target->auto_max << "): target " << p.warm_target->target
+                << " warm: " << p.warm_target->reason << "\n";
     }
     return kExitOk;
   }

@@ -174,7 +174,8 @@ double DemandModel::profile_rate(TimePoint at, TimePoint now) const {
   return (bucket_counts_[b] + 60.0 * long_rate) / (60.0 * (seen + 1.0));
 }
 
-WarmTarget DemandModel::target(TimePoint now, int queued, const AutoWarmConfig& config) const {
+WarmTarget DemandModel::target(TimePoint now, int queued, const AutoWarmConfig& config,
+                               bool more_queued) const {
   WarmTarget out;
   Status valid = validate_auto_warm(config);
   const int lo = std::max(config.auto_min, 0);
@@ -237,8 +238,11 @@ WarmTarget DemandModel::target(TimePoint now, int queued, const AutoWarmConfig& 
     out.reason = format("idle for %.0f min: scaled to auto_min %.0f", idle_min, config.auto_min);
     return out;
   }
-  std::string why = format("expected %.1f arrivals in the next boot time (%.0f s) at %.2f/min",
-                           out.expected_arrivals, boot_s, rate);
+  std::string why =
+      format(out.expected_arrivals < 1
+                 ? "expected %.2f arrivals in the next boot time (%.0f s) at %.2f/min"
+                 : "expected %.1f arrivals in the next boot time (%.0f s) at %.2f/min",
+             out.expected_arrivals, boot_s, rate);
   if (idle) {
     why = format("idle for %.0f min, but the profile expects %.2f/min in the hour ahead",
                  minutes_between(*last_arrival_, now), rate);
@@ -248,7 +252,8 @@ WarmTarget DemandModel::target(TimePoint now, int queued, const AutoWarmConfig& 
                  from_runs, out.runs_per_hour);
   }
   if (queued > 0) {
-    why = std::to_string(queued) + (queued == 1 ? " lease" : " leases") + " queued; " + why;
+    why = (more_queued ? "at least " : "") + std::to_string(queued) +
+          (queued == 1 && !more_queued ? " lease" : " leases") + " queued; " + why;
   }
   if (want > hi) why += format(": capped at auto_max %.0f", hi);
   if (want < config.auto_min) why += format(": raised to auto_min %.0f", config.auto_min);

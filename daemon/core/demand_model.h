@@ -91,7 +91,10 @@ class DemandModel {
 
   // `queued`: the pool's leases waiting for a VM that no free warm VM serves in this pass
   // (they wait for boots; a lease a warm VM is about to take is not demand still to come).
-  WarmTarget target(TimePoint now, int queued, const AutoWarmConfig& config) const;
+  // `more_queued`: the caller stopped counting at `queued` and more wait (the reason then
+  // says "at least").
+  WarmTarget target(TimePoint now, int queued, const AutoWarmConfig& config,
+                    bool more_queued = false) const;
 
   Millis boot_estimate() const { return boot_; }
   // Requests per minute over the 5-minute, 30-minute and 2-hour horizons, decayed to `now`.

@@ -178,11 +178,14 @@ void LeaseEngine::size_auto_pool_locked(PoolRuntime& pool) {
   // whatever the rest, and a pass (run by every POST /v1/leases) stays O(pool), not O(queue).
   const int enough = free_warm + pool.config.auto_warm->auto_max;
   int queued = 0;
-  for (auto it = pool.queue.begin(); it != pool.queue.end() && queued < enough; ++it) {
+  auto it = pool.queue.begin();
+  for (; it != pool.queue.end() && queued < enough; ++it) {
     queued += queued_live_locked(*it) ? 1 : 0;
   }
-  WarmTarget t =
-      pool.demand.target(clock_.now(), std::max(queued - free_warm, 0), *pool.config.auto_warm);
+  bool more = false;  // one more live lease behind the count is enough to say "at least"
+  for (; it != pool.queue.end() && !more; ++it) more = queued_live_locked(*it);
+  WarmTarget t = pool.demand.target(clock_.now(), std::max(queued - free_warm, 0),
+                                    *pool.config.auto_warm, more);
   if (!pool.warm_target || pool.warm_target->target != t.target) {
     spdlog::info("pool {}: {} warm ({})", pool.config.name, t.target, t.reason);
   }

@@ -118,6 +118,9 @@ TEST_CASE("demand model: queued leases raise the target", "[demand_model]") {
   WarmTarget three = m.target(last + 10s, 3, config);
   CHECK(three.target == none.target + 3);
   CHECK_THAT(three.reason, Contains("3 leases queued"));
+  // A caller that stopped counting says so.
+  CHECK_THAT(m.target(last + 1s, 1, {.auto_min = 0, .auto_max = 8}, true).reason,
+             Contains("at least 1 leases queued"));
   // Queued leases count even before any rate is known.
   DemandModel fresh;
   CHECK(fresh.target(kMonday, 2, config).target == 2);
