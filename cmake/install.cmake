@@ -31,6 +31,21 @@ install(FILES packaging/armhive-image.lintian-overrides
 install(FILES images/README.md DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/armhive-image
         COMPONENT armhive-image)
 
+# Each binary's manual page (packaging/man/, written by hand; scripts/check-man-pages keeps it
+# in step with the binary's --help), gzip-compressed without name or time stamp (reproducible)
+# at configure time, as the changelog below; an edited page configures again.
+foreach(page armhived.8 armhive.1 armhive-image.1)
+  string(REGEX REPLACE "\\.[18]$" "" component ${page})
+  string(REGEX REPLACE "^.*\\." "" section ${page})
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+               ${PROJECT_SOURCE_DIR}/packaging/man/${page})
+  file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/man)
+  execute_process(COMMAND gzip -n -9 -c ${PROJECT_SOURCE_DIR}/packaging/man/${page}
+                  OUTPUT_FILE ${PROJECT_BINARY_DIR}/man/${page}.gz COMMAND_ERROR_IS_FATAL ANY)
+  install(FILES ${PROJECT_BINARY_DIR}/man/${page}.gz
+          DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT ${component})
+endforeach()
+
 # Every package's copyright and (native package) changelog, as Debian policy wants them.
 execute_process(COMMAND gzip -n -9 -c ${PROJECT_SOURCE_DIR}/packaging/changelog
                 OUTPUT_FILE ${PROJECT_BINARY_DIR}/changelog.gz)
