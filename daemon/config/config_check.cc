@@ -103,6 +103,7 @@ toml::table github_of(const GithubConfig& g) {
                 {"reconcile_period", duration(g.reconcile_period)},
                 {"runner_command", array_of(g.runner_command)},
                 {"webhook_secret_file", g.webhook_secret_file},
+                {"webhook_secret_overlap", duration(g.webhook_secret_overlap)},
                 {"labels", table_of(g.labels)}};
   if (!g.org.empty()) t.insert("org", g.org);
   if (!g.repo.empty()) t.insert("repo", g.repo);
