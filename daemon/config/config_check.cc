@@ -287,8 +287,7 @@ std::vector<std::string> changed_sections(const DaemonConfig& running, const Dae
   toml::table a = render_table(running);
   toml::table b = render_table(next);
   std::vector<std::string> out;
-  for (const char* key :
-       {"server", "host", "hosts", "engine", "audit", "access", "github", "networks"}) {
+  for (const char* key : {"server", "host", "hosts", "engine", "audit", "networks"}) {
     // Compared as the TOML they print as: the same text is the same effective values.
     auto text = [key](const toml::table& t) {
       std::ostringstream o;
