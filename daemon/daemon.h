@@ -69,7 +69,8 @@ class Daemon {
 
   std::string url() const { return server_->url(); }
 
-  // What a reload did: the changes applied, those refused (an added pool no host can hold),
+  // What a reload did: the changes applied, those refused (an added pool no host can hold; a
+  // [github] secret file that does not read, which refuses the whole reload),
   // and those that take effect only at the next start (also listed by GET /healthz).
   struct ReloadOutcome {
     std::vector<std::string> applied;
