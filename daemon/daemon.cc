@@ -14,6 +14,7 @@
 #include "daemon/bench/lease_target_resolver.h"
 #include "daemon/bench/mtu_journal.h"
 #include "daemon/config/config_check.h"
+#include "daemon/config/github_reload.h"
 #include "daemon/config/secret_files.h"
 #include "daemon/core/pool_reload.h"
 #include "daemon/fleet/host_setup.h"
@@ -45,21 +46,16 @@ std::string machine_hostname() {
   return name;
 }
 
-// The GitHub provider of a [github] table: its token and webhook secret read from their 0600
-// files (check_secret_files refused wider modes), the REST client and the provider, started.
-Status start_github(const GithubConfig& config, LeaseService& leases, StartupRunner& startups,
-                    AuditLog& audit, const Clock& clock, Metrics& metrics,
-                    std::unique_ptr<GithubApi>& api, std::unique_ptr<GithubProvider>& provider) {
+// What a [github] table's secret files hold, each checked first (0600, as at start: a reload
+// re-reads them, so a mode widened since is refused there too).
+Result<GithubSecrets> read_github_secrets(const GithubConfig& config) {
   for (const std::string* path :
        {&config.token_file, &config.app_private_key_file, &config.webhook_secret_file}) {
     if (path->empty()) continue;  // token_file or the App's key, not both
     if (Status s = check_secret_file(*path, "a [github] secret file"); !s.is_ok()) return s;
   }
-  ARMHIVE_ASSIGN_OR_RETURN(std::string secret, read_token_file(config.webhook_secret_file));
-  GithubApiOptions api_options;
-  api_options.api_url = config.api_url;
-  api_options.scope = config.org.empty() ? "repos/" + config.repo : "orgs/" + config.org;
-  api_options.clock = &clock;  // the backoff's time, the provider's too
+  GithubSecrets out;
+  ARMHIVE_ASSIGN_OR_RETURN(out.webhook_secret, read_token_file(config.webhook_secret_file));
   if (config.app_id > 0) {
     std::ifstream key_in(config.app_private_key_file, std::ios::binary);
     std::string key((std::istreambuf_iterator<char>(key_in)), std::istreambuf_iterator<char>());
@@ -67,15 +63,26 @@ Status start_github(const GithubConfig& config, LeaseService& leases, StartupRun
       return unavailable("cannot read " + config.app_private_key_file,
                          "github.app_private_key_file");
     }
-    api_options.app_id = config.app_id;
-    api_options.app_private_key = std::move(key);
-    api_options.installation_id = config.installation_id;
+    out.app_private_key = std::move(key);
   } else {
-    ARMHIVE_ASSIGN_OR_RETURN(api_options.token, read_token_file(config.token_file));
+    ARMHIVE_ASSIGN_OR_RETURN(out.token, read_token_file(config.token_file));
   }
-  ARMHIVE_ASSIGN_OR_RETURN(api, make_github_api(std::move(api_options)));
+  return out;
+}
+
+GithubCredentials github_credentials(const GithubConfig& config, const GithubSecrets& secrets) {
+  return GithubCredentials{secrets.token, config.app_id, secrets.app_private_key,
+                           config.installation_id};
+}
+
+// The provider's options of a [github] table: what start uses and a reload hands to
+// GithubProvider::reconfigure.
+GithubProviderOptions github_provider_options(const GithubConfig& config,
+                                              const GithubSecrets& secrets, Metrics& metrics) {
   GithubProviderOptions options;
-  options.webhook_secret = std::move(secret);
+  options.webhook_secret = secrets.webhook_secret;
+  options.webhook_secret_overlap =
+      std::chrono::duration_cast<Seconds>(config.webhook_secret_overlap);
   options.label_pools = config.labels;
   options.runner_group_id = config.runner_group_id;
   options.idle_timeout = std::chrono::duration_cast<Seconds>(config.idle_timeout);
@@ -83,6 +90,24 @@ Status start_github(const GithubConfig& config, LeaseService& leases, StartupRun
   options.runner_command = config.runner_command;
   options.reconcile_period = std::chrono::duration_cast<Seconds>(config.reconcile_period);
   options.metrics = &metrics;
+  return options;
+}
+
+// The GitHub provider of a [github] table: its token and webhook secret read from their 0600
+// files (check_secret_files refused wider modes), the REST client and the provider, started.
+Status start_github(const GithubConfig& config, const GithubSecrets& secrets, LeaseService& leases,
+                    StartupRunner& startups, AuditLog& audit, const Clock& clock, Metrics& metrics,
+                    std::unique_ptr<GithubApi>& api, std::unique_ptr<GithubProvider>& provider) {
+  GithubApiOptions api_options;
+  api_options.api_url = config.api_url;
+  api_options.scope = config.org.empty() ? "repos/" + config.repo : "orgs/" + config.org;
+  api_options.clock = &clock;  // the backoff's time, the provider's too
+  api_options.token = secrets.token;
+  api_options.app_id = config.app_id;
+  api_options.app_private_key = secrets.app_private_key;
+  api_options.installation_id = config.installation_id;
+  ARMHIVE_ASSIGN_OR_RETURN(api, make_github_api(std::move(api_options)));
+  GithubProviderOptions options = github_provider_options(config, secrets, metrics);
   provider = std::make_unique<GithubProvider>(
       std::move(options), leases,
       [&startups](const std::string& id, const StartupRequestDto& startup) {
@@ -411,6 +436,31 @@ std::optional<PoolConfig> Daemon::pool(const std::string& name) const {
 
 Daemon::ReloadOutcome Daemon::reload(const DaemonConfig& next) {
   ReloadOutcome out;
+  // [github]'s secret files first: one that does not read, or credentials that cannot be used,
+  // refuse the whole reload before anything applies (the configuration in force is kept).
+  GithubConfig github_running;
+  GithubSecrets secrets_running;
+  AccessConfig access_running;
+  {
+    MutexLock lock(reload_mu_);
+    github_running = github_config_;
+    secrets_running = github_secrets_;
+    access_running = access_config_;
+  }
+  GithubSecrets secrets_next = secrets_running;  // kept when [github] is removed (a restart's)
+  if (github_ && next.github.enabled) {
+    auto read = read_github_secrets(next.github);
+    Status s = read.is_ok() ? check_github_credentials(github_credentials(next.github, *read))
+                            : read.status();
+    if (!s.is_ok()) {
+      out.refused.push_back("[github]: " + s.to_string() +
+                            ": the reload is refused, the configuration in force is kept");
+      return out;
+    }
+    secrets_next = std::move(read).value();
+  }
+  GithubReload github_plan =
+      plan_github_reload(github_running, secrets_running, next.github, secrets_next);
   for (const std::string& section : changed_sections(config_, next)) {
     out.restart_needed.push_back("[" + section +
                                  "] changed: it takes effect at the next start "
@@ -445,9 +495,40 @@ Daemon::ReloadOutcome Daemon::reload(const DaemonConfig& next) {
   for (const PoolStatus& p : engine_->pools()) {
     if (!p.removed) now.push_back(p.config);
   }
+  // [github] after the pools: its labels may name a pool this reload added.
+  out.restart_needed.insert(out.restart_needed.end(), github_plan.restart_needed.begin(),
+                            github_plan.restart_needed.end());
+  if (github_ && (github_plan.credentials || github_plan.settings)) {
+    if (github_plan.credentials) {
+      if (Status s =
+              github_api_->set_credentials(github_credentials(github_plan.config, secrets_next));
+          !s.is_ok()) {
+        out.refused.push_back("[github]: the token or App: " + s.to_string());
+      }
+    }
+    if (github_plan.settings) {
+      github_->reconfigure(github_provider_options(github_plan.config, secrets_next, metrics_));
+    }
+    out.applied.insert(out.applied.end(), github_plan.applied.begin(), github_plan.applied.end());
+  }
+  // [access]: the caps and timeouts of forwards; nothing open is closed or moved.
+  AccessReload access_plan = plan_access_reload(access_running, next.access);
+  out.restart_needed.insert(out.restart_needed.end(), access_plan.restart_needed.begin(),
+                            access_plan.restart_needed.end());
+  if (forwards_ && access_plan.limits) {
+    const AccessConfig& a = access_plan.config;
+    forwards_->set_limits(a.max_sessions_per_forward, a.max_sessions, a.forward_idle_timeout);
+    access_->set_max_extra_ports(a.max_extra_ports);
+    out.applied.insert(out.applied.end(), access_plan.applied.begin(), access_plan.applied.end());
+  }
   MutexLock lock(reload_mu_);
   pools_ = std::move(now);
   restart_needed_ = out.restart_needed;
+  if (forwards_) access_config_ = access_plan.config;
+  if (github_) {
+    github_config_ = github_plan.config;
+    github_secrets_ = std::move(secrets_next);
+  }
   return out;
 }
 
@@ -497,9 +578,14 @@ Status Daemon::start_integrations() {
   startups_ = std::move(startups).value();
   startups_->start();
   if (!config_.github.enabled) return Status::ok();
-  Status s = start_github(config_.github, *engine_, *startups_, *audit_, clock_, metrics_,
+  auto secrets = read_github_secrets(config_.github);
+  if (!secrets.is_ok()) return secrets.status().annotate("github");
+  Status s = start_github(config_.github, *secrets, *engine_, *startups_, *audit_, clock_, metrics_,
                           github_api_, github_);
-  return s.is_ok() ? s : s.annotate("github");
+  if (!s.is_ok()) return s.annotate("github");
+  MutexLock lock(reload_mu_);
+  github_secrets_ = std::move(secrets).value();
+  return Status::ok();
 }
 
 Status Daemon::start_http() {

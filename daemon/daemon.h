@@ -19,7 +19,9 @@
 #include "daemon/access/ssh_ca.h"
 #include "daemon/bench/benchmark_runner.h"
 #include "daemon/bench/health_scheduler.h"
+#include "daemon/config/access_reload.h"
 #include "daemon/config/daemon_config.h"
+#include "daemon/config/github_reload.h"
 #include "daemon/core/clock.h"
 #include "daemon/engine/catalog_image_source.h"
 #include "daemon/engine/health_vm_source.h"
@@ -67,7 +69,8 @@ class Daemon {
 
   std::string url() const { return server_->url(); }
 
-  // What a reload did: the changes applied, those refused (an added pool no host can hold),
+  // What a reload did: the changes applied, those refused (an added pool no host can hold; a
+  // [github] secret file that does not read, which refuses the whole reload),
   // and those that take effect only at the next start (also listed by GET /healthz).
   struct ReloadOutcome {
     std::vector<std::string> applied;
@@ -75,9 +78,14 @@ class Daemon {
     std::vector<std::string> restart_needed;
   };
   // Applies a configuration re-read from the file (SIGHUP; it has passed check_daemon_config):
-  // the pools' sizes, TTLs and limits, new pools, removed pools (once empty). Nothing running is
-  // dropped. Everything else is compared with the configuration armhived started with, and what
-  // differs is named as needing a restart. One reload at a time (the signal thread's).
+  // the pools' sizes, TTLs and limits, new pools, removed pools (once empty); [github]'s secrets
+  // and settings but its scope (daemon/config/github_reload.h); [access]'s session caps, idle
+  // timeout and max_extra_ports (daemon/config/access_reload.h). [github]'s secret files are
+  // read first: one that does not read or holds unusable credentials refuses the whole reload
+  // (`refused`, nothing applied). Nothing running is dropped. Everything else is compared with
+  // the configuration armhived started with, and what differs is named as needing a restart.
+  // One reload at a time (the signal thread's); it calls the engine and the GitHub provider
+  // without reload_mu_ held.
   ReloadOutcome reload(const DaemonConfig& next);
 
   // Whether the engine's event loop runs a posted task within `deadline`: the loop whose hang
@@ -88,7 +96,11 @@ class Daemon {
 
  private:
   Daemon(const DaemonConfig& config, std::string config_path)
-      : config_(config), config_path_(std::move(config_path)), pools_(config.pools) {}
+      : config_(config),
+        config_path_(std::move(config_path)),
+        pools_(config.pools),
+        github_config_(config.github),
+        access_config_(config.access) {}
 
   Status open_state();
   Status connect_hosts();
@@ -103,11 +115,16 @@ class Daemon {
   // A configured pool as last applied (start, then each reload); nullopt: not configured.
   std::optional<PoolConfig> pool(const std::string& name) const;
 
-  const DaemonConfig config_;  // as started: a reload changes only the pools
+  // As started: a reload changes only the pools, [github] and [access] (the members below).
+  const DaemonConfig config_;
   const std::string config_path_;
   mutable Mutex reload_mu_;  // never held across a call into another part
   std::vector<PoolConfig> pools_ GUARDED_BY(reload_mu_);
   std::vector<std::string> restart_needed_ GUARDED_BY(reload_mu_);
+  // [github] as in force (start, then each reload) and what its secret files held then.
+  GithubConfig github_config_ GUARDED_BY(reload_mu_);
+  GithubSecrets github_secrets_ GUARDED_BY(reload_mu_);
+  AccessConfig access_config_ GUARDED_BY(reload_mu_);  // [access] as in force
   SystemClock clock_;
   Metrics metrics_;
   SubprocessRunner runner_;

@@ -19,7 +19,17 @@ ForwardTable::ForwardTable(AccessOptions options, AccessEventSink sink, Metrics*
       metrics_(metrics),
       budget_(options_.max_sessions > 0 ? std::make_shared<SessionBudget>(options_.max_sessions)
                                         : nullptr),
-      next_port_(options_.port_min) {}
+      next_port_(options_.port_min),
+      max_sessions_per_forward_(options_.max_sessions_per_forward),
+      idle_timeout_(options_.idle_timeout) {}
+
+void ForwardTable::set_limits(int max_sessions_per_forward, int max_sessions,
+                              std::chrono::milliseconds idle_timeout) {
+  if (budget_) budget_->set_max(max_sessions);
+  MutexLock lock(mu_);
+  max_sessions_per_forward_ = max_sessions_per_forward;
+  idle_timeout_ = idle_timeout;
+}
 
 Result<std::unique_ptr<ForwardTable>> ForwardTable::start(AccessOptions options,
                                                           AccessEventSink sink, Metrics* metrics) {
@@ -172,9 +182,13 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
   const int range = options_.port_max - options_.port_min + 1;
   for (int attempt = 0; attempt < range; ++attempt) {
     int port = 0;
+    int max_sessions_per_forward = 0;
+    std::chrono::milliseconds idle_timeout{};
     {
       MutexLock lock(mu_);
       if (stopped_) return unavailable("access forwards are stopping");
+      max_sessions_per_forward = max_sessions_per_forward_;
+      idle_timeout = idle_timeout_;
       for (int i = 0; i < range && port == 0; ++i) {
         int candidate = next_port_;
         next_port_ = next_port_ >= options_.port_max ? options_.port_min : next_port_ + 1;
@@ -187,9 +201,9 @@ Result<ForwardTable::Open> ForwardTable::open_one(const std::string& lease_id,
     std::string target = guest_address + ":" + std::to_string(guest_port);
     TcpForward::Options fo{options_.listen_address, port, guest_address, guest_port,
                            options_.connect_timeout};
-    fo.max_sessions = options_.max_sessions_per_forward;
+    fo.max_sessions = max_sessions_per_forward;
     fo.budget = budget_;
-    fo.idle_timeout = options_.idle_timeout;
+    fo.idle_timeout = idle_timeout;
     auto f = TcpForward::open(io_, std::move(fo),
                               [this, lease_id, target, where](const ForwardConnection& c) {
                                 if (c.refused) {

@@ -124,6 +124,13 @@ class ForwardTable {
   std::vector<std::string> leases() const;
   // Closes everything and joins the threads. Idempotent.
   void stop();
+  // A reload ([access] max_sessions_per_forward, max_sessions, forward_idle_timeout): the host
+  // cap at once (sessions over a lowered one run on; new ones wait for room), the per-forward
+  // cap and idle timeout for forwards opened from now on (an open forward keeps its own: it is
+  // a running listener, and its sessions' timers were set with them). A table started without a
+  // host cap (max_sessions 0) keeps none. Thread-safe; no I/O.
+  void set_limits(int max_sessions_per_forward, int max_sessions,
+                  std::chrono::milliseconds idle_timeout) EXCLUDES(mu_);
 
  private:
   struct Open {
@@ -176,6 +183,9 @@ class ForwardTable {
   uint64_t next_attachment_ GUARDED_BY(mu_) = 1;
   int next_port_ GUARDED_BY(mu_) = 0;
   bool stopped_ GUARDED_BY(mu_) = false;
+  // options_'s per-forward cap and idle timeout as a reload left them (set_limits).
+  int max_sessions_per_forward_ GUARDED_BY(mu_);
+  std::chrono::milliseconds idle_timeout_ GUARDED_BY(mu_);
 
   static constexpr size_t kMaxQueuedEvents = 4096;
   EventThrottle connections_;  // thread-safe; taken inside events_mu_, never the reverse

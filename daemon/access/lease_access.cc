@@ -44,7 +44,8 @@ LeaseAccess::LeaseAccess(LeaseService& leases, ForwardTable& forwards, int max_e
 Status LeaseAccess::check_ports(const std::string& pool, const std::vector<int>& ports) {
   std::vector<int> allowed;
   bool known = false;
-  int cap = max_extra_ports_;
+  const int daemon_cap = max_extra_ports_.load();
+  int cap = daemon_cap;
   for (const PoolStatus& p : leases_.pools()) {
     if (p.config.name == pool) {
       known = true;
@@ -54,7 +55,7 @@ Status LeaseAccess::check_ports(const std::string& pool, const std::vector<int>&
     }
   }
   if (static_cast<int>(ports.size()) > cap) {
-    const std::string whose = known && cap < max_extra_ports_ ? " in pool " + pool : "";
+    const std::string whose = known && cap < daemon_cap ? " in pool " + pool : "";
     return invalid_argument("ports", "at most " + std::to_string(cap) + " extra ports per lease" +
                                          whose + " (asked for " + std::to_string(ports.size()) +
                                          ")");

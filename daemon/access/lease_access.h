@@ -78,6 +78,9 @@ class LeaseAccess {
   // pool whose cap it is). An unknown pool is held to the daemon's cap only (creating the lease
   // reports the pool).
   Status check_ports(const std::string& pool, const std::vector<int>& ports);
+  // A reload ([access] max_extra_ports): leases asking from now on are held to it; a lease's
+  // ports already granted stay. Thread-safe.
+  void set_max_extra_ports(int max) { max_extra_ports_.store(max); }
   // Records them for the lease: forwarded as soon as it is ready (with SSH). Kept in memory:
   // after a daemon restart a ready lease gets its SSH forward back, not its extra ports.
   void set_ports(const std::string& lease_id, const std::vector<int>& ports);
@@ -124,7 +127,7 @@ class LeaseAccess {
 
   LeaseService& leases_;
   ForwardTable& forwards_;
-  int max_extra_ports_;
+  std::atomic<int> max_extra_ports_;  // a reload changes it (set_max_extra_ports)
   int guest_ssh_port_;
   const Clock& clock_;
   std::string user_ca_;                                   // set before start(), read-only after

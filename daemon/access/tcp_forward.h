@@ -34,17 +34,20 @@ class SessionBudget {
   // Takes a session's share; false when `max` are taken already.
   bool try_take() {
     int n = used_.load();
-    while (n < max_) {
+    while (n < max_.load()) {
       if (used_.compare_exchange_weak(n, n + 1)) return true;
     }
     return false;
   }
   void give_back() { used_.fetch_sub(1); }
   int used() const { return used_.load(); }
-  int max() const { return max_; }
+  int max() const { return max_.load(); }
+  // A reload: sessions over a lowered cap run on (nothing running is cut); new ones wait for
+  // room.
+  void set_max(int max) { max_.store(max); }
 
  private:
-  const int max_;
+  std::atomic<int> max_;
   std::atomic<int> used_{0};
 };
 using ForwardObserver = std::function<void(const ForwardConnection&)>;

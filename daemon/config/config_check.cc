@@ -103,6 +103,7 @@ toml::table github_of(const GithubConfig& g) {
                 {"reconcile_period", duration(g.reconcile_period)},
                 {"runner_command", array_of(g.runner_command)},
                 {"webhook_secret_file", g.webhook_secret_file},
+                {"webhook_secret_overlap", duration(g.webhook_secret_overlap)},
                 {"labels", table_of(g.labels)}};
   if (!g.org.empty()) t.insert("org", g.org);
   if (!g.repo.empty()) t.insert("repo", g.repo);
@@ -286,8 +287,7 @@ std::vector<std::string> changed_sections(const DaemonConfig& running, const Dae
   toml::table a = render_table(running);
   toml::table b = render_table(next);
   std::vector<std::string> out;
-  for (const char* key :
-       {"server", "host", "hosts", "engine", "audit", "access", "github", "networks"}) {
+  for (const char* key : {"server", "host", "hosts", "engine", "audit", "networks"}) {
     // Compared as the TOML they print as: the same text is the same effective values.
     auto text = [key](const toml::table& t) {
       std::ostringstream o;

@@ -33,9 +33,10 @@ std::string locate_config_error(std::string_view file, std::string_view text, co
 // prints): parsing it gives the same configuration back. Pure.
 std::string render_daemon_config(const DaemonConfig& config);
 
-// The top-level tables other than [[pools]] ("server", "access", "networks", ...) whose
-// effective values differ between two configurations, in file order: what a reload cannot
-// apply to a running armhived (its pools are daemon/core/pool_reload.h's). Pure.
+// The top-level tables other than [[pools]], [github] and [access] ("server", "engine",
+// "networks", ...) whose effective values differ between two configurations, in file order: what
+// a reload cannot apply to a running armhived (its pools are daemon/core/pool_reload.h's,
+// [github] daemon/config/github_reload.h's, [access] daemon/config/access_reload.h's). Pure.
 std::vector<std::string> changed_sections(const DaemonConfig& running, const DaemonConfig& next);
 
 }  // namespace armhive

@@ -468,6 +468,16 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(
         r.integer_as("installation_id", gh.installation_id, 1, int64_t{1} << 53));
     ARMHIVE_RETURN_IF_ERROR(r.str("webhook_secret_file", gh.webhook_secret_file));
+    // A duration that may be zero ("0s" or 0: no overlap), which TomlReader::duration refuses.
+    const toml::node* overlap = g->get("webhook_secret_overlap");
+    if (overlap != nullptr && ((overlap->is_integer() && overlap->as_integer()->get() == 0) ||
+                               (overlap->is_string() && (overlap->as_string()->get() == "0s" ||
+                                                         overlap->as_string()->get() == "0")))) {
+      gh.webhook_secret_overlap = std::chrono::milliseconds(0);
+      r.skip("webhook_secret_overlap");
+    } else {
+      ARMHIVE_RETURN_IF_ERROR(r.duration("webhook_secret_overlap", gh.webhook_secret_overlap));
+    }
     ARMHIVE_RETURN_IF_ERROR(
         r.integer_as("runner_group_id", gh.runner_group_id, 1, int64_t{1} << 40));
     ARMHIVE_RETURN_IF_ERROR(r.duration("idle_timeout", gh.idle_timeout));
@@ -496,6 +506,9 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     }
     if (gh.webhook_secret_file.empty()) {
       return invalid_argument("github.webhook_secret_file", "is required");
+    }
+    if (gh.webhook_secret_overlap > std::chrono::hours(1)) {
+      return invalid_argument("github.webhook_secret_overlap", "must be between 0s and 1h");
     }
     if (gh.labels.empty()) {
       return invalid_argument("github.labels", "map at least one runs-on label to a pool");

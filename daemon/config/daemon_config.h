@@ -68,6 +68,9 @@ struct GithubConfig {
   std::string app_private_key_file;
   int64_t installation_id = 0;
   std::string webhook_secret_file;  // the webhook's secret, 0600
+  // After a reload changed the webhook secret, deliveries signed with the previous one are
+  // accepted this long too (daemon/github/README.md, "Reload"); zero: refused at once. 0..1h.
+  std::chrono::milliseconds webhook_secret_overlap{std::chrono::minutes(10)};
   int64_t runner_group_id = 1;
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
   std::chrono::milliseconds replay_window{std::chrono::hours(24)};

@@ -111,19 +111,28 @@ Result<InstallationToken> parse_installation_token(std::string_view body) {
 }
 
 Result<std::string> InstallationTokenCache::get() {
+  uint64_t generation = 0;
   {
     MutexLock lock(mu_);
     if (!held_.token.empty() && clock_.now() + refresh_before_ < held_.expires_at) {
       return held_.token;
     }
+    generation = generation_;
   }
   ARMHIVE_ASSIGN_OR_RETURN(InstallationToken fresh, fetch_());
   if (clock_.now() + refresh_before_ >= fresh.expires_at) {
     return unavailable("GitHub's installation token expires too soon to use");
   }
   MutexLock lock(mu_);
-  held_ = fresh;
+  // Bought with credentials forget() replaced since: this call uses it, none after it.
+  if (generation == generation_) held_ = fresh;
   return fresh.token;
+}
+
+void InstallationTokenCache::forget() {
+  MutexLock lock(mu_);
+  ++generation_;
+  held_ = InstallationToken{};
 }
 
 }  // namespace armhive

@@ -45,7 +45,10 @@ class InstallationTokenCache {
                          std::chrono::seconds refresh_before = std::chrono::minutes(5))
       : fetch_(std::move(fetch)), clock_(clock), refresh_before_(refresh_before) {}
 
-  Result<std::string> get();
+  Result<std::string> get() EXCLUDES(mu_);
+  // Drops the token held (new credentials): the next get() fetches. A fetch under way when
+  // this is called does not store its token.
+  void forget() EXCLUDES(mu_);
 
  private:
   const Fetch fetch_;
@@ -53,6 +56,7 @@ class InstallationTokenCache {
   const std::chrono::seconds refresh_before_;
   Mutex mu_;
   InstallationToken held_ GUARDED_BY(mu_);
+  uint64_t generation_ GUARDED_BY(mu_) = 0;  // forget() calls so far
 };
 
 }  // namespace armhive

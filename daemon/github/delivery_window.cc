@@ -28,6 +28,11 @@ Status DeliveryWindow::admit(const std::string& id, TimePoint now) {
   return Status::ok();
 }
 
+void DeliveryWindow::set_window(Seconds window) {
+  MutexLock lock(mu_);
+  window_ = window;
+}
+
 size_t DeliveryWindow::size() const {
   MutexLock lock(mu_);
   return ids_.size();

@@ -26,6 +26,9 @@ class DeliveryWindow {
   // kInvalidArgument when it is empty or longer than 128 bytes. Admits it otherwise.
   Status admit(const std::string& id, TimePoint now) EXCLUDES(mu_);
   size_t size() const EXCLUDES(mu_);
+  // A new window (a reload): ids older than it go at the next admit; a longer one keeps those
+  // still held for longer.
+  void set_window(Seconds window) EXCLUDES(mu_);
 
  private:
   struct Seen {
@@ -34,7 +37,7 @@ class DeliveryWindow {
   };
   void expire_locked(TimePoint now) REQUIRES(mu_);
 
-  Seconds window_;
+  Seconds window_ GUARDED_BY(mu_);
   size_t capacity_;
   mutable Mutex mu_;
   std::deque<Seen> order_ GUARDED_BY(mu_);  // oldest first

@@ -135,7 +135,13 @@ class BeastGithubApi final : public GithubApi {
       : options_(std::move(options)),
         url_(std::move(url)),
         clock_(options_.clock != nullptr ? *options_.clock : system_clock_),
-        app_tokens_([this] { return fetch_installation_token(); }, clock_) {}
+        credentials_(std::make_shared<const GithubCredentials>(GithubCredentials{
+            options_.token, options_.app_id, options_.app_private_key, options_.installation_id})),
+        app_tokens_([this] { return fetch_installation_token(); }, clock_) {
+    // The credentials live in credentials_ (a reload replaces them), not in options_.
+    options_.token.clear();
+    options_.app_private_key.clear();
+  }
 
   Result<JitRunner> generate_jitconfig(const JitRequest& request) override {
     json body = {{"name", request.name},
@@ -361,15 +367,31 @@ class BeastGithubApi final : public GithubApi {
     });
   }
 
+  Status set_credentials(GithubCredentials credentials) override {
+    {
+      MutexLock lock(credentials_mu_);
+      credentials_ = std::make_shared<const GithubCredentials>(std::move(credentials));
+    }
+    app_tokens_.forget();
+    return Status::ok();
+  }
+
+  // The credentials in force: immutable once published, read without the lock.
+  std::shared_ptr<const GithubCredentials> credentials() const {
+    MutexLock lock(credentials_mu_);
+    return credentials_;
+  }
+
   // The installation token for a GitHub App, bought with a fresh JWT.
   Result<InstallationToken> fetch_installation_token() {
+    const std::shared_ptr<const GithubCredentials> c = credentials();
+    ARMHIVE_ASSIGN_OR_RETURN(std::string jwt,
+                             github_app_jwt(c->app_id, c->app_private_key, clock_.now()));
     ARMHIVE_ASSIGN_OR_RETURN(
-        std::string jwt, github_app_jwt(options_.app_id, options_.app_private_key, clock_.now()));
-    ARMHIVE_ASSIGN_OR_RETURN(Reply r,
-                             send(http::verb::post,
-                                  url_.prefix + "/app/installations/" +
-                                      std::to_string(options_.installation_id) + "/access_tokens",
-                                  "", "Bearer " + jwt));
+        Reply r, send(http::verb::post,
+                      url_.prefix + "/app/installations/" + std::to_string(c->installation_id) +
+                          "/access_tokens",
+                      "", "Bearer " + jwt));
     if (r.status != 201 && r.status != 200) return api_error("installation access token", r);
     return parse_installation_token(r.body);
   }
@@ -377,8 +399,9 @@ class BeastGithubApi final : public GithubApi {
   // A call under the scope, with the token (or the App's installation token).
   Result<Reply> call(http::verb verb, const std::string& path, std::string body) {
     ARMHIVE_RETURN_IF_ERROR(check_backoff());
-    std::string token = options_.token;
-    if (options_.app_id > 0) {
+    const std::shared_ptr<const GithubCredentials> c = credentials();
+    std::string token = c->token;
+    if (c->app_id > 0) {
       ARMHIVE_ASSIGN_OR_RETURN(token, app_tokens_.get());
     }
     ARMHIVE_ASSIGN_OR_RETURN(Reply r, send(verb, url_.prefix + "/" + options_.scope + path,
@@ -479,6 +502,8 @@ class BeastGithubApi final : public GithubApi {
   Url url_;
   SystemClock system_clock_;
   const Clock& clock_;
+  mutable Mutex credentials_mu_;  // held only to copy or swap the pointer
+  std::shared_ptr<const GithubCredentials> credentials_ GUARDED_BY(credentials_mu_);
   InstallationTokenCache app_tokens_;
   mutable Mutex rate_mu_;
   GithubRateLimit rate_ GUARDED_BY(rate_mu_);
@@ -488,25 +513,32 @@ class BeastGithubApi final : public GithubApi {
 
 }  // namespace
 
-Result<std::unique_ptr<GithubApi>> make_github_api(GithubApiOptions options) {
-  ARMHIVE_ASSIGN_OR_RETURN(Url url, parse_url(options.api_url));
-  ARMHIVE_RETURN_IF_ERROR(check_scope(options.scope));
-  if (options.app_id > 0) {
-    if (options.installation_id <= 0) {
+Status GithubApi::set_credentials(GithubCredentials /*credentials*/) {
+  return conflict("this GitHub client cannot change its credentials");
+}
+
+Status check_github_credentials(const GithubCredentials& c) {
+  if (c.app_id > 0) {
+    if (c.installation_id <= 0) {
       return invalid_argument("github.installation_id", "must be positive");
     }
     // Refuse a key that cannot sign now, not at the first webhook.
-    ARMHIVE_RETURN_IF_ERROR(
-        github_app_jwt(options.app_id, options.app_private_key, std::chrono::system_clock::now())
-            .status());
-    return std::unique_ptr<GithubApi>(new BeastGithubApi(std::move(options), std::move(url)));
+    return github_app_jwt(c.app_id, c.app_private_key, std::chrono::system_clock::now()).status();
   }
-  if (options.token.empty()) return invalid_argument("github.token_file", "holds no token");
-  for (char c : options.token) {
-    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) {
+  if (c.token.empty()) return invalid_argument("github.token_file", "holds no token");
+  for (char ch : c.token) {
+    if (static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f) {
       return invalid_argument("github.token_file", "the token must be one line of printable text");
     }
   }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<GithubApi>> make_github_api(GithubApiOptions options) {
+  ARMHIVE_ASSIGN_OR_RETURN(Url url, parse_url(options.api_url));
+  ARMHIVE_RETURN_IF_ERROR(check_scope(options.scope));
+  ARMHIVE_RETURN_IF_ERROR(check_github_credentials(GithubCredentials{
+      options.token, options.app_id, options.app_private_key, options.installation_id}));
   return std::unique_ptr<GithubApi>(new BeastGithubApi(std::move(options), std::move(url)));
 }
 

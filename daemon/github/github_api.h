@@ -66,6 +66,21 @@ inline constexpr int kMaxRunnerPages = 50;    // 100 runners a page
 inline constexpr int kMaxQueuedRuns = 100;    // one page of queued runs
 inline constexpr int kMaxJobPagesPerRun = 3;  // 100 jobs a page (a matrix has at most 256)
 
+// Who the calls are made as: a fine-grained token, or a GitHub App (app_id > 0) whose private
+// key buys installation tokens (app_token.h). Secrets: token and app_private_key.
+struct GithubCredentials {
+  std::string token;
+  int64_t app_id = 0;
+  std::string app_private_key;  // PEM
+  int64_t installation_id = 0;
+};
+
+// Whether `credentials` can be used, as make_github_api checks them: a token of one line of
+// printable text, or an App with a positive installation_id and a key that signs a JWT now.
+// kInvalidArgument naming github.token_file / github.installation_id /
+// github.app_private_key_file. Pure CPU; any thread.
+Status check_github_credentials(const GithubCredentials& credentials);
+
 // Threading: implementations are thread-safe; calls block the calling thread up to their
 // timeout, so never call them on an io_context thread.
 class GithubApi {
@@ -84,6 +99,11 @@ class GithubApi {
   virtual Result<std::vector<QueuedJob>> list_queued_jobs() = 0;
   // The rate limit as the last reply said it.
   virtual GithubRateLimit rate_limit() const = 0;
+  // Replaces the credentials the calls use (a reload, README "Reload"): a call under way ends
+  // with the ones it started with; an App's cached installation token is dropped, so the next
+  // call buys one with the new key. `credentials` passed check_github_credentials. The default
+  // (fakes of tests) refuses with kConflict. Thread-safe; no I/O.
+  virtual Status set_credentials(GithubCredentials credentials);
 };
 
 // Every call above fails with kResourceExhausted ("GitHub rate limited until <time>") when

@@ -53,24 +53,65 @@ int64_t ms_since(std::chrono::steady_clock::time_point t) {
 GithubProvider::GithubProvider(GithubProviderOptions options, LeaseService& leases,
                                SetStartup set_startup, GithubApi& api, const Clock& clock,
                                EventSink sink)
-    : options_(std::move(options)),
+    : owner_(options.owner),
+      metrics_(options.metrics),
       leases_(leases),
       set_startup_(std::move(set_startup)),
       api_(api),
       clock_(clock),
       sink_(std::move(sink)),
-      deliveries_(options_.replay_window),
-      job_actions_(options_.replay_window) {
-  if (options_.metrics != nullptr) {
-    options_.metrics->describe_counter(kRateLimitedMetric,
-                                       "GitHub API calls refused for the rate limit");
-    options_.metrics->describe_counter(
+      deliveries_(options.replay_window),
+      job_actions_(options.replay_window) {
+  if (metrics_ != nullptr) {
+    metrics_->describe_counter(kRateLimitedMetric, "GitHub API calls refused for the rate limit");
+    metrics_->describe_counter(
         kReconciledMetric, "Queued GitHub jobs that got a runner by reconciliation (no webhook)");
-    options_.metrics->describe_counter(
+    metrics_->describe_counter(
         kGhostsMetric, "Runners named armhive-* without a lease of ours, deleted from GitHub");
     for (const char* m : {kRateLimitedMetric, kReconciledMetric, kGhostsMetric}) {
-      options_.metrics->inc(m, {}, 0);  // reported from the start, at 0
+      metrics_->inc(m, {}, 0);  // reported from the start, at 0
     }
+  }
+  auto live = std::make_shared<Live>();
+  live->options = std::move(options);
+  MutexLock lock(mu_);
+  live_ = std::move(live);
+}
+
+std::shared_ptr<const GithubProvider::Live> GithubProvider::live() const {
+  MutexLock lock(mu_);
+  return live_;
+}
+
+void GithubProvider::reconfigure(GithubProviderOptions next) {
+  const TimePoint now = clock_.now();
+  deliveries_.set_window(next.replay_window);
+  job_actions_.set_window(next.replay_window);
+  {
+    MutexLock lock(mu_);
+    auto live = std::make_shared<Live>();
+    live->options = std::move(next);
+    live->options.owner = owner_;
+    live->options.metrics = metrics_;
+    live->options.sweep_period = live_->options.sweep_period;
+    if (live->options.webhook_secret != live_->options.webhook_secret) {
+      // The running secret stays good for the overlap: GitHub's settings are changed by hand,
+      // before or after this reload.
+      if (live->options.webhook_secret_overlap.count() > 0) {
+        live->previous_secret = live_->options.webhook_secret;
+        live->previous_until = now + live->options.webhook_secret_overlap;
+      }
+    } else {
+      live->previous_secret = live_->previous_secret;  // an overlap under way goes on
+      live->previous_until = live_->previous_until;
+    }
+    // The next pass: one new period after the last one began (next_reconcile_ was set to that
+    // start plus the old period); epoch (no pass yet) stays due at once.
+    if (next_reconcile_ != TimePoint{}) {
+      next_reconcile_ =
+          next_reconcile_ - live_->options.reconcile_period + live->options.reconcile_period;
+    }
+    live_ = std::move(live);
   }
 }
 
@@ -96,7 +137,7 @@ Result<std::vector<Lease>> active_leases(LeaseService& leases, const std::string
 }  // namespace
 
 void GithubProvider::count(const char* metric) {
-  if (options_.metrics != nullptr) options_.metrics->inc(metric);
+  if (metrics_ != nullptr) metrics_->inc(metric);
 }
 
 bool GithubProvider::backed_off() const { return clock_.now() < api_.rate_limit().backoff_until; }
@@ -115,9 +156,10 @@ bool GithubProvider::rate_limited(const Status& s) {
 void GithubProvider::remember_launch(int64_t job_id) {
   const TimePoint now = clock_.now();
   MutexLock lock(mu_);
+  const Seconds window = live_->options.replay_window;
   launched_jobs_[job_id] = now;
   for (auto it = launched_jobs_.begin(); it != launched_jobs_.end();) {
-    it = now - it->second >= options_.replay_window ? launched_jobs_.erase(it) : std::next(it);
+    it = now - it->second >= window ? launched_jobs_.erase(it) : std::next(it);
   }
   while (launched_jobs_.size() > kMaxLaunchedJobs) launched_jobs_.erase(launched_jobs_.begin());
 }
@@ -148,7 +190,7 @@ void GithubProvider::start() {
   if (thread_.joinable()) return;
   // Runners of leases made before a restart. Whether their job runs is unknown: they count
   // as busy (never deleted as idle); `completed` or the runner's exit ends them.
-  if (auto list = active_leases(leases_, options_.owner); list.is_ok()) {
+  if (auto list = active_leases(leases_, owner_); list.is_ok()) {
     MutexLock lock(mu_);
     for (const Lease& l : *list) {
       auto name = l.labels.find(kRunnerLabel);
@@ -197,10 +239,21 @@ Status GithubProvider::deliver(const std::string& event, const std::string& deli
                "a webhook body may be at most " + std::to_string(kMaxWebhookBodyBytes) + " bytes"));
   }
   // The signature first: an unsigned caller must not fill the replay window.
-  if (Status s = verify_webhook_signature(options_.webhook_secret, body, signature); !s.is_ok()) {
-    return reject(s);
+  const std::shared_ptr<const Live> live = this->live();
+  bool previous_secret = false;
+  if (Status s = verify_webhook_signature(live->options.webhook_secret, body, signature);
+      !s.is_ok()) {
+    previous_secret = !live->previous_secret.empty() && clock_.now() < live->previous_until &&
+                      verify_webhook_signature(live->previous_secret, body, signature).is_ok();
+    if (!previous_secret) return reject(s);
   }
   if (Status s = deliveries_.admit(delivery_id, clock_.now()); !s.is_ok()) return reject(s);
+  if (previous_secret) {
+    // Accepted, and said: GitHub still signs with the secret the last reload replaced.
+    emit("github.webhook", "",
+         who + ": signed with the previous webhook secret (accepted until " +
+             to_rfc3339(live->previous_until) + "; set the new one in GitHub's webhook settings)");
+  }
   if (event != "workflow_job") {
     emit("github.webhook", "", who + ": event " + printable(event) + " ignored");
     return Status::ok();
@@ -239,10 +292,11 @@ std::vector<GithubProvider::Runner> GithubProvider::runners() {
 }
 
 Status GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
+  const std::shared_ptr<const Live> live = this->live();
   const auto t0 = std::chrono::steady_clock::now();
   JitRequest req;
   req.name = "armhive-" + std::to_string(job.job_id);
-  req.runner_group_id = options_.runner_group_id;
+  req.runner_group_id = live->options.runner_group_id;
   req.labels = job.labels;
   auto jit = api_.generate_jitconfig(req);
   if (!jit.is_ok()) {
@@ -259,7 +313,7 @@ Status GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
 
   LeaseRequest lr;
   lr.pool = pool;
-  lr.owner = options_.owner;
+  lr.owner = owner_;
   lr.purpose = Purpose::kCi;
   lr.idempotency_key = "github-job-" + std::to_string(job.job_id);
   lr.labels = {{"github.job", std::to_string(job.job_id)},
@@ -278,7 +332,7 @@ Status GithubProvider::launch(const WorkflowJob& job, const std::string& pool) {
   const int64_t lease_ms = ms_since(t1);
 
   StartupRequestDto startup;
-  startup.argv = options_.runner_command;
+  startup.argv = live->options.runner_command;
   startup.env[kJitVariable] = StartupEnvVar{jit->encoded_jit_config, true};
   startup.release_on_exit = true;
   Status s = set_startup_(lease->id, startup);
@@ -363,7 +417,7 @@ bool GithubProvider::handle(const WorkflowJob& job) {
             "job " + std::to_string(job.job_id) + " completed" + (ran ? "" : " without it"), !ran);
     return true;
   }
-  auto pool = pool_for_labels(options_.label_pools, job.labels);
+  auto pool = pool_for_labels(live()->options.label_pools, job.labels);
   if (!pool.is_ok()) {
     emit("github.error", "", "job " + std::to_string(job.job_id) + ": " + pool.status().message());
     return true;
@@ -373,6 +427,7 @@ bool GithubProvider::handle(const WorkflowJob& job) {
 }
 
 void GithubProvider::sweep() {
+  const Seconds idle_timeout = live()->options.idle_timeout;
   const TimePoint now = clock_.now();
   for (const Runner& r : runners()) {
     auto lease = leases_.get_lease(r.lease_id);
@@ -382,9 +437,9 @@ void GithubProvider::sweep() {
       release(r, "github.runner_released", "its lease ended (" + lease->reason + ")", !r.busy);
       continue;
     }
-    if (!r.busy && now - r.created >= options_.idle_timeout) {
+    if (!r.busy && now - r.created >= idle_timeout) {
       release(r, "github.runner_idle",
-              "took no job within " + std::to_string(options_.idle_timeout.count()) + " s", true);
+              "took no job within " + std::to_string(idle_timeout.count()) + " s", true);
     }
   }
 }
@@ -411,7 +466,7 @@ void GithubProvider::run_once() {
   {
     MutexLock lock(mu_);
     if (stop_ || now < next_reconcile_) return;
-    next_reconcile_ = now + options_.reconcile_period;
+    next_reconcile_ = now + live_->options.reconcile_period;
   }
   Status s = reconcile();
   MutexLock lock(mu_);
@@ -420,6 +475,7 @@ void GithubProvider::run_once() {
 }
 
 Status GithubProvider::reconcile() {
+  const std::shared_ptr<const Live> live = this->live();
   const TimePoint start = clock_.now();
   auto listed = api_.list_runners();
   if (!listed.is_ok()) {
@@ -432,7 +488,7 @@ Status GithubProvider::reconcile() {
     return queued.status();
   }
   // After GitHub's lists: a runner made since is in a lease listed now, never a ghost.
-  ARMHIVE_ASSIGN_OR_RETURN(std::vector<Lease> leases, active_leases(leases_, options_.owner));
+  ARMHIVE_ASSIGN_OR_RETURN(std::vector<Lease> leases, active_leases(leases_, owner_));
   std::set<std::string> leased_names;
   std::set<int64_t> leased_ids;
   std::set<int64_t> leased_jobs;
@@ -476,7 +532,7 @@ Status GithubProvider::reconcile() {
   // Runners GitHub forgot (deregistered, removed by hand): their VMs serve nobody. One made
   // within the grace may not be listed yet. A listing cut at its bound proves nothing.
   const bool complete = listed->size() < static_cast<size_t>(kMaxRunnerPages) * 100;
-  const auto grace = 2 * options_.reconcile_period;
+  const auto grace = 2 * live->options.reconcile_period;
   for (const Runner& r : runners()) {
     if (!complete || listed_ids.count(r.runner_id) > 0 || listed_names.count(r.runner_name) > 0 ||
         start - r.created < grace) {
@@ -495,7 +551,7 @@ Status GithubProvider::reconcile() {
   // lost). Launched exactly as the webhook would have.
   int launches = 0;
   for (const QueuedJob& q : *queued) {
-    auto pool = pool_for_labels(options_.label_pools, q.labels);
+    auto pool = pool_for_labels(live->options.label_pools, q.labels);
     if (!pool.is_ok() || !*pool || leased_jobs.count(q.job_id) > 0) continue;
     bool served = false;
     {
@@ -530,7 +586,7 @@ void GithubProvider::work() {
     const bool waiting = backed_off();
     {
       MutexLock lock(mu_);
-      wake_.wait_for(lock, options_.sweep_period,
+      wake_.wait_for(lock, live_->options.sweep_period,
                      [&]() REQUIRES(mu_) { return stop_ || (!waiting && !queue_.empty()); });
       if (stop_) return;
     }

@@ -23,7 +23,11 @@
 namespace armhive {
 
 struct GithubProviderOptions {
-  std::string webhook_secret;                      // a secret (from a 0600 file)
+  std::string webhook_secret;  // a secret (from a 0600 file)
+  // After reconfigure() changed webhook_secret, deliveries signed with the one before are
+  // still accepted for this long (README "Reload"): GitHub's side and armhived's cannot change
+  // at the same instant. Zero: the old secret is refused at once (a leaked secret).
+  Seconds webhook_secret_overlap{600};
   std::map<std::string, std::string> label_pools;  // runs-on label -> pool
   int64_t runner_group_id = 1;
   // A runner that took no job within this time is deleted from GitHub and its VM released.
@@ -92,8 +96,10 @@ struct GithubEvent {
 // startup command (StartupRunner::set_startup in armhived). Owns one worker thread: webhooks
 // are verified and queued on the caller's (HTTP worker) thread and answered at once; GitHub
 // calls and lease creation happen on the worker, each bounded by the API timeout.
-// Threading: deliver() is thread-safe; start()/stop() from the controlling thread; mu_ is never
-// held across a GitHub, lease service or startup call.
+// Threading: deliver() and reconfigure() are thread-safe; start()/stop() from the controlling
+// thread; mu_ is never held across a GitHub, lease service or startup call. The options live in
+// an immutable snapshot (Live) that reconfigure() swaps under mu_: the worker and deliver()
+// each read one snapshot per job, delivery or pass.
 class GithubProvider {
  public:
   using SetStartup = std::function<Status(const std::string&, const StartupRequestDto&)>;
@@ -117,6 +123,16 @@ class GithubProvider {
   Status deliver(const std::string& event, const std::string& delivery_id,
                  const std::string& signature, const std::string& body, const std::string& remote)
       EXCLUDES(mu_);
+
+  // A reload (SIGHUP): `next`'s webhook_secret, webhook_secret_overlap, label_pools,
+  // runner_group_id, idle_timeout, replay_window, reconcile_period and runner_command replace
+  // the running ones; owner, sweep_period and metrics stay. Deliveries verified from now on use
+  // the new secret; when it differs, the running one is still accepted for `next`'s overlap.
+  // A new reconcile_period moves the next pass to one new period after the last one began
+  // (when that is past: at the worker's next turn, within sweep_period). Runners, leases and queued
+  // jobs are kept; a job already queued is handled with the new labels and command. Any thread;
+  // never blocks on GitHub.
+  void reconfigure(GithubProviderOptions next) EXCLUDES(mu_);
 
   // Processes queued jobs, sweeps idle runners and reconciles when a pass is due (tests; the
   // worker does this too). Does nothing while GitHub's backoff lasts.
@@ -156,7 +172,18 @@ class GithubProvider {
   void emit(const std::string& type, const std::string& lease_id, const std::string& detail,
             const std::string& source = {});
 
-  GithubProviderOptions options_;
+  // The options in force, with the webhook secret they replaced while its overlap lasts.
+  // Immutable once published: a caller takes the pointer under mu_ and reads it without (a
+  // reload publishes a new one), so no lock is held across a GitHub or lease call.
+  struct Live {
+    GithubProviderOptions options;
+    std::string previous_secret;  // empty: none
+    TimePoint previous_until{};   // accepted while now < this
+  };
+  std::shared_ptr<const Live> live() const EXCLUDES(mu_);
+
+  const std::string owner_;  // options.owner, fixed
+  Metrics* const metrics_;   // options.metrics, fixed
   LeaseService& leases_;
   SetStartup set_startup_;
   GithubApi& api_;
@@ -165,7 +192,8 @@ class GithubProvider {
   DeliveryWindow deliveries_;
   DeliveryWindow job_actions_;  // "JOB/ACTION" acted on, whatever delivery id carried it
 
-  Mutex mu_;
+  mutable Mutex mu_;
+  std::shared_ptr<const Live> live_ GUARDED_BY(mu_);
   std::condition_variable_any wake_;
   std::deque<WorkflowJob> queue_ GUARDED_BY(mu_);
   std::map<std::string, Runner> runners_ GUARDED_BY(mu_);  // by runner name

@@ -19,11 +19,14 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/process_runner.h"
 #include "base/version.h"
+#include "daemon/github/webhook_signature.h"
 #include "daemon/store/database.h"
+#include "tests/support/github_standin.h"
 
 extern char** environ;
 
@@ -310,6 +313,174 @@ TEST_CASE(
   const std::string log = read_file(dir.path / "armhived.log");
   CHECK_THAT(log, Catch::Contains("reload refused (the configuration in force is kept)"));
   CHECK_THAT(log, Catch::Contains("reload: pool dev: removed"));
+
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  reap.pid = -1;
+  CHECK(wait_exit(pid) == 0);
+}
+
+TEST_CASE(
+    "SIGHUP applies the github and access tables live: a rotated webhook secret and token, the "
+    "reconcile period and the access caps take effect and what needs a restart is named",
+    "[daemon][service][reload][github]") {
+  using namespace std::chrono_literals;
+  TempDir dir;
+  GithubStandin github(dir.path.string());
+  const int github_port = github.port();
+  const std::string config = (dir.path / "armhived.toml").string();
+  const std::string secret_file = (dir.path / "webhook.secret").string();
+  const std::string token_file = (dir.path / "github.token").string();
+  write_secret_file(secret_file, "first-secret");
+  write_secret_file(token_file, "token-one");
+  auto write = [&](const std::string& github_keys, const std::string& access_keys) {
+    std::ofstream(config) << "[server]\nport = 0\nbootstrap_token_file = \""
+                          << (dir.path / "admin.token").string() << "\"\n[host]\nstate_dir = \""
+                          << (dir.path / "state").string()
+                          << "\"\nlibvirt_uri = \"test:///default\"\n"
+                          << "[github]\napi_url = \"http://127.0.0.1:" << github_port << "\"\n"
+                          << "token_file = \"" << token_file << "\"\n"
+                          << "webhook_secret_file = \"" << secret_file << "\"\n"
+                          << github_keys << "[github.labels]\narmhive-arm64 = \"ci\"\n"
+                          << "[access]\nlisten = \"127.0.0.1\"\nport_min = 23000\n"
+                          << access_keys << "[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n"
+                          << "access_ports = [8080, 8081]\n";
+  };
+  write("repo = \"octo-org/example\"\nreconcile_period = \"1h\"\n", "port_max = 23099\n");
+  NotifySocket systemd((dir.path / "notify").string());
+  pid_t pid = spawn_service({ARMHIVE_DAEMON_PATH, "--config", config}, systemd.path,
+                            (dir.path / "armhived.log").string());
+  REQUIRE(pid > 0);
+  Reap reap{pid};
+  const std::string ready = wait_ready(systemd);
+  INFO(read_file(dir.path / "armhived.log"));
+  REQUIRE_FALSE(ready.empty());
+  const std::string url = ready.substr(ready.find("serving on ") + 11);
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  std::string token = read_file(dir.path / "admin.token");
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  httplib::Client api(url);
+  api.set_bearer_token_auth(token);
+  auto reloaded = [&] {
+    REQUIRE(::kill(pid, SIGHUP) == 0);
+    std::string m = systemd.next();
+    while (m == "WATCHDOG=1") m = systemd.next();
+    CHECK(m.rfind("RELOADING=1\n", 0) == 0);
+    m = systemd.next();
+    while (m == "WATCHDOG=1") m = systemd.next();
+    REQUIRE(m.rfind("READY=1\n", 0) == 0);
+    return m;
+  };
+  // A delivery GitHub would send, signed with `secret`: the HTTP status armhived answers. A
+  // job completed without a runner of ours: accepted, and nothing to do.
+  int64_t job = 9000;
+  auto deliver = [&](const std::string& secret) {
+    ++job;
+    const std::string body = workflow_job_json("completed", job);
+    return post_github_webhook(port, dir.path.string(), "delivery-" + std::to_string(job), body,
+                               webhook_signature(secret, body));
+  };
+  // The runner listings (one per reconcile pass) made with `bearer`, and their paths.
+  auto passes_with = [&](const std::string& bearer) {
+    std::vector<std::string> paths;
+    for (const nlohmann::json& r : github.requests()) {
+      if (r.value("method", "") == "GET" &&
+          r.value("path", "").find("/actions/runners") != std::string::npos &&
+          r.value("authorization", "") == "Bearer " + bearer) {
+        paths.push_back(r["path"].get<std::string>());
+      }
+    }
+    return paths;
+  };
+  auto wait_for_pass = [&](const std::string& bearer) {
+    for (auto deadline = std::chrono::steady_clock::now() + 90s;
+         passes_with(bearer).empty() && std::chrono::steady_clock::now() < deadline;) {
+      std::this_thread::sleep_for(200ms);
+    }
+    return passes_with(bearer);
+  };
+
+  // Running: the first pass at start, with the token it started with.
+  REQUIRE(wait_for_pass("token-one").size() == 1);
+  CHECK(deliver("first-secret") == 202);
+  CHECK(deliver("second-secret") == 401);
+  // A lease asking for more extra ports than [access] allows (the count is checked first).
+  auto ask_ports = [&](const std::string& ports) {
+    auto r = api.Post("/v1/leases", "{\"pool\": \"ci\", \"ports\": [" + ports + "]}",
+                      "application/json");
+    REQUIRE(r);
+    return std::make_pair(r->status, r->body);
+  };
+  auto [code, body] = ask_ports("8080, 8081, 8082, 8083, 8084");
+  CHECK(code == 400);
+  CHECK_THAT(body, Catch::Contains("at most 4 extra ports per lease"));
+
+  // The webhook secret and the token rotated, the period shortened, the access caps lowered;
+  // another repository and another port range, which need a restart.
+  write_secret_file(secret_file, "second-secret");
+  write_secret_file(token_file, "token-two");
+  write("repo = \"octo-org/other\"\nreconcile_period = \"10s\"\n",
+        "port_max = 23050\nmax_extra_ports = 1\nmax_sessions = 8\n");
+  std::string status = reloaded();
+  CHECK_THAT(status, Catch::Contains("2 change(s) need a restart"));
+  std::tie(code, body) = ask_ports("8080, 8081");
+  CHECK(code == 400);
+  CHECK_THAT(body, Catch::Contains("at most 1 extra ports per lease"));
+  CHECK(deliver("second-secret") == 202);
+  // GitHub's settings may still hold the old secret: it is accepted for the overlap (10 min).
+  CHECK(deliver("first-secret") == 202);
+  // The next pass comes within the new period (the old one was an hour), with the new token,
+  // on the repository armhived started with.
+  std::vector<std::string> passes = wait_for_pass("token-two");
+  REQUIRE_FALSE(passes.empty());
+  CHECK_THAT(passes[0], Catch::Contains("/repos/octo-org/example/actions/runners"));
+  auto state = api.Get("/v1/github");
+  REQUIRE(state);
+  REQUIRE(state->status == 200);
+  CHECK(nlohmann::json::parse(state->body).value("last_reconcile_error", "") == "");
+  auto health = api.Get("/healthz");
+  REQUIRE(health);
+  nlohmann::json h = nlohmann::json::parse(health->body);
+  REQUIRE(h["restart_required"].size() == 2);
+  CHECK_THAT(h["restart_required"][0].get<std::string>(),
+             Catch::StartsWith("[github] repo: 'octo-org/example' -> 'octo-org/other' needs a "
+                               "restart"));
+  CHECK_THAT(h["restart_required"][1].get<std::string>(),
+             Catch::StartsWith("[access] port_max: 23099 -> 23050 needs a restart"));
+
+  // A token file that holds no token: the whole reload is refused (the new secret too), and
+  // what is in force stays.
+  write_secret_file(secret_file, "never-secret");
+  std::ofstream(token_file, std::ios::trunc) << "\n";
+  status = reloaded();
+  CHECK_THAT(status, Catch::Contains("1 refused"));
+  CHECK(deliver("never-secret") == 401);
+  CHECK(deliver("second-secret") == 202);
+
+  // A leaked secret: rotated with no overlap, the replaced one is refused at once.
+  write_secret_file(token_file, "token-two");
+  write_secret_file(secret_file, "third-secret");
+  write(
+      "repo = \"octo-org/example\"\nreconcile_period = \"10s\"\nwebhook_secret_overlap = \"0s\"\n",
+      "port_max = 23099\nmax_extra_ports = 1\nmax_sessions = 8\n");
+  status = reloaded();
+  CHECK(status == "READY=1\nSTATUS=serving on " + url);
+  CHECK(deliver("third-secret") == 202);
+  CHECK(deliver("second-secret") == 401);
+  health = api.Get("/healthz");
+  REQUIRE(health);
+  CHECK_FALSE(nlohmann::json::parse(health->body).contains("restart_required"));
+
+  const std::string log = read_file(dir.path / "armhived.log");
+  CHECK_THAT(log, Catch::Contains("reload: github: reconcile_period 1h -> 10s"));
+  CHECK_THAT(log, Catch::Contains("reload: github: the webhook secret changed"));
+  CHECK_THAT(log, Catch::Contains("reload: github: the token changed"));
+  CHECK_THAT(log, Catch::Contains("reload: access: max_sessions 1024 -> 8"));
+  CHECK_THAT(log, Catch::Contains("the reload is refused, the configuration in force is kept"));
+  CHECK_THAT(log, Catch::Contains("signed with the previous webhook secret"));
+  for (const char* secret : {"first-secret", "second-secret", "third-secret", "token-one",
+                             "token-two", "never-secret"}) {
+    CHECK(log.find(secret) == std::string::npos);
+  }
 
   REQUIRE(::kill(pid, SIGTERM) == 0);
   reap.pid = -1;

@@ -359,6 +359,47 @@ TEST_CASE("the forwards of a host together relay at most max_sessions", "[access
   CHECK(eventually([&] { return relays((*b)[0].port); }));
 }
 
+TEST_CASE("a reload lowers the host cap at once and the forward cap for forwards opened after it",
+          "[access][hostile][reload]") {
+  EchoServer echo;
+  Metrics metrics;
+  int base = free_base(3);
+  AccessOptions o = options(base, 3);
+  auto table = ForwardTable::start(o, {}, &metrics);
+  REQUIRE(table.is_ok());
+  auto a = (*table)->open("l-a", "127.0.0.1", {echo.port()});
+  REQUIRE(a.is_ok());
+  std::vector<std::unique_ptr<Client>> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(std::make_unique<Client>((*a)[0].port));
+    REQUIRE(held.back()->send("hi"));
+    REQUIRE(held.back()->recv(2) == "hi");
+  }
+  // Host cap 2, forward cap 1: the two sessions running go on; a third is refused by the host.
+  (*table)->set_limits(1, 2, o.idle_timeout);
+  CHECK((held[0]->send("go") && held[0]->recv(2) == "go"));
+  Client over((*a)[0].port);
+  REQUIRE(over.connected);
+  CHECK(over.ended());
+  CHECK(metrics.value("armhive_forward_sessions_refused_total", {{"cap", "host"}}) == 1);
+  // The host cap raised again (so only the forward's counts): a forward opened now has the
+  // new cap of 1, the one opened before keeps its 64.
+  (*table)->set_limits(1, 100, o.idle_timeout);
+  held.clear();
+  auto b = (*table)->open("l-b", "127.0.0.1", {echo.port()});
+  REQUIRE(b.is_ok());
+  Client first((*b)[0].port);
+  REQUIRE(first.send("hi"));
+  REQUIRE(first.recv(2) == "hi");
+  Client second((*b)[0].port);
+  REQUIRE(second.connected);
+  CHECK(second.ended());
+  Client third((*a)[0].port), fourth((*a)[0].port);
+  CHECK((third.send("hi") && third.recv(2) == "hi"));
+  CHECK((fourth.send("hi") && fourth.recv(2) == "hi"));
+  CHECK(metrics.value("armhive_forward_sessions_refused_total", {{"cap", "forward"}}) == 1);
+}
+
 TEST_CASE("a forwarded session idle for the idle timeout is closed", "[access][hostile]") {
   EchoServer echo;
   int base = free_base(1);

@@ -37,6 +37,7 @@ armhive-arm64 = "ci"
   CHECK(g.idle_timeout == std::chrono::minutes(2));
   CHECK(g.replay_window == std::chrono::hours(24));
   CHECK(g.reconcile_period == std::chrono::seconds(90));
+  CHECK(g.webhook_secret_overlap == std::chrono::minutes(10));
   CHECK(g.runner_command == std::vector<std::string>{"/opt/runner/run.sh", "--once"});
   CHECK(g.labels == std::map<std::string, std::string>{{"armhive-arm64", "ci"}});
   std::vector<std::string> secrets;
@@ -69,6 +70,8 @@ TEST_CASE("github errors name the key", "[config]") {
       {"org = \"a\"\nreconcile_period = \"2h\"\n" + files, "github.reconcile_period"},
       {"org = \"a\"\nreconcile_period = \"often\"\n" + files, "github.reconcile_period"},
       {"org = \"a\"\nsecret = \"inline\"\n" + files, "github.secret"},
+      {"org = \"a\"\nwebhook_secret_overlap = \"2h\"\n" + files, "github.webhook_secret_overlap"},
+      {"org = \"a\"\nwebhook_secret_overlap = -1\n" + files, "github.webhook_secret_overlap"},
       {"org = \"a\"\ntoken_file = \"/t\"\nwebhook_secret_file = \"/s\"\n[github.labels]\n"
        "x = \"nope\"\n",
        "github.labels.x"},
@@ -79,6 +82,12 @@ TEST_CASE("github errors name the key", "[config]") {
     REQUIRE_FALSE(r.is_ok());
     CHECK(r.status().code() == ErrorCode::kInvalidArgument);
     CHECK(r.status().field() == c.field);
+  }
+  // No overlap at all is allowed (a leaked secret is refused at the reload).
+  for (const std::string zero : {"\"0s\"", "0"}) {
+    auto r = with_github("org = \"a\"\nwebhook_secret_overlap = " + zero + "\n" + files);
+    REQUIRE(r.is_ok());
+    CHECK(r->github.webhook_secret_overlap == std::chrono::milliseconds(0));
   }
 }
 

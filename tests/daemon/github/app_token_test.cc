@@ -7,6 +7,7 @@
 #include <openssl/rsa.h>
 
 #include <catch2/catch.hpp>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -113,6 +114,33 @@ TEST_CASE("github app: the installation token is reused until 5 minutes before e
       },
       clock);
   CHECK(failing.get().status().code() == ErrorCode::kPermissionDenied);
+}
+
+TEST_CASE("github app: new credentials drop the token held and one bought meanwhile is not kept",
+          "[github][app][reload]") {
+  ManualClock clock;
+  int fetches = 0;
+  std::function<void()> during_fetch;
+  InstallationTokenCache cache(
+      [&]() -> Result<InstallationToken> {
+        ++fetches;
+        if (during_fetch) during_fetch();
+        return InstallationToken{"ghs_" + std::to_string(fetches),
+                                 clock.now() + std::chrono::hours(1)};
+      },
+      clock);
+  CHECK(*cache.get() == "ghs_1");
+  cache.forget();  // a reload changed the key
+  CHECK(*cache.get() == "ghs_2");
+  CHECK(*cache.get() == "ghs_2");
+  // A reload while a token is being bought with the old key: that call uses it, no later one.
+  cache.forget();
+  during_fetch = [&] { cache.forget(); };
+  CHECK(*cache.get() == "ghs_3");
+  during_fetch = nullptr;
+  CHECK(*cache.get() == "ghs_4");
+  CHECK(*cache.get() == "ghs_4");
+  CHECK(fetches == 4);
 }
 
 }  // namespace

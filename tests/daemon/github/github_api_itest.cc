@@ -152,6 +152,49 @@ TEST_CASE("github api: a GitHub App buys one installation token and uses it", "[
   CHECK(no_key.status().field() == "github.app_private_key_file");
 }
 
+TEST_CASE("github api: credentials a reload replaces are used from the next call",
+          "[github][app][reload]") {
+  EVP_PKEY* key = EVP_RSA_gen(2048);
+  EVP_PKEY* other = EVP_RSA_gen(2048);
+  REQUIRE(key != nullptr);
+  REQUIRE(other != nullptr);
+  StandIn standin(pem_of(key, false));
+  JitRequest req;
+  req.name = "armhive-1";
+  req.labels = {"self-hosted", "armhive-arm64"};
+
+  // Started with a key GitHub does not know: refused until the right one is set.
+  auto api = make_github_api(app_options(standin.port, pem_of(other, true)));
+  REQUIRE(api.is_ok());
+  CHECK((*api)->generate_jitconfig(req).status().code() == ErrorCode::kPermissionDenied);
+  GithubCredentials right{"", 4242, pem_of(key, true), 77};
+  REQUIRE(check_github_credentials(right).is_ok());
+  REQUIRE((*api)->set_credentials(right).is_ok());
+  auto jit = (*api)->generate_jitconfig(req);
+  INFO(jit.status().to_string());
+  REQUIRE(jit.is_ok());
+  // Then a fine-grained token instead of the App: no installation token is bought any more.
+  GithubCredentials token{"github_pat_rotated", 0, "", 0};
+  REQUIRE(check_github_credentials(token).is_ok());
+  REQUIRE((*api)->set_credentials(token).is_ok());
+  REQUIRE((*api)->generate_jitconfig(req).is_ok());
+  auto rec = standin.record();
+  REQUIRE(rec.size() == 4);
+  CHECK(rec[0]["status"] == 401);
+  CHECK(rec[1]["path"] == "/app/installations/77/access_tokens");
+  CHECK(rec[1]["status"] == 201);
+  CHECK(rec[2]["authorization"] == "Bearer " + rec[1]["installation_token"].get<std::string>());
+  CHECK(rec[3]["authorization"] == "Bearer github_pat_rotated");
+  EVP_PKEY_free(key);
+  EVP_PKEY_free(other);
+
+  // What a reload refuses before it applies anything.
+  CHECK(check_github_credentials({"", 4242, "not a key", 77}).field() ==
+        "github.app_private_key_file");
+  CHECK(check_github_credentials({"two words", 0, "", 0}).field() == "github.token_file");
+  CHECK(check_github_credentials({"", 0, "", 0}).field() == "github.token_file");
+}
+
 GithubApiOptions token_options(int port, const std::string& scope, const Clock* clock) {
   GithubApiOptions o;
   o.api_url = "http://127.0.0.1:" + std::to_string(port);

@@ -211,7 +211,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if rest == ["actions", "runners"]:
             with lock:
                 listed = [runner_json(runners[k]) for k in sorted(runners)]
-            record({"method": "GET", "path": self.path, "status": 200})
+            record({"method": "GET", "path": self.path, "status": 200,
+                    "authorization": self.headers.get("Authorization")})
             return self.reply(200, {"total_count": len(listed),
                                     "runners": page_of(listed, query)})
         if scope[0] == "repos" and rest == ["actions", "runs"]:

@@ -116,7 +116,7 @@ struct Fixture {
                             [this](const StartupEvent& e) { record(e.type + " " + e.detail); });
     REQUIRE(r.is_ok());
     startups = std::move(r).value();
-    GithubProviderOptions o;
+    GithubProviderOptions& o = options;
     o.webhook_secret = kSecret;
     o.label_pools = {{"armhive-arm64", "ci"}};
     o.idle_timeout = 300s;
@@ -145,8 +145,8 @@ struct Fixture {
     return out;
   }
   Status deliver(const std::string& body, const std::string& delivery,
-                 const std::string& event = "workflow_job") {
-    return provider->deliver(event, delivery, webhook_signature(kSecret, body), body, "192.0.2.1");
+                 const std::string& event = "workflow_job", const std::string& secret = kSecret) {
+    return provider->deliver(event, delivery, webhook_signature(secret, body), body, "192.0.2.1");
   }
   Lease lease_of(const GithubProvider::Runner& r) { return *h.engine->get_lease(r.lease_id); }
   bool ended(const std::string& lease_id) {
@@ -161,6 +161,7 @@ struct Fixture {
   Harness h;
   FakeGithubApi api;
   Metrics metrics;
+  GithubProviderOptions options;  // as the provider started
   std::unique_ptr<StartupRunner> startups;
   std::unique_ptr<GithubProvider> provider;
   std::mutex mu;
@@ -441,6 +442,87 @@ TEST_CASE("github heals: a rate-limited reply backs off, no call before it ends,
   CHECK(f.api.requests[1].name == "armhive-8009");
   CHECK(f.provider->state().pending_jobs == 0);
   CHECK(f.provider->runners().size() == 2);
+}
+
+TEST_CASE(
+    "github reload: a new webhook secret verifies at once and the old one only within its overlap",
+    "[github][reload]") {
+  Fixture f;
+  const std::string ping = R"({"zen":"Keep it logically awesome."})";
+  REQUIRE(f.deliver(ping, "d-1", "ping").is_ok());
+
+  GithubProviderOptions next = f.options;
+  next.webhook_secret = "rotated-secret";
+  next.webhook_secret_overlap = 600s;
+  f.provider->reconfigure(next);
+  CHECK(f.deliver(ping, "d-2", "ping", "rotated-secret").is_ok());
+  // GitHub's settings not changed yet: the old secret is still good, and that is said.
+  CHECK(f.deliver(ping, "d-3", "ping", kSecret).is_ok());
+  CHECK(has(f.all_events(), "signed with the previous webhook secret"));
+  // A reload that changes something else keeps the overlap going.
+  next.idle_timeout = 120s;
+  f.provider->reconfigure(next);
+  CHECK(f.deliver(ping, "d-4", "ping", kSecret).is_ok());
+  f.h.clock.advance(601s);
+  CHECK(f.deliver(ping, "d-5", "ping", kSecret).code() == ErrorCode::kUnauthenticated);
+  CHECK(f.deliver(ping, "d-6", "ping", "rotated-secret").is_ok());
+
+  // No overlap (a leaked secret): the one replaced is refused at once.
+  next.webhook_secret = "third-secret";
+  next.webhook_secret_overlap = 0s;
+  f.provider->reconfigure(next);
+  CHECK(f.deliver(ping, "d-7", "ping", "rotated-secret").code() == ErrorCode::kUnauthenticated);
+  CHECK(f.deliver(ping, "d-8", "ping", "third-secret").is_ok());
+  CHECK_FALSE(has(f.all_events(), "rotated-secret"));
+}
+
+TEST_CASE(
+    "github reload: the reconcile period, runner group and command apply to the next pass and job",
+    "[github][reload]") {
+  Fixture f;
+  REQUIRE(f.h.settle(1));
+  f.provider->run_once();  // the first pass, at once
+  REQUIRE(f.api.list_calls == 1);
+
+  // A longer period: the pass the old one made due is put off.
+  GithubProviderOptions next = f.options;
+  next.reconcile_period = 3600s;
+  f.provider->reconfigure(next);
+  f.h.clock.advance(61s);
+  f.provider->run_once();
+  CHECK(f.api.list_calls == 1);
+  // A shorter one: due one new period after the last pass began, which is past.
+  next.reconcile_period = 10s;
+  next.runner_group_id = 7;
+  next.runner_command = {"/opt/other-runner/run.sh"};
+  f.provider->reconfigure(next);
+  f.provider->run_once();
+  CHECK(f.api.list_calls == 2);
+  f.h.clock.advance(5s);
+  f.provider->run_once();
+  CHECK(f.api.list_calls == 2);
+  f.h.clock.advance(5s);
+  f.provider->run_once();
+  CHECK(f.api.list_calls == 3);
+
+  REQUIRE(f.deliver(job_body("queued", 2002), "d-1").is_ok());
+  f.provider->run_once();
+  REQUIRE(f.api.requests.size() == 1);
+  CHECK(f.api.requests[0].runner_group_id == 7);
+  auto runners = f.provider->runners();
+  REQUIRE(runners.size() == 1);
+  Lease l = f.lease_of(runners[0]);
+  for (int i = 0; i < 100 && f.h.hypervisor->running_processes().empty(); ++i) {
+    f.startups->poll_once();
+  }
+  CHECK(f.h.hypervisor->saw(l.vm_name + ": /opt/other-runner/run.sh"));
+
+  // Labels: a job whose label no longer maps to a pool gets no runner.
+  next.label_pools = {{"other-label", "ci"}};
+  f.provider->reconfigure(next);
+  REQUIRE(f.deliver(job_body("queued", 2003), "d-2").is_ok());
+  f.provider->run_once();
+  CHECK(f.api.requests.size() == 1);
 }
 
 }  // namespace
