@@ -84,20 +84,21 @@ void DemandModel::close_run() {
   for (int k = kMinRun; k <= std::min(run_size_, kMaxRun); ++k) at_least[k - kMinRun] += 1.0;
 }
 
-double DemandModel::run_rate(int bucket, int k, TimePoint now, double prior_hours) const {
-  if (!first_arrival_ || k < kMinRun) return 0;
+double DemandModel::hours_seen(int bucket, TimePoint now) const {
+  if (!first_arrival_) return 0;
+  return std::max(0.0, hours_in_bucket(week_hours(now), bucket) -
+                           hours_in_bucket(week_hours(*first_arrival_), bucket));
+}
+
+double DemandModel::runs_around(int bucket, int k) const {
   k = std::min(k, kMaxRun);
-  double runs = 0, hours = 0;
+  double runs = 0;
   for (int d = -1; d <= 1; ++d) {
     int b = (bucket + d + kBuckets) % kBuckets;
     runs += runs_at_least_[b][k - kMinRun];
-    hours += std::max(
-        0.0, hours_in_bucket(week_hours(now), b) - hours_in_bucket(week_hours(*first_arrival_), b));
     if (run_last_ && run_size_ >= k && bucket_of(run_start_) == b) runs += 1.0;
   }
-  // prior_hours without runs: a pool's first fan-out, or a rare coincidence of steady
-  // requests, does not read as one an hour.
-  return runs / (hours + prior_hours);
+  return runs;
 }
 
 void DemandModel::record_arrival(TimePoint at) {
@@ -167,11 +168,8 @@ double DemandModel::profile_rate(TimePoint at, TimePoint now) const {
   double long_rate = recent_rates(now)[kLongHorizon];
   if (!first_arrival_ || now <= *first_arrival_) return long_rate;
   int b = bucket_of(at);
-  double seen =
-      hours_in_bucket(week_hours(now), b) - hours_in_bucket(week_hours(*first_arrival_), b);
-  seen = std::max(seen, 0.0);
   // Shrunk toward the 2-hour rate by one hour of prior: per minute.
-  return (bucket_counts_[b] + 60.0 * long_rate) / (60.0 * (seen + 1.0));
+  return (bucket_counts_[b] + 60.0 * long_rate) / (60.0 * (hours_seen(b, now) + 1.0));
 }
 
 WarmTarget DemandModel::target(TimePoint now, int queued, const AutoWarmConfig& config,
@@ -199,9 +197,7 @@ WarmTarget DemandModel::target(TimePoint now, int queued, const AutoWarmConfig& 
   } else if (idle) {
     // The recent rates are stale: only what the profile learned of the hour ahead counts.
     int b = bucket_of(ready_at);
-    double seen =
-        hours_in_bucket(week_hours(now), b) - hours_in_bucket(week_hours(*first_arrival_), b);
-    rate = bucket_counts_[b] / (60.0 * (std::max(seen, 0.0) + 1.0));
+    rate = bucket_counts_[b] / (60.0 * (hours_seen(b, now) + 1.0));
   } else {
     auto r = recent_rates(now);
     rate = std::max({r[0], r[1], profile_rate(ready_at, now)});
@@ -217,8 +213,13 @@ WarmTarget DemandModel::target(TimePoint now, int queued, const AutoWarmConfig& 
   int from_runs = 0;
   if (last_arrival_) {
     const int b = bucket_of(ready_at);
+    // Over the hours of the bucket and its neighbours seen, plus burst_every of prior without
+    // runs: a pool's first fan-out, or a rare coincidence of steady requests, does not read as
+    // one an hour.
+    const double hours = hours_seen((b + kBuckets - 1) % kBuckets, now) + hours_seen(b, now) +
+                         hours_seen((b + 1) % kBuckets, now) + Hours(config.burst_every).count();
     for (int k = kMinRun; k <= std::min(hi, kMaxRun); ++k) {
-      double r = run_rate(b, k, now, Hours(config.burst_every).count());
+      double r = runs_around(b, k) / hours;
       if (r < needed_per_hour) break;
       from_runs = k;
       out.runs_per_hour = r;

@@ -121,9 +121,11 @@ class DemandModel {
   std::optional<TimePoint> run_last_;
   TimePoint run_start_{};
   int run_size_ = 0;
-  // The runs of at least k per hour in hour-of-week `bucket` and its neighbours, over the
-  // hours of them seen up to `now` plus `prior_hours` without runs, the open run counted.
-  double run_rate(int bucket, int k, TimePoint now, double prior_hours) const;
+  // Hours of hour-of-week `bucket` between the first request and `now`.
+  double hours_seen(int bucket, TimePoint now) const;
+  // The runs of at least k (2 ≤ k) that started in hour-of-week `bucket` and its neighbours,
+  // the open run counted.
+  double runs_around(int bucket, int k) const;
   Millis boot_{15000};
   bool boot_measured_ = false;
 };
