@@ -118,6 +118,18 @@ std::string read_file(const fs::path& p) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// The URL a "READY=1\nSTATUS=serving on URL" datagram names.
+std::string serving_url(const std::string& ready) {
+  return ready.substr(ready.find("serving on ") + 11);
+}
+
+// The bootstrap admin token armhived wrote into `dir` (bootstrap_token_file), without its newline.
+std::string admin_token(const fs::path& dir) {
+  std::string token = read_file(dir / "admin.token");
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  return token;
+}
+
 // Kills (SIGKILL) and reaps the service a test started, unless the test let it stop itself.
 struct Reap {
   pid_t pid;
@@ -249,11 +261,9 @@ TEST_CASE(
   const std::string ready = wait_ready(systemd);
   INFO(read_file(dir.path / "armhived.log"));
   REQUIRE_FALSE(ready.empty());
-  const std::string url = ready.substr(ready.find("serving on ") + 11);
-  std::string token = read_file(dir.path / "admin.token");
-  while (!token.empty() && token.back() == '\n') token.pop_back();
+  const std::string url = serving_url(ready);
   httplib::Client api(url);
-  api.set_bearer_token_auth(token);
+  api.set_bearer_token_auth(admin_token(dir.path));
   auto pools = [&] {
     auto r = api.Get("/v1/pools");
     REQUIRE(r);
@@ -354,12 +364,10 @@ TEST_CASE(
   const std::string ready = wait_ready(systemd);
   INFO(read_file(dir.path / "armhived.log"));
   REQUIRE_FALSE(ready.empty());
-  const std::string url = ready.substr(ready.find("serving on ") + 11);
+  const std::string url = serving_url(ready);
   const int port = std::stoi(url.substr(url.rfind(':') + 1));
-  std::string token = read_file(dir.path / "admin.token");
-  while (!token.empty() && token.back() == '\n') token.pop_back();
   httplib::Client api(url);
-  api.set_bearer_token_auth(token);
+  api.set_bearer_token_auth(admin_token(dir.path));
   auto reloaded = [&] {
     REQUIRE(::kill(pid, SIGHUP) == 0);
     std::string m = systemd.next();
