@@ -1,125 +1,106 @@
 #pragma once
 
-#include <sqlite3.h>
-
-#include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "base/result.h"
-#include "base/thread_annotations.h"
-#include "daemon/store/wal_checkpointer.h"
+#include "daemon/store/sql_value.h"
 
 namespace armhive {
 
-using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string>;
-using SqlRow = std::vector<SqlValue>;
-
-// Typed access to a column of a row; aborts on a type mismatch (schema invariant).
-int64_t sql_int(const SqlValue& v);
-double sql_double(const SqlValue& v);
-const std::string& sql_text(const SqlValue& v);
-bool sql_is_null(const SqlValue& v);
-
-// One SQLite database file (WAL, foreign keys on, busy timeout). Owns the sqlite3 handle and,
-// for a file, a WalCheckpointer (automatic checkpoints are off: commits do not pay for them).
+// The SQL database the stores keep armhived's state in: SQLite, the embedded default (one file,
+// `Database::open`, daemon/store/sqlite_database.h), or PostgreSQL, which several armhived can
+// share (`PgDatabase`, daemon/store/pg_database.h). Statements are fixed text with `?`
+// placeholders on both, every value bound, never spliced. Where the two dialects differ (the
+// schema's types, JSON access, aggregate names) a store asks dialect(); everything else is the
+// SQL both accept (`INSERT ... ON CONFLICT`, `RETURNING`).
 //
-// The checkpointer bounds the WAL near `max_wal_pages` only if its thread gets the CPU: on a
-// starved machine a steady writer outran it (12 MB past a 256 KiB cap in CI). So the writer
-// holds a backstop: a commit that leaves more than 4 x `max_wal_pages` in the WAL runs one
-// RESTART checkpoint itself, after its write lock is released and before execute() returns,
-// which bounds the file however the threads are scheduled. Normally it never fires.
+// Errors: kConflict when a constraint is violated (a duplicate key); kUnavailable when the
+// database cannot be reached or is busy past its timeout (retry later); kInternal for SQL the
+// database refuses (a bug).
 //
-// Threading: every method is thread-safe; calls are serialised on an internal mutex, and
-// transaction() holds it for the whole body, so the body must only call the *_locked variants
-// through the Tx it is given and must not block on anything else (no libvirt, no I/O waits).
+// Threading: implementations are thread-safe. transaction() runs its body on one connection
+// that no other statement uses meanwhile: the body must run statements only through the Tx it
+// is given and must not wait on anything else (no libvirt, no locks of the caller's).
 class Database {
  public:
-  // Opens (creating if needed) `path`; ":memory:" for tests. `max_wal_pages` is the WAL size
-  // the checkpointer rewinds past (tests make it small). The file, its -wal and its -shm are
-  // owner-only (0600) whatever the process umask: they hold token hashes, the audit log and
-  // request fingerprints. A file found with wider modes is narrowed to 0600.
-  static Result<std::unique_ptr<Database>> open(
-      const std::string& path, int max_wal_pages = WalCheckpointer::kDefaultMaxWalPages);
-  ~Database();
+  enum class Dialect { kSqlite, kPostgres };
+
+  // Opens (creating if needed) the SQLite file `path`; ":memory:" for tests. See
+  // SqliteDatabase::open (daemon/store/sqlite_database.h) for `max_wal_pages`; 0: its default.
+  static Result<std::unique_ptr<Database>> open(const std::string& path, int max_wal_pages = 0);
+
+  virtual ~Database() = default;
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
-  Status execute(std::string_view sql, const std::vector<SqlValue>& params = {}) EXCLUDES(mu_);
-  Result<std::vector<SqlRow>> query(std::string_view sql, const std::vector<SqlValue>& params = {})
-      EXCLUDES(mu_);
+  virtual Dialect dialect() const = 0;
+  // Where the database is, for messages: the file, or the PostgreSQL server and database
+  // (never a password).
+  virtual const std::string& path() const = 0;
 
-  // Statement access inside a transaction. A Tx exists only inside transaction(), which holds
-  // the database's mutex for its whole life: its methods run under that lock, which the
-  // analysis cannot follow through the std::function body, so they are exempt from it.
+  virtual Status execute(std::string_view sql, const std::vector<SqlValue>& params = {}) = 0;
+  virtual Result<std::vector<SqlRow>> query(std::string_view sql,
+                                            const std::vector<SqlValue>& params = {}) = 0;
+
+  // Statements inside a transaction; a Tx exists only inside transaction().
   class Tx {
    public:
-    Status execute(std::string_view sql,
-                   const std::vector<SqlValue>& params = {}) NO_THREAD_SAFETY_ANALYSIS;
-    Result<std::vector<SqlRow>> query(
-        std::string_view sql, const std::vector<SqlValue>& params = {}) NO_THREAD_SAFETY_ANALYSIS;
-    int64_t changes() const;
+    virtual ~Tx() = default;
+    virtual Status execute(std::string_view sql, const std::vector<SqlValue>& params = {}) = 0;
+    virtual Result<std::vector<SqlRow>> query(std::string_view sql,
+                                              const std::vector<SqlValue>& params = {}) = 0;
+    // Rows changed by the last execute().
+    virtual int64_t changes() const = 0;
     // Runs several ;-separated statements without parameters (schema steps).
-    Status execute_script(const std::string& sql);
-
-   private:
-    friend class Database;
-    explicit Tx(Database* db) : db_(db) {}
-    Database* db_;
+    virtual Status execute_script(const std::string& sql) = 0;
   };
-  // How much a commit survives. kNormal (the default, synchronous=NORMAL in WAL mode) is
-  // atomic and consistent but may be lost at a power cut or an OS crash: the last commits roll
-  // back. kFull (synchronous=FULL) syncs the WAL at this commit, for writes whose loss would be
-  // a security regression: a revoked token that works again after a power cut.
+  // How much a commit survives. kNormal may be lost at a power cut or an OS crash (SQLite's
+  // synchronous=NORMAL: the last commits roll back) but is atomic and consistent; kFull is on
+  // disk when the call returns, for writes whose loss would be a security regression (a revoked
+  // token that works again). PostgreSQL commits every transaction as kFull (its default
+  // synchronous_commit): a standby that takes over must have what the leader acknowledged.
   enum class Durability { kNormal, kFull };
-  // BEGIN IMMEDIATE; body; COMMIT — or ROLLBACK when body returns an error.
-  Status transaction(const std::function<Status(Tx&)>& body,
-                     Durability durability = Durability::kNormal) EXCLUDES(mu_);
+  // BEGIN; body; COMMIT — or ROLLBACK when body returns an error.
+  virtual Status transaction(const std::function<Status(Tx&)>& body,
+                             Durability durability = Durability::kNormal) = 0;
 
   // Test seam: called inside every transaction() just before its COMMIT, with the Tx (a test
-  // reads `PRAGMA synchronous` there to see what the commit pays for). Set before use, from
-  // one thread; null: none.
+  // reads what the commit pays for there). Set before use, from one thread; null: none.
   void set_before_commit_for_test(std::function<void(Tx&)> hook) {
     before_commit_for_test_ = std::move(hook);
   }
 
   // Applies the schema steps of `component` not yet applied (tracked in schema_migrations), in
-  // order, each in its own transaction. Steps are append-only: never edit a released one.
+  // order, each in its own transaction. Steps are append-only: never edit a released one. They
+  // are written for SQLite; PostgreSQL runs each as adapt_schema() rewrites it, so both have
+  // the same tables and the same steps. A
+  // database migrated by a newer armhived (more steps than `steps`) is refused with kConflict
+  // naming the version that wrote it. Safe when several armhived migrate one PostgreSQL
+  // database at once: a step is applied by one of them.
   Status migrate(std::string_view component, const std::vector<std::string>& steps);
 
-  const std::string& path() const { return path_; }
+ protected:
+  Database() = default;
+  // Run inside each migration step's transaction before it looks at schema_migrations: makes
+  // concurrent migrations of one database take turns (PostgreSQL: an advisory lock). SQLite's
+  // transactions already exclude each other.
+  virtual Status lock_for_migration(Tx& tx) {
+    (void)tx;
+    return Status::ok();
+  }
+  // A schema step (SQLite DDL) as this database runs it. SQLite: as written.
+  virtual std::string adapt_schema(const std::string& step) const { return step; }
+  // The tables every database has (schema_migrations, armhive_meta); open() runs it.
+  Status create_bookkeeping();
+  void before_commit(Tx& tx) {
+    if (before_commit_for_test_) before_commit_for_test_(tx);
+  }
 
  private:
-  Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
-  Status execute_locked(std::string_view sql, const std::vector<SqlValue>& params) REQUIRES(mu_);
-  Result<std::vector<SqlRow>> query_locked(std::string_view sql,
-                                           const std::vector<SqlValue>& params) REQUIRES(mu_);
-  Status error(std::string_view what) const;
-  // sqlite3_wal_hook: runs after each commit of db_, under mu_, with the WAL's frame count.
-  static int on_commit(void* self, sqlite3* db, const char* schema, int frames);
-
-  struct StmtCloser {
-    void operator()(sqlite3_stmt* s) const noexcept { sqlite3_finalize(s); }
-  };
-  using Stmt = std::unique_ptr<sqlite3_stmt, StmtCloser>;
-  // Every statement text run so far, prepared once (the SQL here is fixed text with bound
-  // parameters, so the set is small; past kMaxCachedStatements a statement is prepared per
-  // call). Each is reset before query_locked returns, so none holds a read transaction open.
-  static constexpr size_t kMaxCachedStatements = 128;
-
-  Mutex mu_;
-  sqlite3* db_;
-  std::string path_;
-  std::map<std::string, Stmt, std::less<>> stmts_ GUARDED_BY(mu_);  // finalized before db_ closes
-  // Files only (not ":memory:"): checkpoints off the request path; destroyed before db_ closes.
-  std::unique_ptr<WalCheckpointer> checkpointer_;
-  int backstop_frames_ = 0;  // set once in open(); 0: no backstop (":memory:")
   std::function<void(Tx&)> before_commit_for_test_;
 };
 

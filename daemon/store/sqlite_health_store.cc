@@ -74,15 +74,17 @@ Result<int64_t> SqliteHealthStore::append(const HealthResult& r) {
   int64_t id = 0;
   Status s = db_.transaction([&](Database::Tx& tx) -> Status {
     SqlValue band_n = r.band ? SqlValue(static_cast<int64_t>(r.band->n)) : SqlValue(nullptr);
-    ARMHIVE_RETURN_IF_ERROR(tx.execute(
-        "INSERT INTO health_results (at, host, pool, suite, figure, label, unit, "
-        "higher_is_better, value, run_id, verdict, band_n, band_median, band_mad, band_low, "
-        "band_high, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        {to_unix_ms(r.at), r.host, r.pool, r.suite, r.figure, r.label, r.unit,
-         static_cast<int64_t>(r.higher_is_better ? 1 : 0), r.value, r.run_id, r.verdict, band_n,
-         opt(r.band, &HealthBandValues::median), opt(r.band, &HealthBandValues::mad),
-         opt(r.band, &HealthBandValues::low), opt(r.band, &HealthBandValues::high), r.reason}));
-    ARMHIVE_ASSIGN_OR_RETURN(auto rows, tx.query("SELECT last_insert_rowid()"));
+    ARMHIVE_ASSIGN_OR_RETURN(
+        auto rows,
+        tx.query(
+            "INSERT INTO health_results (at, host, pool, suite, figure, label, unit, "
+            "higher_is_better, value, run_id, verdict, band_n, band_median, band_mad, band_low, "
+            "band_high, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "RETURNING id",
+            {to_unix_ms(r.at), r.host, r.pool, r.suite, r.figure, r.label, r.unit,
+             static_cast<int64_t>(r.higher_is_better ? 1 : 0), r.value, r.run_id, r.verdict, band_n,
+             opt(r.band, &HealthBandValues::median), opt(r.band, &HealthBandValues::mad),
+             opt(r.band, &HealthBandValues::low), opt(r.band, &HealthBandValues::high), r.reason}));
     id = sql_int(rows.at(0).at(0));
     return tx.execute(
         "DELETE FROM health_results WHERE host = ? AND pool = ? AND id NOT IN (SELECT id FROM "

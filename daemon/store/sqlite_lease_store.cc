@@ -104,6 +104,26 @@ CREATE TABLE lease_usage (
 CREATE INDEX leases_created ON leases(created_at);
 )sql"};
 
+// The SQL of label `key`'s value in the JSON text of `column` (NULL when the lease has no such
+// label), its bound value appended to `params`: the key is bound, never spliced.
+std::string label_value_sql(const Database& db, const char* column, const std::string& key,
+                            std::vector<SqlValue>& params) {
+  if (db.dialect() == Database::Dialect::kPostgres) {
+    params.emplace_back(key);
+    return std::string("(") + column + "::jsonb ->> ?)";
+  }
+  params.emplace_back("$.\"" + key + "\"");
+  return std::string("json_extract(") + column + ", ?)";
+}
+
+// A sum that cannot overflow, as a double (SQLite's TOTAL()).
+std::string total_sql(const Database& db, const std::string& expr) {
+  if (db.dialect() == Database::Dialect::kPostgres) {
+    return "COALESCE(SUM(" + expr + ")::float8, 0)";
+  }
+  return "TOTAL(" + expr + ")";
+}
+
 constexpr const char* kColumns =
     "id, pool, owner, purpose, ssh_keys, labels, idempotency_key, state, reason, ttl_s, "
     "created_at, ready_at, expires_at, ended_at, vm_name, address, login_user, cpus, warm, host, "
@@ -426,7 +446,7 @@ namespace {
 
 // The WHERE clause of a filter with its bound values (never spliced); the cursor only for
 // listings.
-std::string filter_where(const LeaseFilter& filter, bool with_cursor,
+std::string filter_where(const Database& db, const LeaseFilter& filter, bool with_cursor,
                          std::vector<SqlValue>& params) {
   std::string where = "1=1";
   if (filter.owner) {
@@ -451,8 +471,7 @@ std::string filter_where(const LeaseFilter& filter, bool with_cursor,
     params.emplace_back(filter.after_id);
   }
   for (const auto& [k, v] : filter.labels) {
-    where += " AND json_extract(labels, ?) = ?";
-    params.emplace_back("$.\"" + k + "\"");
+    where += " AND " + label_value_sql(db, "labels", k, params) + " = ?";
     params.emplace_back(v);
   }
   return where;
@@ -462,13 +481,13 @@ std::string filter_where(const LeaseFilter& filter, bool with_cursor,
 
 Result<std::vector<Lease>> SqliteLeaseStore::list(const LeaseFilter& filter) {
   std::vector<SqlValue> params;
-  std::string where = filter_where(filter, /*with_cursor=*/true, params);
+  std::string where = filter_where(db_, filter, /*with_cursor=*/true, params);
   return load(where, params, " LIMIT " + std::to_string(effective_limit(filter)));
 }
 
 Result<std::map<LeaseState, size_t>> SqliteLeaseStore::count(const LeaseFilter& filter) {
   std::vector<SqlValue> params;
-  std::string where = filter_where(filter, /*with_cursor=*/false, params);
+  std::string where = filter_where(db_, filter, /*with_cursor=*/false, params);
   ARMHIVE_ASSIGN_OR_RETURN(
       std::vector<SqlRow> rows,
       db_.query("SELECT state, COUNT(*) FROM leases WHERE " + where + " GROUP BY state", params));
@@ -493,8 +512,7 @@ Result<std::vector<UsageRow>> SqliteLeaseStore::usage(const UsageQuery& q) {
       break;
     case UsageGroupBy::kLabel:
       // The label's value; '' for a lease without it (bound, never spliced: as filter_where).
-      key = "COALESCE(json_extract(l.labels, ?), '')";
-      params.emplace_back("$.\"" + q.label + "\"");
+      key = "COALESCE(" + label_value_sql(db_, "l.labels", q.label, params) + ", '')";
       break;
   }
   std::string where = "l.created_at >= ? AND l.created_at < ?";
@@ -506,10 +524,11 @@ Result<std::vector<UsageRow>> SqliteLeaseStore::usage(const UsageQuery& q) {
   }
   ARMHIVE_ASSIGN_OR_RETURN(
       std::vector<SqlRow> rows,
-      db_.query("SELECT " + key +
-                    " AS g, COUNT(*), TOTAL(u.cpu_ns), SUM(u.sampled_at - u.started_at), "
-                    "TOTAL(u.disk_write_bytes), TOTAL(u.net_rx_bytes), TOTAL(u.net_tx_bytes), "
-                    "MAX(u.peak_rss_bytes) FROM leases l JOIN lease_usage u ON u.lease_id = l.id "
+      db_.query("SELECT " + key + " AS g, COUNT(*), " + total_sql(db_, "u.cpu_ns") +
+                    ", SUM(u.sampled_at - u.started_at), " + total_sql(db_, "u.disk_write_bytes") +
+                    ", " + total_sql(db_, "u.net_rx_bytes") + ", " +
+                    total_sql(db_, "u.net_tx_bytes") +
+                    ", MAX(u.peak_rss_bytes) FROM leases l JOIN lease_usage u ON u.lease_id = l.id "
                     "WHERE " +
                     where + " GROUP BY g ORDER BY g",
                 params));
@@ -532,6 +551,9 @@ Result<std::vector<UsageRow>> SqliteLeaseStore::usage(const UsageQuery& q) {
     row.peak_rss_bytes = static_cast<uint64_t>(std::max<int64_t>(0, sql_int(r[7])));
     out.push_back(std::move(row));
   }
+  // By group in byte order whatever the database's collation (PostgreSQL's may be a locale's).
+  std::sort(out.begin(), out.end(),
+            [](const UsageRow& a, const UsageRow& b) { return a.group < b.group; });
   return out;
 }
 

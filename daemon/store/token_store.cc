@@ -163,15 +163,16 @@ bool is_reserved_token_name(std::string_view name) {
 
 Result<std::unique_ptr<TokenStore>> TokenStore::open(Database& db, const Clock& clock) {
   ARMHIVE_RETURN_IF_ERROR(db.migrate("tokens", kTokenSteps));
-  // The fingerprint key: made once per database (INSERT OR IGNORE: two processes opening a new
-  // database at once agree on the first one written).
+  // The fingerprint key: made once per database (ON CONFLICT DO NOTHING: two processes opening
+  // a new database at once agree on the first one written).
   std::array<unsigned char, 32> bytes{};
   if (RAND_bytes(bytes.data(), static_cast<int>(bytes.size())) != 1) {
     return internal_error("OpenSSL RAND_bytes failed");
   }
-  ARMHIVE_RETURN_IF_ERROR(db.execute(
-      "INSERT OR IGNORE INTO server_secrets (name, value) VALUES ('idempotency_fingerprint', ?)",
-      {to_hex(bytes.data(), bytes.size())}));
+  ARMHIVE_RETURN_IF_ERROR(
+      db.execute("INSERT INTO server_secrets (name, value) VALUES ('idempotency_fingerprint', ?) "
+                 "ON CONFLICT DO NOTHING",
+                 {to_hex(bytes.data(), bytes.size())}));
   ARMHIVE_ASSIGN_OR_RETURN(
       auto rows,
       db.query("SELECT value FROM server_secrets WHERE name = 'idempotency_fingerprint'"));
@@ -309,8 +310,8 @@ Result<std::string> TokenStore::remember_request(std::string_view token, std::st
     ARMHIVE_RETURN_IF_ERROR(
         tx.execute("DELETE FROM idempotency_keys WHERE created_at < ?", {oldest}));
     ARMHIVE_RETURN_IF_ERROR(
-        tx.execute("INSERT OR IGNORE INTO idempotency_keys (token, key, fingerprint, created_at) "
-                   "VALUES (?, ?, ?, ?)",
+        tx.execute("INSERT INTO idempotency_keys (token, key, fingerprint, created_at) "
+                   "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                    {std::string(token), std::string(key), std::string(fingerprint), now}));
     ARMHIVE_ASSIGN_OR_RETURN(
         auto rows, tx.query("SELECT fingerprint FROM idempotency_keys WHERE token = ? AND key = ?",

@@ -5,6 +5,7 @@
 #include "base/metrics.h"
 #include "daemon/store/audit_log.h"
 #include "tests/support/manual_clock.h"
+#include "tests/support/store_backends.h"
 
 namespace armhive {
 namespace {
@@ -21,7 +22,11 @@ size_t rows_of(AuditLog& audit, std::string_view action = {}) {
 
 TEST_CASE("audit log: rows older than keep are pruned, newer ones stay", "[store][audit]") {
   ManualClock clock;
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   AuditOptions options;
   options.keep = std::chrono::hours(90 * 24);
@@ -47,7 +52,11 @@ TEST_CASE("audit log: rows older than keep are pruned, newer ones stay", "[store
 TEST_CASE("audit log: the writer thread prunes at start, off the caller's thread",
           "[store][audit]") {
   ManualClock clock;
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto audit = AuditLog::open(**db, clock, {});
   REQUIRE(audit.is_ok());
@@ -63,7 +72,11 @@ TEST_CASE("audit log: strangers' entries are throttled per source and summarised
           "[store][audit]") {
   ManualClock clock;
   Metrics metrics;
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto audit = AuditLog::open(**db, clock, {}, &metrics);
   REQUIRE(audit.is_ok());
@@ -92,7 +105,11 @@ TEST_CASE("audit log: a full queue drops its oldest entries, counts them and say
           "[store][audit]") {
   ManualClock clock;
   Metrics metrics;
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   AuditOptions options;
   options.queue_capacity = 10;

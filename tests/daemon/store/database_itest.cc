@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/version.h"
-#include "daemon/store/database.h"
+#include "daemon/store/sqlite_database.h"
 
 namespace armhive {
 namespace {

@@ -2,6 +2,7 @@
 
 #include "daemon/store/sqlite_health_store.h"
 #include "tests/support/fake_health_store.h"
+#include "tests/support/store_backends.h"
 
 namespace armhive {
 namespace {
@@ -54,9 +55,13 @@ void check_store(HealthSeriesStore& store) {
   CHECK_FALSE(latest->at(1).band.has_value());
 }
 
-TEST_CASE("health series: the SQLite store keeps the newest results per host and pool",
+TEST_CASE("health series: the SQL store keeps the newest results per host and pool",
           "[store][health]") {
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = SqliteHealthStore::open(**db, 3);
   REQUIRE(store.is_ok());

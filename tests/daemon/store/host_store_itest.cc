@@ -6,6 +6,7 @@
 #include <string>
 
 #include "daemon/store/sqlite_host_store.h"
+#include "tests/support/store_backends.h"
 
 namespace armhive {
 namespace {
@@ -26,7 +27,11 @@ HostSpec thunderx() {
 
 TEST_CASE("host store: API hosts are kept in order, replaced by name and forgotten",
           "[store][hosts]") {
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = SqliteHostStore::open(**db);
   REQUIRE(store.is_ok());
@@ -75,10 +80,12 @@ TEST_CASE("host store: API hosts are kept in order, replaced by name and forgott
 }
 
 TEST_CASE("host store: each host's last capabilities outlive a restart", "[store][hosts]") {
-  const std::string path = "/tmp/armhive-host-caps-" + std::to_string(::getpid()) + ".db";
-  std::remove(path.c_str());
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
   {
-    auto db = Database::open(path);
+    auto db = (*backend)->open();
     REQUIRE(db.is_ok());
     auto store = SqliteHostStore::open(**db);
     REQUIRE(store.is_ok());
@@ -89,7 +96,7 @@ TEST_CASE("host store: each host's last capabilities outlive a restart", "[store
     REQUIRE(
         (*store)->put_capabilities("hc1", "<capabilities><host>two</host></capabilities>").is_ok());
   }
-  auto db = Database::open(path);
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = SqliteHostStore::open(**db);
   REQUIRE(store.is_ok());
@@ -100,9 +107,6 @@ TEST_CASE("host store: each host's last capabilities outlive a restart", "[store
   // A host removed through the API takes its capabilities along.
   REQUIRE((*store)->remove("tx1").is_ok());
   CHECK((*store)->capabilities()->count("tx1") == 0);
-  std::remove(path.c_str());
-  std::remove((path + "-wal").c_str());
-  std::remove((path + "-shm").c_str());
 }
 
 }  // namespace

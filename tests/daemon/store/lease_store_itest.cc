@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "daemon/store/sqlite_lease_store.h"
+#include "tests/support/store_backends.h"
 
 namespace armhive {
 namespace {
@@ -23,7 +24,11 @@ Lease make_lease(int i, LeaseState state) {
 
 TEST_CASE("leases: lists page to the end past the listing cap, counts come from SQL",
           "[store][leases]") {
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = SqliteLeaseStore::open(**db);
   REQUIRE(store.is_ok());
@@ -71,7 +76,11 @@ TEST_CASE("leases: lists page to the end past the listing cap, counts come from 
 
 TEST_CASE("leases: live listings hold every non-terminal state, pages carry each lease's history",
           "[store][leases]") {
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = SqliteLeaseStore::open(**db);
   REQUIRE(store.is_ok());
@@ -122,12 +131,14 @@ TEST_CASE("leases: live listings hold every non-terminal state, pages carry each
   }
 }
 
-TEST_CASE("host admin: drain and maintenance are kept in a file across reopening, none forgets",
+TEST_CASE("host admin: drain and maintenance are kept across reopening, none forgets",
           "[store][host_admin]") {
-  std::string path = "/tmp/armhive-host-admin-" + std::to_string(::getpid()) + ".db";
-  std::remove(path.c_str());
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
   {
-    auto db = Database::open(path);
+    auto db = (*backend)->open();
     REQUIRE(db.is_ok());
     auto store = SqliteLeaseStore::open(**db);
     REQUIRE(store.is_ok());
@@ -137,7 +148,7 @@ TEST_CASE("host admin: drain and maintenance are kept in a file across reopening
     REQUIRE((*store)->put_host_admin("tx1", HostHealthTracker::Admin::kMaintenance).is_ok());
   }
   {
-    auto db = Database::open(path);
+    auto db = (*backend)->open();
     REQUIRE(db.is_ok());
     auto store = SqliteLeaseStore::open(**db);
     REQUIRE(store.is_ok());
@@ -155,7 +166,6 @@ TEST_CASE("host admin: drain and maintenance are kept in a file across reopening
     CHECK(bad.status().code() == ErrorCode::kInternal);
     CHECK_THAT(bad.status().to_string(), Catch::Contains("tx1"));
   }
-  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
 TEST_CASE("hosts: leases and VM records keep their host, older rows upgrade with none",
@@ -220,10 +230,12 @@ TEST_CASE("host keys: a VM's and its lease's survive a reopen, a tampered row is
           "[store][leases]") {
   const std::string key =
       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIL4VKYqD6zyeGmUdw5PnHb2hHd3HpM6d3ODBC8iXrGrg";
-  std::string path = "/tmp/armhive-hostkeys-" + std::to_string(::getpid()) + ".db";
-  std::remove(path.c_str());
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
   {
-    auto db = Database::open(path);
+    auto db = (*backend)->open();
     REQUIRE(db.is_ok());
     auto store = SqliteLeaseStore::open(**db);
     REQUIRE(store.is_ok());
@@ -238,7 +250,7 @@ TEST_CASE("host keys: a VM's and its lease's survive a reopen, a tampered row is
     REQUIRE((*store)->put_vm(vm).is_ok());
   }
   {
-    auto db = Database::open(path);
+    auto db = (*backend)->open();
     REQUIRE(db.is_ok());
     auto store = SqliteLeaseStore::open(**db);
     REQUIRE(store.is_ok());
@@ -260,16 +272,18 @@ TEST_CASE("host keys: a VM's and its lease's survive a reopen, a tampered row is
     CHECK(bad.status().code() == ErrorCode::kInternal);
     CHECK_THAT(bad.status().to_string(), Catch::Contains("armhive-vm-k"));
   }
-  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
 TEST_CASE("leases: a write batch lands whole or not at all", "[store][batch]") {
-  std::string path = "/tmp/armhive-batch-" + std::to_string(::getpid()) + ".db";
-  std::remove(path.c_str());
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
   {
-    auto db = Database::open(path);
+    auto db = (*backend)->open();
     REQUIRE(db.is_ok());
     auto store = SqliteLeaseStore::open(**db);
+    INFO(store.status().to_string());
     REQUIRE(store.is_ok());
     Lease a = make_lease(1, LeaseState::kPending);
     REQUIRE((*store)->insert(a).is_ok());
@@ -308,7 +322,6 @@ TEST_CASE("leases: a write batch lands whole or not at all", "[store][batch]") {
     CHECK((*vms)[0].name == "vm-1");
     CHECK((*vms)[0].lease_id == a.id);
   }
-  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
 }  // namespace

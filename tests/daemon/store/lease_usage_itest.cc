@@ -8,6 +8,7 @@
 #include <random>
 
 #include "daemon/store/sqlite_lease_store.h"
+#include "tests/support/store_backends.h"
 
 namespace armhive {
 namespace {
@@ -66,11 +67,13 @@ void check_same(const LeaseUsage& a, const LeaseUsage& b) {
 
 TEST_CASE("usage store: a lease's usage is kept with it, final included, across a reopen",
           "[store][usage]") {
-  std::string path = "/tmp/armhive-usage-" + std::to_string(::getpid()) + ".db";
-  std::remove(path.c_str());
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
   LeaseUsage u = some_usage(12, 30s);
   {
-    auto db = Database::open(path);
+    auto db = (*backend)->open();
     REQUIRE(db.is_ok());
     auto store = SqliteLeaseStore::open(**db);
     REQUIRE(store.is_ok());
@@ -93,7 +96,7 @@ TEST_CASE("usage store: a lease's usage is kept with it, final included, across 
     // A lease inserted with its usage (a test's or a tool's) keeps it too.
     REQUIRE((*store)->insert(lease_with_usage(2, "ci-b", "ci", {}, u)).is_ok());
   }
-  auto db = Database::open(path);
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = SqliteLeaseStore::open(**db);
   REQUIRE(store.is_ok());
@@ -113,7 +116,6 @@ TEST_CASE("usage store: a lease's usage is kept with it, final included, across 
   REQUIRE_FALSE(bad.is_ok());
   CHECK(bad.status().code() == ErrorCode::kInternal);
   CHECK_THAT(bad.status().to_string(), Catch::Contains(listed->at(0).id));
-  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
 TEST_CASE("usage store: a database from before usage was kept upgrades with none",
@@ -143,7 +145,11 @@ TEST_CASE("usage store: a database from before usage was kept upgrades with none
 // The SQL and the pure aggregation agree on random leases, for every grouping, window and
 // owner: two implementations of one rule.
 TEST_CASE("usage store: the report in SQL equals aggregate_usage", "[store][usage][property]") {
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = SqliteLeaseStore::open(**db);
   REQUIRE(store.is_ok());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/store/token_store.h"
+#include "tests/support/store_backends.h"
 
 namespace armhive {
 namespace {
@@ -28,10 +29,13 @@ std::string temp_db(const char* name) {
 
 TEST_CASE("tokens: created secrets authenticate, are stored only as hashes", "[store][tokens]") {
   FixedClock clock;
-  std::string path = temp_db("tokens.db");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
   std::string secret;
   {
-    auto db = Database::open(path);
+    auto db = (*backend)->open();
     REQUIRE(db.is_ok());
     auto store = TokenStore::open(**db, clock);
     REQUIRE(store.is_ok());
@@ -50,7 +54,7 @@ TEST_CASE("tokens: created secrets authenticate, are stored only as hashes", "[s
     CHECK(sql_text((*rows)[0][0]).size() == 64);
   }
   // Reopening keeps the token.
-  auto db = Database::open(path);
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = TokenStore::open(**db, clock);
   REQUIRE(store.is_ok());
@@ -65,7 +69,11 @@ TEST_CASE("tokens: created secrets authenticate, are stored only as hashes", "[s
 
 TEST_CASE("tokens: unknown, malformed and revoked secrets are unauthenticated", "[store][tokens]") {
   FixedClock clock;
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = TokenStore::open(**db, clock);
   REQUIRE(store.is_ok());
@@ -91,7 +99,11 @@ TEST_CASE("tokens: unknown, malformed and revoked secrets are unauthenticated", 
 
 TEST_CASE("tokens: names are unique and validated, secrets differ", "[store][tokens]") {
   FixedClock clock;
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = TokenStore::open(**db, clock);
   REQUIRE(store.is_ok());
@@ -114,7 +126,11 @@ TEST_CASE("tokens: names are unique and validated, secrets differ", "[store][tok
 
 TEST_CASE("tokens: a bootstrap secret can be put and replaces the old one", "[store][tokens]") {
   FixedClock clock;
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = TokenStore::open(**db, clock);
   REQUIRE(store.is_ok());
@@ -134,7 +150,11 @@ TEST_CASE("tokens: a bootstrap secret can be put and replaces the old one", "[st
 
 TEST_CASE("audit log records lease actions with the actor, newest first", "[store][audit]") {
   FixedClock clock;
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto audit = AuditLog::open(**db, clock);
   REQUIRE(audit.is_ok());
@@ -170,7 +190,11 @@ class SettableClock final : public Clock {
 TEST_CASE("tokens: an Idempotency-Key keeps its first request's fingerprint for the window",
           "[store][tokens]") {
   SettableClock clock;
-  auto db = Database::open(":memory:");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = TokenStore::open(**db, clock);
   REQUIRE(store.is_ok());
@@ -195,9 +219,12 @@ TEST_CASE("tokens: request fingerprints are keyed per database, not the body's S
   FixedClock clock;
   const std::string body = R"({"pool":"tiny","startup":{"env":{"TOKEN":"hunter2"}}})";
   std::string first_print;
-  const std::string path = temp_db("fingerprint.db");
+  const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
+  INFO("on " << kind);
+  auto backend = StoreBackend::make(kind);
+  REQUIRE(backend.is_ok());
   {
-    auto db = Database::open(path);
+    auto db = (*backend)->open();
     REQUIRE(db.is_ok());
     auto store = TokenStore::open(**db, clock);
     REQUIRE(store.is_ok());
@@ -213,7 +240,7 @@ TEST_CASE("tokens: request fingerprints are keyed per database, not the body's S
     CHECK(sql_text((*rows)[0][0]) != hash_token(body));
   }
   // The key outlives a restart: a retry after one is still the same request.
-  auto again = Database::open(path);
+  auto again = (*backend)->open();
   REQUIRE(again.is_ok());
   auto store = TokenStore::open(**again, clock);
   REQUIRE(store.is_ok());
