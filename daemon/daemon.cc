@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -171,10 +172,11 @@ NetworkSpec network_spec(const NetworkConfig& n) {
 }
 
 Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, std::string config_path,
-                                              const Progress& progress) {
+                                              const Progress& progress,
+                                              const LeaderElection::Pause& pause) {
   // Before anything else: a secret others can read is a configuration error.
   if (Status s = check_secret_files(config); !s.is_ok()) return s.annotate("secret files");
-  std::unique_ptr<Daemon> d(new Daemon(config, std::move(config_path)));
+  std::unique_ptr<Daemon> d(new Daemon(config, std::move(config_path), progress, pause));
   struct Stage {
     const char* status;
     Status (Daemon::*run)();
@@ -207,9 +209,7 @@ Status Daemon::open_state() {
   auto lock = StateLock::acquire(config_.state_dir);
   if (!lock.is_ok()) return lock.status().annotate("state directory");
   state_lock_ = std::move(lock).value();
-  auto db = Database::open(config_.database_path());
-  if (!db.is_ok()) return db.status().annotate("database");
-  db_ = std::move(db).value();
+  ARMHIVE_RETURN_IF_ERROR(open_database());
   auto leases = SqliteLeaseStore::open(*db_);
   if (!leases.is_ok()) return leases.status().annotate("lease store");
   leases_ = std::move(leases).value();
@@ -248,6 +248,37 @@ Status Daemon::open_state() {
 
 // Every host of [[hosts]] (or [host] alone), connected and set up at once; a stopped libvirtd
 // or a cut link costs libvirt_timeout, once (daemon/fleet).
+Status Daemon::open_database() {
+  if (config_.store.url.empty()) {
+    auto db = Database::open(config_.database_path());
+    if (!db.is_ok()) return db.status().annotate("database");
+    db_ = std::move(db).value();
+    return Status::ok();
+  }
+  // PostgreSQL: lead first (a standby waits here), then write only under this term's fence.
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  const std::string name = config_.host_name.empty() ? std::string(host) : config_.host_name;
+  LeaderElection::Options o;
+  o.url = config_.store.url;
+  o.holder = "armhived@" + name + "/" + std::to_string(::getpid());
+  o.api_url = std::string(config_.tls_cert.empty() ? "http://" : "https://") +
+              (config_.bind == "0.0.0.0" || config_.bind == "::" ? name : config_.bind) + ":" +
+              std::to_string(config_.port);
+  o.lease = config_.store.leader_lease;
+  auto won = LeaderElection::win(o, pause_, [this](std::string_view line) {
+    if (progress_) progress_(line);
+  });
+  if (!won.is_ok()) return won.status().annotate("leader election");
+  election_ = std::move(won).value();
+  auto db = PgDatabase::connect(config_.store.url);
+  if (!db.is_ok()) return db.status().annotate("database");
+  (*db)->set_fence(election_->holder(), election_->epoch());
+  db_ = std::move(db).value();
+  election_->start();
+  return Status::ok();
+}
+
 Status Daemon::connect_hosts() {
   // libvirt: the event loop must exist before any connection.
   auto loop = EventLoop::start();

@@ -31,6 +31,7 @@
 #include "daemon/github/github_api.h"
 #include "daemon/github/github_provider.h"
 #include "daemon/http/server.h"
+#include "daemon/leader_election.h"
 #include "daemon/startup/startup_runner.h"
 #include "daemon/store/audit_log.h"
 #include "daemon/store/database.h"
@@ -60,9 +61,11 @@ class Daemon {
 
   // Builds and starts everything. A failure names the stage ("lease store: ...") and leaves
   // nothing running: the parts started so far are stopped by the destructor.
-  [[nodiscard]] static Result<std::unique_ptr<Daemon>> start(const DaemonConfig& config,
-                                                             std::string config_path,
-                                                             const Progress& progress);
+  // With [store] url (PostgreSQL) it first waits until it leads (daemon/leader_election.h):
+  // `pause` sleeps between tries and says whether to go on (false: armhived is to stop).
+  [[nodiscard]] static Result<std::unique_ptr<Daemon>> start(
+      const DaemonConfig& config, std::string config_path, const Progress& progress,
+      const LeaderElection::Pause& pause = {});
   ~Daemon() noexcept;
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -95,14 +98,18 @@ class Daemon {
   }
 
  private:
-  Daemon(const DaemonConfig& config, std::string config_path)
-      : config_(config),
+  Daemon(const DaemonConfig& config, std::string config_path, Progress progress,
+         LeaderElection::Pause pause)
+      : progress_(std::move(progress)),
+        pause_(std::move(pause)),
+        config_(config),
         config_path_(std::move(config_path)),
         pools_(config.pools),
         github_config_(config.github),
         access_config_(config.access) {}
 
   Status open_state();
+  Status open_database();
   Status connect_hosts();
   Status start_engine();
   Status start_benchmarks();
@@ -115,6 +122,8 @@ class Daemon {
   // A configured pool as last applied (start, then each reload); nullopt: not configured.
   std::optional<PoolConfig> pool(const std::string& name) const;
 
+  const Progress progress_;
+  const LeaderElection::Pause pause_;
   // As started: a reload changes only the pools, [github] and [access] (the members below).
   const DaemonConfig config_;
   const std::string config_path_;
@@ -132,6 +141,9 @@ class Daemon {
 
   // Declared in the order they start; destroyed (stopped) in reverse.
   std::unique_ptr<StateLock> state_lock_;
+  // PostgreSQL only: released after everything else has stopped, so that a standby takes over
+  // from a leader that no longer acts.
+  std::unique_ptr<LeaderElection> election_;
   std::unique_ptr<Database> db_;
   std::unique_ptr<SqliteLeaseStore> leases_;
   std::unique_ptr<TokenStore> tokens_;

@@ -17,6 +17,7 @@
 #include "daemon/journal_sink.h"
 #include "daemon/store/backup.h"
 #include "daemon/store/database.h"
+#include "daemon/store/pg_database.h"
 #include "daemon/store/state_lock.h"
 #include "daemon/virt/network_guard.h"
 #include "daemon/watchdog_pinger.h"
@@ -44,7 +45,18 @@ int print_network_guard(const DaemonConfig& config, const std::string& name) {
   return 2;
 }
 
+// Backup and restore copy the SQLite file; a PostgreSQL database has its own tools, which also
+// see the other instances' writes.
+bool refuse_for_postgres(const DaemonConfig& config, const char* what) {
+  if (config.store.url.empty()) return false;
+  std::cerr << "armhived: " << what
+            << ": the state is in PostgreSQL ([store] url): use pg_dump / pg_restore (or the "
+               "cluster's own backups, e.g. Patroni's), which see every instance's writes\n";
+  return true;
+}
+
 int run_backup(const DaemonConfig& config, const std::string& file) {
+  if (refuse_for_postgres(config, "backup")) return 2;
   if (Status s = backup_database(config.database_path(), file); !s.is_ok()) {
     std::cerr << "armhived: backup: " << s.to_string() << "\n";
     return 1;
@@ -56,6 +68,7 @@ int run_backup(const DaemonConfig& config, const std::string& file) {
 }
 
 int run_restore(const DaemonConfig& config, const std::string& file) {
+  if (refuse_for_postgres(config, "restore")) return 2;
   auto lock = StateLock::acquire(config.state_dir);  // held until the new file is in place
   if (!lock.is_ok()) {
     std::cerr << "armhived: restore: " << lock.status().message() << "\n";
@@ -107,7 +120,31 @@ int serve(const DaemonConfig& config, const std::string& config_path,
     spdlog::debug("{}", line);
     (void)notifier.status(line);
   };
-  auto daemon = Daemon::start(config, config_path, note);
+  // A standby (several armhived on one PostgreSQL) waits inside start(): systemd hears it is
+  // up, its watchdog is fed, and SIGINT/SIGTERM stop the wait.
+  bool told_standby = false;
+  bool stop_asked = false;
+  auto pause = [&](std::chrono::milliseconds d) {
+    if (!told_standby) {
+      (void)notifier.ready("standby: waiting to lead");
+      told_standby = true;
+    }
+    (void)notifier.watchdog();
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    timespec ts{static_cast<time_t>(d.count() / 1000),
+                static_cast<long>(d.count() % 1000) * 1000000};
+    stop_asked = sigtimedwait(&stop, nullptr, &ts) > 0;
+    return !stop_asked;
+  };
+  auto daemon = Daemon::start(config, config_path, note, pause);
+  if (!daemon.is_ok() && stop_asked) {
+    spdlog::info("signal: stopping as a standby (it never led)");
+    (void)notifier.stopping("stopping; it was a standby");
+    return 0;
+  }
   if (!daemon.is_ok()) {
     spdlog::critical("{}", daemon.status().to_string());
     (void)notifier.status("failed: " + daemon.status().message());
@@ -208,7 +245,14 @@ int main(int argc, char** argv) {
   if (*backup) return run_backup(*config, backup_file);
   if (*restore) return run_restore(*config, restore_file);
   if (*token) {
-    auto db = Database::open(config->database_path());
+    Result<std::unique_ptr<Database>> db = unavailable("no database");
+    if (config->store.url.empty()) {
+      db = Database::open(config->database_path());
+    } else if (auto pg = PgDatabase::connect(config->store.url); pg.is_ok()) {
+      db = std::unique_ptr<Database>(std::move(*pg));
+    } else {
+      db = pg.status();
+    }
     if (!db.is_ok()) {
       std::cerr << "armhived: " << db.status().to_string() << "\n";
       return 1;

@@ -205,6 +205,10 @@ toml::table render_table(const DaemonConfig& c) {
     if (!cpus.empty()) host.insert("cpus", std::move(cpus));
   }
   root.insert("host", std::move(host));
+  if (!c.store.url.empty()) {
+    root.insert("store", toml::table{{"url", c.store.url},
+                                     {"leader_lease", duration(c.store.leader_lease)}});
+  }
   if (!local) {
     toml::array hosts;
     for (const HostConfig& h : c.hosts) hosts.push_back(host_of(h));

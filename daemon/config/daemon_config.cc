@@ -260,6 +260,36 @@ Status parse_hosts(const toml::node& n, DaemonConfig& c) {
   return Status::ok();
 }
 
+// [store] url: empty (SQLite) or a PostgreSQL connection URI without a password. The config file
+// is world-readable (/etc/armhive, a conffile): a password goes in a passfile (0600) or
+// PGPASSWORD, which libpq reads itself.
+Status check_store_url(const std::string& url) {
+  if (url.empty()) return Status::ok();
+  std::string_view rest;
+  for (std::string_view scheme : {"postgresql://", "postgres://"}) {
+    if (url.rfind(scheme, 0) == 0) rest = std::string_view(url).substr(scheme.size());
+  }
+  if (rest.data() == nullptr) {
+    return invalid_argument("store.url", "must be a postgresql:// connection URI");
+  }
+  const std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
+  const size_t at = authority.rfind('@');
+  const bool inline_password = (at != std::string_view::npos &&
+                                authority.substr(0, at).find(':') != std::string_view::npos) ||
+                               url.find("password=") != std::string::npos;
+  if (inline_password) {
+    return invalid_argument("store.url",
+                            "holds a password: put it in a passfile (mode 0600, named by "
+                            "?passfile=...) or in PGPASSWORD, not in the configuration");
+  }
+  for (char ch : url) {
+    if (static_cast<unsigned char>(ch) < 0x21 || ch == 0x7f) {
+      return invalid_argument("store.url", "must not contain spaces or control characters");
+    }
+  }
+  return Status::ok();
+}
+
 // A remote host's guests are guarded by that host's own nftables (armhived's run here): the
 // configuration must say that the host installs them.
 Status check_network_guards(const DaemonConfig& c, bool hosts_table) {
@@ -306,8 +336,8 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
   DaemonConfig c;
   Status st;
   TomlReader top(root, "");
-  for (const char* k :
-       {"server", "host", "hosts", "engine", "audit", "access", "github", "networks", "pools"}) {
+  for (const char* k : {"server", "host", "hosts", "engine", "store", "audit", "access", "github",
+                        "networks", "pools"}) {
     top.skip(k);
   }
   ARMHIVE_RETURN_IF_ERROR(top.no_unknown_keys());
@@ -401,6 +431,21 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.duration("guard_check_period", c.guard_check_period));
     ARMHIVE_RETURN_IF_ERROR(r.duration("usage_period", c.usage_period));
     ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+  }
+  ARMHIVE_RETURN_IF_ERROR(st);
+
+  if (const toml::table* t = subtable(root, "store", st, "")) {
+    TomlReader r(*t, "store.");
+    ARMHIVE_RETURN_IF_ERROR(r.str("url", c.store.url));
+    ARMHIVE_RETURN_IF_ERROR(r.duration("leader_lease", c.store.leader_lease));
+    ARMHIVE_RETURN_IF_ERROR(r.no_unknown_keys());
+    ARMHIVE_RETURN_IF_ERROR(check_store_url(c.store.url));
+    // Below 2 s a renewal every 400 ms competes with the store's own statements; above 5 min a
+    // dead leader's lab waits too long.
+    if (c.store.leader_lease < std::chrono::seconds(2) ||
+        c.store.leader_lease > std::chrono::minutes(5)) {
+      return invalid_argument("store.leader_lease", "must be between 2s and 5m");
+    }
   }
   ARMHIVE_RETURN_IF_ERROR(st);
 

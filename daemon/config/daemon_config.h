@@ -86,6 +86,18 @@ struct GithubConfig {
 // was.
 using HostConfig = HostSpec;
 
+// [store]: where armhived keeps its state. Absent (url empty): the SQLite file of
+// [host] database. With a PostgreSQL url, several armhived share one database and one of them
+// at a time leads (acts on the lab); the others wait to take over (daemon/store/pg_leader_lease.h).
+struct StoreConfig {
+  // A libpq connection URI (postgresql://user@host[,host2]/db?...); never with a password in it
+  // (a passfile= parameter or PGPASSWORD carries that).
+  std::string url;
+  // How long a leader acts without having renewed its lease; a standby takes over after it
+  // ends. Renewed every fifth of it.
+  std::chrono::milliseconds leader_lease{std::chrono::seconds(10)};
+};
+
 struct DaemonConfig {
   // [server]
   std::string bind = "127.0.0.1";
@@ -136,6 +148,7 @@ struct DaemonConfig {
   std::chrono::milliseconds guard_check_period{std::chrono::seconds(30)};
   // [audit] keep: audit rows older than this are deleted (hourly, by the audit writer).
   std::chrono::milliseconds audit_keep{std::chrono::hours(90 * 24)};
+  StoreConfig store;
   AccessConfig access;
   GithubConfig github;
   // [[hosts]]; never empty after parsing: without [[hosts]], the one host of [host]. With a

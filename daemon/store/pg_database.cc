@@ -240,10 +240,21 @@ Status PgDatabase::script_locked(const std::string& sql) {
   return Status::ok();
 }
 
-Status PgDatabase::execute(std::string_view sql, const std::vector<SqlValue>& params) {
+void PgDatabase::set_fence(std::string holder, int64_t epoch) {
   MutexLock lock(mu_);
-  auto rows = query_locked(sql, params, nullptr);
-  return rows.is_ok() ? Status::ok() : rows.status();
+  fence_holder_ = std::move(holder);
+  fence_epoch_ = epoch;
+}
+
+Status PgDatabase::execute(std::string_view sql, const std::vector<SqlValue>& params) {
+  {
+    MutexLock lock(mu_);
+    if (fence_holder_.empty()) {
+      auto rows = query_locked(sql, params, nullptr);
+      return rows.is_ok() ? Status::ok() : rows.status();
+    }
+  }
+  return transaction([&](Database::Tx& tx) { return tx.execute(sql, params); });
 }
 
 Result<std::vector<SqlRow>> PgDatabase::query(std::string_view sql,
@@ -282,7 +293,21 @@ Status PgDatabase::transaction(const std::function<Status(Database::Tx&)>& body,
   MutexLock lock(mu_);
   ARMHIVE_RETURN_IF_ERROR(script_locked("BEGIN"));
   Tx tx(this);
-  Status s = body(tx);
+  Status s = Status::ok();
+  if (!fence_holder_.empty()) {
+    auto held = query_locked(
+        "SELECT 1 FROM leader WHERE id = 1 AND holder = ? AND epoch = ? AND expires_at > "
+        "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint FOR SHARE",
+        {fence_holder_, fence_epoch_}, nullptr);
+    if (!held.is_ok()) {
+      s = held.status();
+    } else if (held->empty()) {
+      s = unavailable("this armhived no longer holds the leader lease (epoch " +
+                          std::to_string(fence_epoch_) + "): nothing written",
+                      where_);
+    }
+  }
+  if (s.is_ok()) s = body(tx);
   if (s.is_ok()) before_commit(tx);
   if (s.is_ok()) s = commit_locked();
   // After a failed statement PostgreSQL refuses everything but ROLLBACK; a lost connection

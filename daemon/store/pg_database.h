@@ -48,6 +48,12 @@ class PgDatabase final : public Database {
   Status transaction(const std::function<Status(Database::Tx&)>& body,
                      Durability durability = Durability::kNormal) override EXCLUDES(mu_);
 
+  // Fencing (daemon/store/pg_leader_lease.h): from now on every transaction first checks, with
+  // the leader row locked FOR SHARE, that `holder` still holds the leader lease with `epoch`,
+  // unexpired; when it does not, the transaction does nothing and fails with kUnavailable. A
+  // standalone execute() runs as such a transaction; query() (reads) is not fenced.
+  void set_fence(std::string holder, int64_t epoch) EXCLUDES(mu_);
+
   // `?` placeholders numbered for PostgreSQL (`$1`...), outside '...' and "..." text.
   static std::string number_placeholders(std::string_view sql);
 
@@ -87,6 +93,8 @@ class PgDatabase final : public Database {
   const std::string where_;  // host and database, for messages
   Mutex mu_;
   pg_conn* conn_ GUARDED_BY(mu_) = nullptr;
+  std::string fence_holder_ GUARDED_BY(mu_);  // empty: no fence
+  int64_t fence_epoch_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace armhive

@@ -26,7 +26,9 @@
 #include "base/version.h"
 #include "daemon/github/webhook_signature.h"
 #include "daemon/store/database.h"
+#include "daemon/store/pg_database.h"
 #include "tests/support/github_standin.h"
+#include "tests/support/postgres_server.h"
 
 extern char** environ;
 
@@ -519,6 +521,90 @@ TEST_CASE("an armhived that cannot start never says READY, and says why", "[daem
   for (const std::string& m : said) CHECK(m.find("READY=1") == std::string::npos);
   CHECK_THAT(said.back(), Catch::StartsWith("STATUS=failed: libvirt hosts: "));
   CHECK_THAT(said.back(), Catch::Contains("no libvirt host can be driven"));
+}
+
+TEST_CASE("two armhived on one PostgreSQL: one leads, the other waits and takes over when it dies",
+          "[daemon][service][postgres]") {
+  auto pg = TestPostgresDatabase::make();
+  INFO(pg.status().to_string());
+  REQUIRE(pg.is_ok());
+  TempDir dir;
+  // Two instances, each with its own state directory and API, one database.
+  auto config_for = [&](const std::string& name) {
+    fs::create_directories(dir.path / name);
+    const std::string path = (dir.path / name / "armhived.toml").string();
+    std::ofstream(path) << "[server]\nport = 0\n"
+                        // One admin token for the lab: the file goes with the configuration.
+                        << "bootstrap_token_file = \"" << (dir.path / "admin.token").string()
+                        << "\"\n"
+                        << "[host]\nname = \"" << name << "\"\nstate_dir = \""
+                        << (dir.path / name / "state").string() << "\"\n"
+                        << "libvirt_uri = \"test:///default\"\n"
+                        << "[store]\nurl = \"postgresql:///?host=" << (*pg)->dir()
+                        << "&dbname=" << (*pg)->name() << "&user=armhive\"\nleader_lease = \"2s\"\n"
+                        << "[[pools]]\nname = \"p\"\nimage = \"tiny\"\n";
+    return std::vector<std::string>{ARMHIVE_DAEMON_PATH, "--config", path};
+  };
+  NotifySocket systemd_a((dir.path / "notify-a").string());
+  NotifySocket systemd_b((dir.path / "notify-b").string());
+  pid_t a = spawn_service(config_for("hc1"), systemd_a.path, (dir.path / "a.log").string());
+  REQUIRE(a > 0);
+  Reap reap_a{a};
+  const std::string ready_a = wait_ready(systemd_a);
+  INFO("hc1: " << read_file(dir.path / "a.log"));
+  REQUIRE(ready_a.rfind("READY=1\nSTATUS=serving on ", 0) == 0);
+  const std::string token = admin_token(dir.path);
+  REQUIRE_FALSE(token.empty());
+
+  // The second waits: systemd hears it is up as a standby, and why.
+  pid_t b = spawn_service(config_for("tx1"), systemd_b.path, (dir.path / "b.log").string());
+  REQUIRE(b > 0);
+  Reap reap_b{b};
+  std::vector<std::string> before;
+  const std::string standby = wait_ready(systemd_b, &before);
+  INFO("tx1: " << read_file(dir.path / "b.log"));
+  CHECK(standby == "READY=1\nSTATUS=standby: waiting to lead");
+  bool named_leader = false;
+  for (const std::string& m : before) {
+    named_leader =
+        named_leader || m.find("armhived@hc1/" + std::to_string(a) + " leads") != std::string::npos;
+  }
+  CHECK(named_leader);
+
+  // The leader dies without a word: the standby takes over once its lease has ended, and
+  // serves the same state (the token the first one made authenticates there).
+  REQUIRE(::kill(a, SIGKILL) == 0);
+  reap_a.pid = -1;
+  wait_exit(a);
+  const std::string ready_b = wait_ready(systemd_b);
+  REQUIRE(ready_b.rfind("READY=1\nSTATUS=serving on ", 0) == 0);
+  httplib::Client api(serving_url(ready_b));
+  api.set_bearer_token_auth(token);
+  auto pools = api.Get("/v1/pools");
+  REQUIRE(pools);
+  CHECK(pools->status == 200);
+  CHECK_THAT(read_file(dir.path / "b.log"), Catch::Contains("leading (epoch 2)"));
+
+  // The first one, started again, is now the standby; SIGTERM stops it while it waits.
+  NotifySocket systemd_c((dir.path / "notify-c").string());
+  pid_t c = spawn_service(config_for("hc1"), systemd_c.path, (dir.path / "c.log").string());
+  REQUIRE(c > 0);
+  Reap reap_c{c};
+  CHECK(wait_ready(systemd_c) == "READY=1\nSTATUS=standby: waiting to lead");
+  REQUIRE(::kill(c, SIGTERM) == 0);
+  reap_c.pid = -1;
+  CHECK(wait_exit(c) == 0);
+
+  // The leader stops cleanly and releases its lease.
+  REQUIRE(::kill(b, SIGTERM) == 0);
+  reap_b.pid = -1;
+  CHECK(wait_exit(b) == 0);
+  auto db = PgDatabase::connect((*pg)->url());
+  REQUIRE(db.is_ok());
+  auto row = (*db)->query("SELECT expires_at FROM leader WHERE id = 1");
+  REQUIRE(row.is_ok());
+  REQUIRE(row->size() == 1);
+  CHECK(sql_int((*row)[0][0]) == 0);
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ class TestPostgresDatabase {
   static Result<std::unique_ptr<TestPostgresDatabase>> make();
   ~TestPostgresDatabase();
   const std::string& url() const { return url_; }
+  const std::string& dir() const { return dir_; }    // the server's (its socket is there)
+  const std::string& name() const { return name_; }  // the database's
 
  private:
   TestPostgresDatabase(std::string dir, std::string name, std::string url)

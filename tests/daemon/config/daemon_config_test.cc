@@ -96,6 +96,34 @@ TEST_CASE("audit keep is the audit log's retention, 90 days unless set, at least
   }
 }
 
+TEST_CASE("store url is a PostgreSQL URI without a password, leader_lease 2s to 5m",
+          "[config][store]") {
+  const std::string pool = "[[pools]]\nname=\"a\"\nimage=\"b\"\n";
+  auto plain = parse_daemon_config(pool);
+  REQUIRE(plain.is_ok());
+  CHECK(plain->store.url.empty());  // SQLite
+  auto set = parse_daemon_config(
+      "[store]\nurl = \"postgresql://armhive@db1:5432,db2:5432/armhive?target_session_attrs=read-"
+      "write&passfile=/etc/armhive/pgpass\"\nleader_lease = \"15s\"\n" +
+      pool);
+  INFO(set.status().to_string());
+  REQUIRE(set.is_ok());
+  CHECK(set->store.leader_lease == std::chrono::seconds(15));
+  CHECK(set->store.url.rfind("postgresql://armhive@db1", 0) == 0);
+  for (const char* bad :
+       {"url = \"postgresql://armhive:hunter2@db1/armhive\"",
+        "url = \"postgresql://db1/armhive?password=hunter2\"", "url = \"mysql://db1/armhive\"",
+        "url = \"host=db1 dbname=armhive\"", "url = \"postgresql://db1/arm hive\"",
+        "url = \"postgresql://db1/a\"\nleader_lease = \"1s\"",
+        "url = \"postgresql://db1/a\"\nleader_lease = \"6m\"", "uri = \"postgresql://db1/a\""}) {
+    INFO(bad);
+    auto c = parse_daemon_config("[store]\n" + std::string(bad) + "\n" + pool);
+    REQUIRE_FALSE(c.is_ok());
+    CHECK(c.status().field().rfind("store.", 0) == 0);
+    CHECK_THAT(c.status().to_string(), !Catch::Contains("hunter2"));
+  }
+}
+
 TEST_CASE("configuration errors name the key", "[config]") {
   auto field_of = [](const char* text) { return parse_daemon_config(text).status().field(); };
   CHECK(field_of("[[pools]]\nname = \"ci\"\nimage = \"tiny\"\nmax = 0\n") == "pools[0].max");

@@ -1,0 +1,59 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "base/result.h"
+#include "daemon/store/database.h"
+
+namespace armhive {
+
+// The leader lease of the armhived instances that share one PostgreSQL database (issue 36): one
+// row (table `leader`, id 1) naming the holder, its epoch, its API URL and when its lease ends
+// in the database's clock. Only the leader acts on the lab (libvirt, leases); the others wait
+// to take over. LeaderTerm (daemon/core/leader_term.h) decides from the renewals whether this
+// instance may act.
+//
+// Renewing is one statement: it takes the row when the holder is us or the holder's lease has
+// ended, and leaves it otherwise. A new holder gets epoch + 1, and so does the same holder
+// after its own lease had ended (it stopped acting then: a new term). Times are the database's
+// (clock_timestamp()), so the instances' clocks never need to agree.
+//
+// Fencing: PgDatabase::set_fence(holder, epoch) makes every write transaction of the store
+// first lock this row FOR SHARE and check that it is still ours, with our epoch, unexpired. A
+// stale leader's write then fails (kUnavailable) instead of landing after a takeover, and a
+// takeover waits for the leader's writes in flight.
+//
+// Threading: not thread-safe; one election thread uses it, on a connection of its own (a
+// renewal must not wait behind the store's statements).
+class PgLeaderLease {
+ public:
+  struct Renewal {
+    bool ours = false;
+    int64_t epoch = 0;         // ours: our term's epoch; else the holder's
+    std::string holder;        // who holds the lease now
+    std::string url;           // the holder's API URL
+    int64_t remaining_ms = 0;  // of the holder's lease, in the database's clock
+  };
+
+  // `db` must be a PostgreSQL database; migrates component "leader".
+  static Result<std::unique_ptr<PgLeaderLease>> open(Database& db, std::string holder,
+                                                     std::string url,
+                                                     std::chrono::milliseconds lease);
+  Result<Renewal> renew();
+  // Ends our lease now (a clean stop): a standby takes over at its next renewal instead of
+  // waiting for the lease to run out. Only our own term is touched.
+  Status release(int64_t epoch);
+
+ private:
+  PgLeaderLease(Database& db, std::string holder, std::string url, std::chrono::milliseconds lease)
+      : db_(db), holder_(std::move(holder)), url_(std::move(url)), lease_(lease) {}
+  Database& db_;
+  const std::string holder_;
+  const std::string url_;
+  const std::chrono::milliseconds lease_;
+};
+
+}  // namespace armhive
