@@ -140,10 +140,10 @@ class Daemon {
   SubprocessRunner guard_runner_;
 
   // Declared in the order they start; destroyed (stopped) in reverse.
-  std::unique_ptr<StateLock> state_lock_;
   // PostgreSQL only: released after everything else has stopped, so that a standby takes over
   // from a leader that no longer acts.
   std::unique_ptr<LeaderElection> election_;
+  std::unique_ptr<StateLock> state_lock_;
   std::unique_ptr<Database> db_;
   std::unique_ptr<SqliteLeaseStore> leases_;
   std::unique_ptr<TokenStore> tokens_;

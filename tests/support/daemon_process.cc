@@ -30,7 +30,8 @@ DaemonProcess::DaemonProcess(std::string state_dir, std::string catalog, int por
 DaemonProcess::~DaemonProcess() {
   if (pid_ > 0) kill(SIGKILL);
   // Its VMs outlive the daemon by design; they must not outlive the test.
-  destroy_instance_domains("armhive-e2e-" + std::to_string(port_));
+  destroy_instance_domains(storage_pool_.empty() ? "armhive-e2e-" + std::to_string(port_)
+                                                 : storage_pool_);
 }
 
 void DaemonProcess::write_config() const {
@@ -39,7 +40,9 @@ void DaemonProcess::write_config() const {
     std::ofstream out(config);
     out << "[server]\nbind = \"" << bind_ << "\"\nport = " << port_ << "\nbootstrap_token_file = \""
         << state_dir_ << "/admin.token\"\n\n[host]\nstate_dir = \"" << state_dir_
-        << "\"\nstorage_pool = \"armhive-e2e-" << port_ << "\"\ncatalog = \"" << catalog_ << "\"\n"
+        << "\"\nstorage_pool = \""
+        << (storage_pool_.empty() ? "armhive-e2e-" + std::to_string(port_) : storage_pool_)
+        << "\"\ncatalog = \"" << catalog_ << "\"\n"
         << host_keys_ << "\n[engine]\nreconcile_period = \"5s\"\n"
         << engine_keys_
         << "\n[[networks]]\nname = \"armhive\"\n"

@@ -25,6 +25,9 @@ class DaemonProcess {
   void set_host_keys(std::string lines) { host_keys_ = std::move(lines); }
   // Extra lines of the generated [engine] table (e.g. min_health_interval); before start().
   void set_engine_keys(std::string lines) { engine_keys_ = std::move(lines); }
+  // The libvirt storage pool, which names the armhived instance its domains belong to (default
+  // armhive-e2e-PORT); instances that stand in for each other share it. Before start().
+  void set_storage_pool(std::string name) { storage_pool_ = std::move(name); }
   Status start(std::chrono::seconds timeout = std::chrono::seconds(60));
   // Rewrites the configuration with `pool_toml` in place of the pools and sends SIGHUP (what
   // `systemctl reload armhived` does); the reload runs in armhived as the call returns.
@@ -47,6 +50,7 @@ class DaemonProcess {
   std::string bind_ = "127.0.0.1";
   std::string host_keys_;
   std::string engine_keys_;
+  std::string storage_pool_;
   void write_config() const;
 
   pid_t pid_ = -1;

@@ -1,0 +1,102 @@
+// Two armhived on one PostgreSQL with real guests (issue 36): the leader is killed with a lease
+// ready and another waiting; the standby takes over, adopts the running VM (the same QEMU
+// process, the same boot), serves both leases, and nothing is left behind.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <thread>
+
+#include "tests/support/daemon_process.h"
+#include "tests/support/e2e_daemon.h"
+#include "tests/support/files.h"
+#include "tests/support/postgres_server.h"
+
+namespace armhive {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The guest's boot id: the same one before and after means the VM never restarted.
+std::string boot_id(Client& api, const std::string& lease) {
+  ExecRequestDto req;
+  req.argv = {"cat", "/proc/sys/kernel/random/boot_id"};
+  auto r = api.exec(lease, req);
+  INFO(r.status().to_string());
+  REQUIRE(r.is_ok());
+  REQUIRE(r->exit_code == 0);
+  return r->out;
+}
+
+TEST_CASE("the leader of two armhived killed: the standby adopts its VM and serves its leases",
+          "[failover]") {
+  auto pg = TestPostgresDatabase::make();
+  INFO(pg.status().to_string());
+  REQUIRE(pg.is_ok());
+  // One state directory (one machine here; on a lab, each instance its own with the same
+  // contents) and one instance name: the standby must recognise the leader's domains as its own.
+  const std::string state = e2e_state() + "/failover";
+  const std::string store = "\n[store]\nurl = \"postgresql:///?host=" + (*pg)->dir() +
+                            "&dbname=" + (*pg)->name() + "&user=armhive\"\nleader_lease = \"3s\"\n";
+  // Both made before either starts (a DaemonProcess empties its state directory when made).
+  DaemonProcess standby(state, e2e_state() + "/images", 18481, one_core_pool_toml(1) + store);
+  standby.set_storage_pool("armhive-e2e-failover");
+  DaemonProcess leader(state, e2e_state() + "/images", 18480, one_core_pool_toml(1) + store);
+  leader.set_storage_pool("armhive-e2e-failover");
+  const Status started = leader.start();
+  INFO(started.to_string() << "\n" << leader.log());
+  REQUIRE(started.is_ok());
+  auto api = leader.client();
+  const LeaseDto held = lease_warm_vm(*api, state);
+  const pid_t qemu = qemu_pid(held.vm->name);
+  REQUIRE(qemu > 0);
+  const std::string boot = boot_id(*api, held.id);
+  // The pool holds one VM: a second lease waits for it.
+  LeaseCreateRequest req;
+  req.pool = "ci";
+  req.ssh_keys = {make_ssh_key(state)};
+  auto waiting = api->create_lease(req);
+  REQUIRE(waiting.is_ok());
+  CHECK(waiting->state == "pending");
+
+  // The standby: it waits (its start() returns once it serves, after the takeover).
+  Status standby_started = unavailable("not started");
+  std::thread starter([&] { standby_started = standby.start(300s); });
+  REQUIRE(eventually(
+      [&] { return read_file(state + "/armhived.log").find("standby: ") != std::string::npos; },
+      120s));
+  leader.kill(SIGKILL);
+  starter.join();
+  INFO(standby.log());
+  REQUIRE(standby_started.is_ok());
+  auto api_b = standby.client();
+
+  // The ready lease is served by the new leader on the same VM, which never stopped.
+  auto still = api_b->get_lease(held.id);
+  REQUIRE(still.is_ok());
+  CHECK(still->state == "ready");
+  REQUIRE(still->vm.has_value());
+  CHECK(still->vm->name == held.vm->name);
+  CHECK(qemu_pid(held.vm->name) == qemu);
+  CHECK(boot_id(*api_b, held.id) == boot);
+  // The waiting lease was not lost: it gets the VM the first one frees.
+  REQUIRE(api_b->release_lease(held.id).is_ok());
+  auto served = api_b->wait_lease(waiting->id, 300s);
+  INFO(served.status().to_string());
+  REQUIRE(served.is_ok());
+  CHECK(served->state == "ready");
+  REQUIRE(served->vm.has_value());
+  CHECK(served->vm->name != held.vm->name);
+  // No lease handed out twice, none lost: exactly the two, in the states they should be.
+  auto listed = api_b->list_leases({});
+  REQUIRE(listed.is_ok());
+  CHECK(listed->items.size() == 2);
+
+  REQUIRE(api_b->release_lease(waiting->id).is_ok());
+  CHECK(eventually([&] { return api_b->get_lease(waiting->id)->state == "released"; }, 60s));
+  standby.kill(SIGTERM);
+  // The pool's warm VM is destroyed with the instance's domains by ~DaemonProcess.
+}
+
+}  // namespace
+}  // namespace armhive
