@@ -206,13 +206,15 @@ Daemon::~Daemon() noexcept {
 Status Daemon::open_state() {
   std::error_code ec;
   std::filesystem::create_directories(config_.state_dir, ec);
-  // With PostgreSQL the standbys wait before taking the directory: they write nothing there
-  // until they lead, and instances on one machine (a test, a staged upgrade) may share it.
-  if (!config_.store.url.empty()) ARMHIVE_RETURN_IF_ERROR(open_database());
-  auto lock = StateLock::acquire(config_.state_dir);
-  if (!lock.is_ok()) return lock.status().annotate("state directory");
-  state_lock_ = std::move(lock).value();
-  if (config_.store.url.empty()) ARMHIVE_RETURN_IF_ERROR(open_database());
+  // With PostgreSQL the leader lease is what keeps two armhived from acting at once, on the
+  // database and on the files here alike; the directory's lock would only stop a new leader on
+  // the machine of a paused one (which holds it, and exits without acting when it wakes).
+  if (config_.store.url.empty()) {
+    auto lock = StateLock::acquire(config_.state_dir);
+    if (!lock.is_ok()) return lock.status().annotate("state directory");
+    state_lock_ = std::move(lock).value();
+  }
+  ARMHIVE_RETURN_IF_ERROR(open_database());
   auto leases = SqliteLeaseStore::open(*db_);
   if (!leases.is_ok()) return leases.status().annotate("lease store");
   leases_ = std::move(leases).value();

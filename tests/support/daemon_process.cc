@@ -103,6 +103,18 @@ void DaemonProcess::kill(int signal) {
   pid_ = -1;
 }
 
+void DaemonProcess::signal_only(int signal) {
+  if (pid_ > 0) ::kill(pid_, signal);
+}
+
+int DaemonProcess::wait_exit() {
+  if (pid_ <= 0) return -1;
+  int status = 0;
+  if (::waitpid(pid_, &status, 0) != pid_) return -1;
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 std::unique_ptr<Client> DaemonProcess::client() const { return client_with(token_); }
 
 std::string DaemonProcess::full_log() const { return read_file(state_dir_ + "/armhived.log"); }

@@ -33,6 +33,10 @@ class DaemonProcess {
   // `systemctl reload armhived` does); the reload runs in armhived as the call returns.
   Status reload(std::string pool_toml);
   void kill(int signal);  // and reap
+  // Sends `signal` without waiting (SIGSTOP, SIGCONT).
+  void signal_only(int signal);
+  // Waits for armhived to exit by itself: its exit status, or 128 + the signal that ended it.
+  int wait_exit();
   bool running() const { return pid_ > 0; }
 
   std::unique_ptr<Client> client() const;

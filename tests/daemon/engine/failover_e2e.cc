@@ -98,5 +98,52 @@ TEST_CASE("the leader of two armhived killed: the standby adopts its VM and serv
   // The pool's warm VM is destroyed with the instance's domains by ~DaemonProcess.
 }
 
+TEST_CASE("a leader paused past its lease wakes, finds a successor, and exits touching nothing",
+          "[failover]") {
+  auto pg = TestPostgresDatabase::make();
+  INFO(pg.status().to_string());
+  REQUIRE(pg.is_ok());
+  const std::string state = e2e_state() + "/failover-stop";
+  const std::string store = "\n[store]\nurl = \"postgresql:///?host=" + (*pg)->dir() +
+                            "&dbname=" + (*pg)->name() + "&user=armhive\"\nleader_lease = \"3s\"\n";
+  DaemonProcess standby(state, e2e_state() + "/images", 18483, one_core_pool_toml(1) + store);
+  standby.set_storage_pool("armhive-e2e-failover-stop");
+  DaemonProcess leader(state, e2e_state() + "/images", 18484, one_core_pool_toml(1) + store);
+  leader.set_storage_pool("armhive-e2e-failover-stop");
+  const Status started = leader.start();
+  INFO(started.to_string() << "\n" << leader.log());
+  REQUIRE(started.is_ok());
+  auto api = leader.client();
+  const LeaseDto held = lease_warm_vm(*api, state);
+  const pid_t qemu = qemu_pid(held.vm->name);
+  REQUIRE(qemu > 0);
+  const std::string boot = boot_id(*api, held.id);
+
+  Status standby_started = unavailable("not started");
+  std::thread starter([&] { standby_started = standby.start(300s); });
+  REQUIRE(eventually(
+      [&] { return read_file(state + "/armhived.log").find("standby: ") != std::string::npos; },
+      120s));
+  // Paused (a stalled machine, a debugger): its lease runs out and the standby takes over.
+  leader.signal_only(SIGSTOP);
+  starter.join();
+  INFO(standby.log());
+  REQUIRE(standby_started.is_ok());
+  auto api_b = standby.client();
+  // Woken, the old leader sees its term over and exits (75) before acting again.
+  leader.signal_only(SIGCONT);
+  CHECK(leader.wait_exit() == 75);
+  CHECK_THAT(read_file(state + "/armhived.log"), Catch::Contains("exiting now so that two"));
+  // It destroyed nothing: the lease and its VM are as they were, served by the new leader.
+  auto still = api_b->get_lease(held.id);
+  REQUIRE(still.is_ok());
+  CHECK(still->state == "ready");
+  CHECK(qemu_pid(held.vm->name) == qemu);
+  CHECK(boot_id(*api_b, held.id) == boot);
+  REQUIRE(api_b->release_lease(held.id).is_ok());
+  CHECK(eventually([&] { return api_b->get_lease(held.id)->state == "released"; }, 60s));
+  standby.kill(SIGTERM);
+}
+
 }  // namespace
 }  // namespace armhive
