@@ -21,6 +21,7 @@
 #include "daemon/fleet/host_setup.h"
 #include "daemon/http/convert.h"
 #include "daemon/http/token_commands.h"
+#include "daemon/standby_server.h"
 #include "daemon/virt/network_guard.h"
 
 namespace armhive {
@@ -195,6 +196,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, std::s
     // What started so far is stopped by the destructor, in reverse.
     ARMHIVE_RETURN_IF_ERROR((d.get()->*stage.run)());
   }
+  if (d->election_) d->election_->set_api_url(d->url());  // the others' standbys point here
   return d;
 }
 
@@ -271,9 +273,19 @@ Status Daemon::open_database() {
               (config_.bind == "0.0.0.0" || config_.bind == "::" ? name : config_.bind) + ":" +
               std::to_string(config_.port);
   o.lease = config_.store.leader_lease;
-  auto won = LeaderElection::win(o, pause_, [this](std::string_view line) {
-    if (progress_) progress_(line);
-  });
+  // While it waits, the API's address answers as a standby: where the leader is.
+  auto standby =
+      StandbyServer::start(config_.bind, config_.port, config_.tls_cert, config_.tls_key);
+  if (!standby.is_ok()) return standby.status().annotate("standby API");
+  auto won = LeaderElection::win(
+      o, pause_,
+      [this](std::string_view line) {
+        if (progress_) progress_(line);
+      },
+      [&standby](const PgLeaderLease::Renewal& r) {
+        (*standby)->set_leader(r.holder, r.url, r.epoch);
+      });
+  standby->reset();  // the address is free for the API the leader starts
   if (!won.is_ok()) return won.status().annotate("leader election");
   election_ = std::move(won).value();
   auto db = PgDatabase::connect(config_.store.url);

@@ -7,7 +7,8 @@
 namespace armhive {
 
 Result<std::unique_ptr<LeaderElection>> LeaderElection::win(const Options& options,
-                                                            const Pause& pause, const Note& note) {
+                                                            const Pause& pause, const Note& note,
+                                                            const Observe& observe) {
   const auto retry = options.lease / 5;
   std::string last_note;
   auto say = [&](const std::string& line) {
@@ -35,6 +36,7 @@ Result<std::unique_ptr<LeaderElection>> LeaderElection::win(const Options& optio
           return std::unique_ptr<LeaderElection>(
               new LeaderElection(options, std::move(*db), std::move(*lease), term, r->epoch));
         }
+        if (observe) observe(*r);
         say("standby: " + r->holder + " leads (epoch " + std::to_string(r->epoch) + ", API " +
             r->url + "); this armhived takes over when its lease ends");
         if (pause && !pause(retry)) return Status(ErrorCode::kUnavailable, "stopped as a standby");

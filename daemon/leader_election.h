@@ -41,17 +41,21 @@ class LeaderElection {
   using Pause = std::function<bool(std::chrono::milliseconds)>;
   // Says what the wait is about ("standby: armhived@hc1 leads"), once per change.
   using Note = std::function<void(std::string_view)>;
+  // Each renewal that found another instance leading (a standby's server points there).
+  using Observe = std::function<void(const PgLeaderLease::Renewal&)>;
 
   // Renews until the lease is ours (kCancelled when `pause` says stop). Database errors while
   // waiting are logged and retried.
   static Result<std::unique_ptr<LeaderElection>> win(const Options& options, const Pause& pause,
-                                                     const Note& note);
+                                                     const Note& note, const Observe& observe = {});
   // Starts the renewal thread; `on_lost` runs on it when the term ends (default: log, exit 75).
   void start(std::function<void(const std::string& why)> on_lost = {});
   // Stops renewing and releases the lease, so that a standby takes over at once.
   ~LeaderElection() noexcept;
 
   int64_t epoch() const { return epoch_; }
+  // The API URL the lease row shows the others, once the API listens (port 0: the real port).
+  void set_api_url(std::string url) { lease_->set_url(std::move(url)); }
   const std::string& holder() const { return options_.holder; }
 
  private:

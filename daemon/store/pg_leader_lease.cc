@@ -29,7 +29,18 @@ Result<std::unique_ptr<PgLeaderLease>> PgLeaderLease::open(Database& db, std::st
       new PgLeaderLease(db, std::move(holder), std::move(url), lease));
 }
 
+void PgLeaderLease::set_url(std::string url) {
+  MutexLock lock(mu_);
+  url_ = std::move(url);
+}
+
+std::string PgLeaderLease::url() const {
+  MutexLock lock(mu_);
+  return url_;
+}
+
 Result<PgLeaderLease::Renewal> PgLeaderLease::renew() {
+  const std::string my_url = url();
   ARMHIVE_ASSIGN_OR_RETURN(
       std::vector<SqlRow> taken,
       db_.query("INSERT INTO leader (id, holder, epoch, url, expires_at) VALUES (1, ?, 1, "
@@ -40,13 +51,13 @@ Result<PgLeaderLease::Renewal> PgLeaderLease::renew() {
                 " THEN leader.epoch ELSE leader.epoch + 1 END "
                 "WHERE leader.holder = excluded.holder OR leader.expires_at <= " ARMHIVE_DB_NOW_MS
                 " RETURNING epoch",
-                {holder_, url_, static_cast<int64_t>(lease_.count())}));
+                {holder_, my_url, static_cast<int64_t>(lease_.count())}));
   Renewal r;
   if (!taken.empty()) {
     r.ours = true;
     r.epoch = sql_int(taken[0][0]);
     r.holder = holder_;
-    r.url = url_;
+    r.url = my_url;
     r.remaining_ms = lease_.count();
     return r;
   }

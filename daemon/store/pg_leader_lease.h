@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "base/thread_annotations.h"
 #include "daemon/store/database.h"
 
 namespace armhive {
@@ -26,8 +27,8 @@ namespace armhive {
 // stale leader's write then fails (kUnavailable) instead of landing after a takeover, and a
 // takeover waits for the leader's writes in flight.
 //
-// Threading: not thread-safe; one election thread uses it, on a connection of its own (a
-// renewal must not wait behind the store's statements).
+// Threading: renew() and release() from one election thread, on a connection of its own (a
+// renewal must not wait behind the store's statements); set_url() from any.
 class PgLeaderLease {
  public:
   struct Renewal {
@@ -46,14 +47,18 @@ class PgLeaderLease {
   // Ends our lease now (a clean stop): a standby takes over at its next renewal instead of
   // waiting for the lease to run out. Only our own term is touched.
   Status release(int64_t epoch);
+  // The API URL the next renewals publish (the real one once the API listens). Thread-safe.
+  void set_url(std::string url) EXCLUDES(mu_);
 
  private:
   PgLeaderLease(Database& db, std::string holder, std::string url, std::chrono::milliseconds lease)
-      : db_(db), holder_(std::move(holder)), url_(std::move(url)), lease_(lease) {}
+      : db_(db), holder_(std::move(holder)), lease_(lease), url_(std::move(url)) {}
+  std::string url() const EXCLUDES(mu_);
   Database& db_;
   const std::string holder_;
-  const std::string url_;
   const std::chrono::milliseconds lease_;
+  mutable Mutex mu_;
+  std::string url_ GUARDED_BY(mu_);
 };
 
 }  // namespace armhive

@@ -4,6 +4,7 @@
 // says READY.
 #include <fcntl.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -118,6 +119,20 @@ int wait_exit(pid_t pid) {
 std::string read_file(const fs::path& p) {
   std::ifstream in(p);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A TCP port on loopback that nothing listens on now.
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
 }
 
 // The URL a "READY=1\nSTATUS=serving on URL" datagram names.
@@ -530,10 +545,11 @@ TEST_CASE("two armhived on one PostgreSQL: one leads, the other waits and takes 
   REQUIRE(pg.is_ok());
   TempDir dir;
   // Two instances, each with its own state directory and API, one database.
-  auto config_for = [&](const std::string& name) {
+  auto config_for = [&](const std::string& name, int port = 0) {
     fs::create_directories(dir.path / name);
     const std::string path = (dir.path / name / "armhived.toml").string();
-    std::ofstream(path) << "[server]\nport = 0\n"
+    std::ofstream(path) << "[server]\nport = " << port
+                        << "\n"
                         // One admin token for the lab: the file goes with the configuration.
                         << "bootstrap_token_file = \"" << (dir.path / "admin.token").string()
                         << "\"\n"
@@ -557,7 +573,8 @@ TEST_CASE("two armhived on one PostgreSQL: one leads, the other waits and takes 
   REQUIRE_FALSE(token.empty());
 
   // The second waits: systemd hears it is up as a standby, and why.
-  pid_t b = spawn_service(config_for("tx1"), systemd_b.path, (dir.path / "b.log").string());
+  const int port_b = free_port();
+  pid_t b = spawn_service(config_for("tx1", port_b), systemd_b.path, (dir.path / "b.log").string());
   REQUIRE(b > 0);
   Reap reap_b{b};
   std::vector<std::string> before;
@@ -570,6 +587,31 @@ TEST_CASE("two armhived on one PostgreSQL: one leads, the other waits and takes 
         named_leader || m.find("armhived@hc1/" + std::to_string(a) + " leads") != std::string::npos;
   }
   CHECK(named_leader);
+  // Its API address answers as a standby: not healthy (a load balancer sends nothing there),
+  // naming the leader, and every other request redirected there (307 keeps method and body).
+  {
+    httplib::Client standby_api("127.0.0.1", port_b);
+    // The leader publishes its API's URL once it listens, with its next renewal; the standby
+    // reads it with its own next one.
+    nlohmann::json body;
+    int status = 0;
+    for (int i = 0; i < 200; ++i) {
+      auto health = standby_api.Get("/healthz");
+      REQUIRE(health);
+      status = health->status;
+      body = nlohmann::json::parse(health->body);
+      if (body.contains("leader") && body["leader"]["url"] == serving_url(ready_a)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    CHECK(status == 503);
+    CHECK(body["status"] == "standby");
+    CHECK(body["leader"]["url"] == serving_url(ready_a));
+    CHECK(body["leader"]["holder"] == "armhived@hc1/" + std::to_string(a));
+    auto pools = standby_api.Post("/v1/leases?wait=0", "{}", "application/json");
+    REQUIRE(pools);
+    CHECK(pools->status == 307);
+    CHECK(pools->get_header_value("Location") == serving_url(ready_a) + "/v1/leases?wait=0");
+  }
 
   // The leader dies without a word: the standby takes over once its lease has ended, and
   // serves the same state (the token the first one made authenticates there).
@@ -577,6 +619,7 @@ TEST_CASE("two armhived on one PostgreSQL: one leads, the other waits and takes 
   reap_a.pid = -1;
   wait_exit(a);
   const std::string ready_b = wait_ready(systemd_b);
+  INFO("tx1 after the takeover: " << read_file(dir.path / "b.log"));
   REQUIRE(ready_b.rfind("READY=1\nSTATUS=serving on ", 0) == 0);
   httplib::Client api(serving_url(ready_b));
   api.set_bearer_token_auth(token);
