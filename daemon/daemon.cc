@@ -89,6 +89,8 @@ GithubProviderOptions github_provider_options(const GithubConfig& config,
   options.replay_window = std::chrono::duration_cast<Seconds>(config.replay_window);
   options.runner_command = config.runner_command;
   options.reconcile_period = std::chrono::duration_cast<Seconds>(config.reconcile_period);
+  // Pass 1 lists a repository scope's own jobs; an organisation has no list of them.
+  if (!config.repo.empty()) options.job_repositories = {config.repo};
   options.metrics = &metrics;
   return options;
 }
