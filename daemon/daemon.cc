@@ -91,6 +91,9 @@ GithubProviderOptions github_provider_options(const GithubConfig& config,
   options.replay_window = std::chrono::duration_cast<Seconds>(config.replay_window);
   options.runner_command = config.runner_command;
   options.reconcile_period = std::chrono::duration_cast<Seconds>(config.reconcile_period);
+  // Pass 1 lists a repository scope's own jobs, an organisation's in the repositories listed.
+  options.job_repositories =
+      config.repo.empty() ? config.reconcile_repos : std::vector<std::string>{config.repo};
   options.metrics = &metrics;
   return options;
 }
@@ -131,6 +134,13 @@ Status start_github(const GithubConfig& config, const GithubSecrets& secrets, Le
   provider->start();
   spdlog::info("github: webhooks on /v1/github/webhook for {} via {}",
                config.org.empty() ? config.repo : config.org, config.api_url);
+  if (!config.org.empty()) {
+    std::string repos;
+    for (const std::string& r : config.reconcile_repos) repos += (repos.empty() ? "" : ", ") + r;
+    spdlog::info(
+        "github: jobs whose webhook was lost are looked for in {}",
+        repos.empty() ? "no repository (reconcile_repos is empty): redeliveries only" : repos);
+  }
   return Status::ok();
 }
 

@@ -105,7 +105,12 @@ toml::table github_of(const GithubConfig& g) {
                 {"webhook_secret_file", g.webhook_secret_file},
                 {"webhook_secret_overlap", duration(g.webhook_secret_overlap)},
                 {"labels", table_of(g.labels)}};
-  if (!g.org.empty()) t.insert("org", g.org);
+  if (!g.org.empty()) {
+    t.insert("org", g.org);
+    // Empty too: that an organisation's lost webhooks are healed only where listed is worth
+    // seeing.
+    t.insert("reconcile_repos", array_of(g.reconcile_repos));
+  }
   if (!g.repo.empty()) t.insert("repo", g.repo);
   if (!g.token_file.empty()) t.insert("token_file", g.token_file);
   if (g.app_id > 0) {

@@ -26,6 +26,68 @@ const toml::table* subtable(const toml::table& t, std::string_view key, Status& 
   return n->as_table();
 }
 
+// A repository's name as GitHub allows it (letters, digits, '-', '_', '.'), at most 100
+// characters, and never a path segment of its own ('.', '..'): it becomes part of a URL path.
+bool github_repository_name_ok(const std::string& name) {
+  if (name.empty() || name.size() > 100 || name == "." || name.find("..") != std::string::npos) {
+    return false;
+  }
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// [github] reconcile_repos: repositories of the organisation, each once. GitHub compares
+// owners and names without regard to case, so armhived does too ("Octo-Org/App" is
+// octo-org/app). Each costs GitHub calls every pass, hence the bound.
+Status check_reconcile_repos(const GithubConfig& gh) {
+  const std::string key = "github.reconcile_repos";
+  if (gh.reconcile_repos.empty()) return Status::ok();
+  if (!gh.repo.empty()) {
+    return invalid_argument(key,
+                            "only with github.org (a repository scope lists its own repository's "
+                            "jobs): remove it or set org instead of repo");
+  }
+  if (gh.reconcile_repos.size() > kMaxReconcileRepos) {
+    return invalid_argument(key, "at most " + std::to_string(kMaxReconcileRepos) +
+                                     " repositories (each costs GitHub calls every pass), got " +
+                                     std::to_string(gh.reconcile_repos.size()));
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < gh.reconcile_repos.size(); ++i) {
+    const std::string& entry = gh.reconcile_repos[i];
+    const std::string field = key + "[" + std::to_string(i) + "]";
+    const size_t slash = entry.find('/');
+    if (slash == std::string::npos) {
+      return invalid_argument(field,
+                              "'" + entry + "' must be OWNER/NAME (\"" + gh.org + "/NAME\")");
+    }
+    const std::string owner = entry.substr(0, slash);
+    if (lower(owner) != lower(gh.org)) {
+      return invalid_argument(field, "'" + entry + "': the owner must be the organisation '" +
+                                         gh.org + "' (github.org), got '" + owner + "'");
+    }
+    if (!github_repository_name_ok(entry.substr(slash + 1))) {
+      return invalid_argument(field, "'" + entry +
+                                         "': the repository name must be 1 to 100 letters, "
+                                         "digits, '-', '_' or '.', and not hold '..'");
+    }
+    if (!seen.insert(lower(entry)).second) {
+      return invalid_argument(field,
+                              "'" + entry + "' is listed twice (GitHub ignores case in names)");
+    }
+  }
+  return Status::ok();
+}
+
 // [pools.files]: what `armhive cp` may do in the pool's VMs.
 Status parse_pool_files(const toml::table& pool, const std::string& prefix, FilePolicy& f) {
   const toml::node* n = pool.get("files");
@@ -528,6 +590,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     ARMHIVE_RETURN_IF_ERROR(r.duration("idle_timeout", gh.idle_timeout));
     ARMHIVE_RETURN_IF_ERROR(r.duration("replay_window", gh.replay_window));
     ARMHIVE_RETURN_IF_ERROR(r.duration("reconcile_period", gh.reconcile_period));
+    ARMHIVE_RETURN_IF_ERROR(r.strings("reconcile_repos", gh.reconcile_repos));
     std::vector<std::string> command;
     ARMHIVE_RETURN_IF_ERROR(r.strings("runner_command", command));
     if (g->contains("runner_command")) gh.runner_command = std::move(command);
@@ -536,6 +599,7 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     if (gh.org.empty() == gh.repo.empty()) {
       return invalid_argument("github.org", "set exactly one of github.org and github.repo");
     }
+    ARMHIVE_RETURN_IF_ERROR(check_reconcile_repos(gh));
     const bool app = gh.app_id > 0 || !gh.app_private_key_file.empty() || gh.installation_id > 0;
     if (app == !gh.token_file.empty()) {
       return invalid_argument("github.token_file",
@@ -566,8 +630,8 @@ Result<DaemonConfig> parse_daemon_config(std::string_view toml_text) {
     if (gh.idle_timeout < std::chrono::seconds(10)) {
       return invalid_argument("github.idle_timeout", "must be at least 10s");
     }
-    // Each pass costs GitHub API calls (1 + pages of runners, 1 + queued runs for a
-    // repository): more often than every 10 s would spend the hourly limit on little.
+    // Each pass costs GitHub API calls (1 + pages of runners, 2 + runs for each repository
+    // whose jobs it lists): more often than every 10 s would spend the hourly limit on little.
     if (gh.reconcile_period < std::chrono::seconds(10) ||
         gh.reconcile_period > std::chrono::hours(1)) {
       return invalid_argument("github.reconcile_period", "must be between 10s and 1h");

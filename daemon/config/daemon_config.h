@@ -57,6 +57,8 @@ struct AccessConfig {
 };
 
 // [github]: the GitHub Actions provider (daemon/github). Exactly one of org / repo.
+// Each repository of reconcile_repos costs 2 + its runs GitHub calls a pass.
+inline constexpr size_t kMaxReconcileRepos = 20;
 struct GithubConfig {
   bool enabled = false;                            // the [github] table is present
   std::string api_url = "https://api.github.com";  // https://HOST/api/v3 for Enterprise Server
@@ -76,6 +78,10 @@ struct GithubConfig {
   std::chrono::milliseconds replay_window{std::chrono::hours(24)};
   // How often armhived reconciles with GitHub (daemon/github/README.md, "Healing"); 10 s..1 h.
   std::chrono::milliseconds reconcile_period{std::chrono::seconds(60)};
+  // With `org` only: the repositories ("OWNER/NAME", OWNER the org) whose queued jobs each pass
+  // lists for lost webhooks (daemon/github/README.md, "Healing"); GitHub has no org-wide list.
+  // At most kMaxReconcileRepos, as written in the file.
+  std::vector<std::string> reconcile_repos;
   // The runner in the image, as an argv (no shell).
   std::vector<std::string> runner_command{"/opt/actions-runner/run.sh"};
   std::map<std::string, std::string> labels;  // [github.labels] runs-on label -> pool

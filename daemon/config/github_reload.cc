@@ -69,6 +69,17 @@ GithubReload plan_github_reload(const GithubConfig& running, const GithubSecrets
        text(next.replay_window), &settings);
   take("reconcile_period", c.reconcile_period, next.reconcile_period,
        text(running.reconcile_period), text(next.reconcile_period), &settings);
+  // The repositories pass 1 lists are the organisation's: under another org (a restart's) the
+  // list read with it waits for that restart too, as the org does.
+  if (running.org == next.org) {
+    take("reconcile_repos", c.reconcile_repos, next.reconcile_repos, text(running.reconcile_repos),
+         text(next.reconcile_repos), &settings);
+  } else if (running.reconcile_repos != next.reconcile_repos) {
+    out.restart_needed.push_back("[github] reconcile_repos: " + text(running.reconcile_repos) +
+                                 " -> " + text(next.reconcile_repos) +
+                                 " is kept until the restart the org needs (they are its "
+                                 "repositories)");
+  }
   take("runner_command", c.runner_command, next.runner_command, text(running.runner_command),
        text(next.runner_command), &settings);
   take("labels", c.labels, next.labels, text(running.labels), text(next.labels), &settings);

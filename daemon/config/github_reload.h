@@ -12,9 +12,10 @@ namespace armhive {
 //
 // Live: the webhook secret (its file and what it holds) and webhook_secret_overlap, the token or
 // GitHub App (token_file, app_id, app_private_key_file, installation_id and what the files
-// hold), runner_group_id, idle_timeout, replay_window, reconcile_period, runner_command and
-// labels. Restart-only, kept and named: api_url, org and repo (the scope: the runners and
-// leases of the running one would read as ghosts or forgotten under another), and the table
+// hold), runner_group_id, idle_timeout, replay_window, reconcile_period, reconcile_repos,
+// runner_command and labels. Restart-only, kept and named: api_url, org and repo (the scope:
+// the runners and leases of the running one would read as ghosts or forgotten under another),
+// reconcile_repos when the org changes too (they are the org's repositories), and the table
 // being added or removed (the webhook route and the provider are built at start).
 struct GithubSecrets {
   std::string webhook_secret;

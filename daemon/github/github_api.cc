@@ -66,27 +66,30 @@ Result<Url> parse_url(const std::string& text) {
   return u;
 }
 
-Status check_scope(const std::string& scope) {
-  auto segment_ok = [](const std::string& s) {
-    if (s.empty() || s.size() > 100) return false;
-    for (char c : s) {
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
-        return false;
-      }
+// An owner or repository name as GitHub allows it, and safe as one URL path segment.
+bool segment_ok(const std::string& s) {
+  if (s.empty() || s.size() > 100) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
+      return false;
     }
-    return s != "." && s != "..";
-  };
+  }
+  return s != "." && s != "..";
+}
+
+// OWNER/NAME, each a segment_ok.
+bool repository_ok(const std::string& repository) {
+  const size_t slash = repository.find('/');
+  return slash != std::string::npos && segment_ok(repository.substr(0, slash)) &&
+         segment_ok(repository.substr(slash + 1));
+}
+
+Status check_scope(const std::string& scope) {
   size_t first = scope.find('/');
   std::string kind = scope.substr(0, first);
   std::string rest = first == std::string::npos ? "" : scope.substr(first + 1);
   if (kind == "orgs" && segment_ok(rest)) return Status::ok();
-  if (kind == "repos") {
-    size_t second = rest.find('/');
-    if (second != std::string::npos && segment_ok(rest.substr(0, second)) &&
-        segment_ok(rest.substr(second + 1))) {
-      return Status::ok();
-    }
-  }
+  if (kind == "repos" && repository_ok(rest)) return Status::ok();
   return invalid_argument("github.scope", "must be orgs/ORG or repos/OWNER/REPO");
 }
 
@@ -216,18 +219,23 @@ class BeastGithubApi final : public GithubApi {
     return out;
   }
 
-  Result<std::vector<QueuedJob>> list_queued_jobs() override {
+  Result<std::vector<QueuedJob>> list_queued_jobs(const std::string& repository) override {
     std::vector<QueuedJob> out;
-    if (options_.scope.rfind("repos/", 0) != 0) return out;  // organisations: see the header
+    // It becomes the URL's path: validated, never escaped into something else.
+    if (!repository_ok(repository)) {
+      return invalid_argument("github.repository",
+                              "'" + repository.substr(0, 200) + "' is not OWNER/NAME");
+    }
+    const std::string base = "/repos/" + repository;
     // A job waits for a runner in a queued run, or in one already in progress (a matrix's or a
     // later stage's jobs while others run): both lists, each run once.
     std::set<int64_t> run_ids;
     for (const char* status : {"queued", "in_progress"}) {
       ARMHIVE_ASSIGN_OR_RETURN(Reply runs_reply,
-                               call(http::verb::get,
-                                    std::string("/actions/runs?status=") + status +
-                                        "&per_page=" + std::to_string(kMaxQueuedRuns),
-                                    ""));
+                               call_at(http::verb::get,
+                                       base + "/actions/runs?status=" + status +
+                                           "&per_page=" + std::to_string(kMaxQueuedRuns),
+                                       ""));
       if (runs_reply.status != 200) {
         return api_error(std::string("list ") + status + " runs", runs_reply);
       }
@@ -246,10 +254,10 @@ class BeastGithubApi final : public GithubApi {
       size_t seen = 0;
       for (int page = 1; page <= kMaxJobPagesPerRun; ++page) {
         ARMHIVE_ASSIGN_OR_RETURN(Reply r,
-                                 call(http::verb::get,
-                                      "/actions/runs/" + std::to_string(run_id) +
-                                          "/jobs?per_page=100&page=" + std::to_string(page),
-                                      ""));
+                                 call_at(http::verb::get,
+                                         base + "/actions/runs/" + std::to_string(run_id) +
+                                             "/jobs?per_page=100&page=" + std::to_string(page),
+                                         ""));
         if (r.status != 200) return api_error("list jobs of run " + std::to_string(run_id), r);
         json j = parse_reply(r.body);
         const json* jobs = array_of(j, "jobs");
@@ -398,14 +406,19 @@ class BeastGithubApi final : public GithubApi {
 
   // A call under the scope, with the token (or the App's installation token).
   Result<Reply> call(http::verb verb, const std::string& path, std::string body) {
+    return call_at(verb, "/" + options_.scope + path, std::move(body));
+  }
+
+  // A call to `path` under the API's URL (a path of validated names and numbers only).
+  Result<Reply> call_at(http::verb verb, const std::string& path, std::string body) {
     ARMHIVE_RETURN_IF_ERROR(check_backoff());
     const std::shared_ptr<const GithubCredentials> c = credentials();
     std::string token = c->token;
     if (c->app_id > 0) {
       ARMHIVE_ASSIGN_OR_RETURN(token, app_tokens_.get());
     }
-    ARMHIVE_ASSIGN_OR_RETURN(Reply r, send(verb, url_.prefix + "/" + options_.scope + path,
-                                           std::move(body), "Bearer " + token));
+    ARMHIVE_ASSIGN_OR_RETURN(Reply r,
+                             send(verb, url_.prefix + path, std::move(body), "Bearer " + token));
     ARMHIVE_RETURN_IF_ERROR(note_rate_limit(r));
     return r;
   }

@@ -19,11 +19,12 @@ namespace armhive {
 //   DELETE {api}/{scope}/actions/runners/{runner_id}    -> 204
 //   GET    {api}/{scope}/actions/runners?per_page=100&page=N
 //          -> 200 {total_count, runners: [{id, name, status, busy, labels: [{name}]}]}
-//   GET    {api}/repos/OWNER/REPO/actions/runs?status=queued&per_page=100
+//   GET    {api}/repos/OWNER/REPO/actions/runs?status=queued&per_page=100 (and in_progress)
 //          -> 200 {total_count, workflow_runs: [{id, ...}]}
 //   GET    {api}/repos/OWNER/REPO/actions/runs/{run_id}/jobs?per_page=100&page=N
 //          -> 200 {total_count, jobs: [{id, run_id, status, labels: [string]}]}
-// where scope is "orgs/ORG" or "repos/OWNER/REPO".
+// where scope is "orgs/ORG" or "repos/OWNER/REPO"; the runs and jobs are a repository's
+// whatever the scope (an organisation's runners serve its repositories' jobs).
 struct JitRequest {
   std::string name;
   int64_t runner_group_id = 1;  // 1: the "Default" group
@@ -91,12 +92,12 @@ class GithubApi {
   virtual Status delete_runner(int64_t runner_id) = 0;
   // Every runner of the scope, page by page (at most kMaxRunnerPages pages).
   virtual Result<std::vector<GithubRunnerInfo>> list_runners() = 0;
-  // The jobs of the scope that are queued. A repository scope lists its queued workflow runs
-  // (one page, kMaxQueuedRuns) and each run's jobs, keeping those with status "queued": 1 + R
-  // calls for R queued runs. An organisation scope returns an empty list without a call:
-  // listing its repositories and each one's runs would cost 1 + repositories calls a period,
-  // unbounded by anything armhived controls (daemon/github/README.md, "Healing").
-  virtual Result<std::vector<QueuedJob>> list_queued_jobs() = 0;
+  // The queued jobs of `repository` ("OWNER/NAME"), whatever the scope: its queued and its
+  // in-progress workflow runs (one page each, kMaxQueuedRuns) and each run's jobs, keeping
+  // those with status "queued": 2 + R calls for R runs. kInvalidArgument without a call when
+  // `repository` is not OWNER/NAME of GitHub's name characters (it becomes a URL path);
+  // kNotFound when GitHub answers 404 (no such repository, or the credentials cannot see it).
+  virtual Result<std::vector<QueuedJob>> list_queued_jobs(const std::string& repository) = 0;
   // The rate limit as the last reply said it.
   virtual GithubRateLimit rate_limit() const = 0;
   // Replaces the credentials the calls use (a reload, README "Reload"): a call under way ends

@@ -30,6 +30,18 @@ std::string printable(const std::string& s) {
   return out.empty() ? "-" : out;
 }
 
+// A repository "OWNER/NAME" fit for a log line: the configuration validated it, and this keeps
+// the line one line whatever it holds.
+std::string repository_text(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 201)) {
+    const bool ok =
+        std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '/';
+    out += ok ? c : '?';
+  }
+  return out;
+}
+
 std::string joined(const std::vector<std::string>& labels) {
   std::string out;
   for (const auto& l : labels) out += (out.empty() ? "" : ",") + printable(l);
@@ -482,10 +494,33 @@ Status GithubProvider::reconcile() {
     (void)rate_limited(listed.status());
     return listed.status();
   }
-  auto queued = api_.list_queued_jobs();
-  if (!queued.is_ok()) {
-    (void)rate_limited(queued.status());
-    return queued.status();
+  // Pass 1's lists, repository by repository. One that cannot be listed (gone, renamed, out of
+  // the token's or App's reach, GitHub failing) must not keep the others or passes 2 and 3 from
+  // their turn: it is told and skipped. GitHub's rate limit ends the pass, as for any call.
+  struct RepositoryJob {
+    const std::string* repository;  // in live->options.job_repositories
+    QueuedJob job;
+  };
+  std::vector<RepositoryJob> queued;
+  Status listing_failed;
+  for (const std::string& repository : live->options.job_repositories) {
+    auto jobs = api_.list_queued_jobs(repository);
+    if (!jobs.is_ok()) {
+      if (rate_limited(jobs.status())) return jobs.status();
+      std::string why = jobs.status().message();
+      if (jobs.status().code() == ErrorCode::kNotFound) {
+        why += " (no such repository, or the token or App cannot see it)";
+      }
+      emit("github.error", "",
+           "repository " + repository_text(repository) +
+               ": its queued jobs were not listed: " + why);
+      if (listing_failed.is_ok()) {
+        listing_failed =
+            Status(jobs.status().code(), "repository " + repository_text(repository) + ": " + why);
+      }
+      continue;
+    }
+    for (QueuedJob& q : *jobs) queued.push_back(RepositoryJob{&repository, std::move(q)});
   }
   // After GitHub's lists: a runner made since is in a lease listed now, never a ghost.
   ARMHIVE_ASSIGN_OR_RETURN(std::vector<Lease> leases, active_leases(leases_, owner_));
@@ -549,8 +584,9 @@ Status GithubProvider::reconcile() {
 
   // Queued jobs without a runner of ours: a webhook we missed (armhived down, a delivery
   // lost). Launched exactly as the webhook would have.
+  // At most kMaxLaunchesPerPass in all, whichever repositories list them.
   int launches = 0;
-  for (const QueuedJob& q : *queued) {
+  for (const auto& [repository, q] : queued) {
     auto pool = pool_for_labels(live->options.label_pools, q.labels);
     if (!pool.is_ok() || !*pool || leased_jobs.count(q.job_id) > 0) continue;
     bool served = false;
@@ -574,10 +610,11 @@ Status GithubProvider::reconcile() {
     }
     count(kReconciledMetric);
     emit("github.reconciled", "",
-         "job=" + std::to_string(q.job_id) + " run=" + std::to_string(q.run_id) + " pool=" +
-             **pool + ": queued without a runner of ours (a missed webhook); runner made");
+         "job=" + std::to_string(q.job_id) + " run=" + std::to_string(q.run_id) +
+             " repository=" + repository_text(*repository) + " pool=" + **pool +
+             ": queued without a runner of ours (a missed webhook); runner made");
   }
-  return Status::ok();
+  return listing_failed;
 }
 
 void GithubProvider::work() {

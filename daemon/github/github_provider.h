@@ -43,6 +43,11 @@ struct GithubProviderOptions {
   // runner of ours get one, ghost runners are deleted, runners GitHub forgot are released.
   // The first pass is the first run_once() after start.
   Seconds reconcile_period{60};
+  // The repositories ("OWNER/NAME") whose queued jobs a pass lists for missed webhooks (README
+  // "Healing", pass 1): a repository scope's own, an organisation's [github] reconcile_repos;
+  // none: passes 2 and 3 only. Each costs 2 + its runs calls a pass, so armhived bounds them
+  // (the configuration allows 20). The runners are made at the scope whichever lists the job.
+  std::vector<std::string> job_repositories;
   // The counters armhive_github_{rate_limited,reconciled_jobs,ghost_runners_deleted}_total;
   // null: none. Not owned; outlives the provider.
   Metrics* metrics = nullptr;
@@ -125,13 +130,13 @@ class GithubProvider {
       EXCLUDES(mu_);
 
   // A reload (SIGHUP): `next`'s webhook_secret, webhook_secret_overlap, label_pools,
-  // runner_group_id, idle_timeout, replay_window, reconcile_period and runner_command replace
-  // the running ones; owner, sweep_period and metrics stay. Deliveries verified from now on use
-  // the new secret; when it differs, the running one is still accepted for `next`'s overlap.
-  // A new reconcile_period moves the next pass to one new period after the last one began
-  // (when that is past: at the worker's next turn, within sweep_period). Runners, leases and queued
-  // jobs are kept; a job already queued is handled with the new labels and command. Any thread;
-  // never blocks on GitHub.
+  // runner_group_id, idle_timeout, replay_window, reconcile_period, job_repositories and
+  // runner_command replace the running ones (a pass under way ends with the ones it began with);
+  // owner, sweep_period and metrics stay. Deliveries verified from now on use the new secret; when
+  // it differs, the running one is still accepted for `next`'s overlap. A new reconcile_period
+  // moves the next pass to one new period after the last one began (when that is past: at the
+  // worker's next turn, within sweep_period). Runners, leases and queued jobs are kept; a job
+  // already queued is handled with the new labels and command. Any thread; never blocks on GitHub.
   void reconfigure(GithubProviderOptions next) EXCLUDES(mu_);
 
   // Processes queued jobs, sweeps idle runners and reconciles when a pass is due (tests; the
@@ -160,8 +165,11 @@ class GithubProvider {
   void release(const Runner& runner, const std::string& event, const std::string& why,
                bool delete_from_github) EXCLUDES(mu_);
   void sweep() EXCLUDES(mu_);
-  // One pass: GitHub's runners and queued jobs against runners_ and our active leases.
-  // kGithubRateLimited (and others) end the pass early; what was done stays done.
+  // One pass: GitHub's runners and the queued jobs of job_repositories against runners_ and
+  // our active leases. kGithubRateLimited, a runner listing that failed and a lease listing
+  // that failed end the pass early; what was done stays done. A repository whose jobs could
+  // not be listed is told (github.error) and skipped: the other repositories and passes 2 and 3
+  // go on, and the pass returns that failure (the first one) at its end.
   Status reconcile() EXCLUDES(mu_);
   // True (and counted, and told) when `s` is GitHub's rate limit.
   bool rate_limited(const Status& s) EXCLUDES(mu_);

@@ -61,6 +61,14 @@ struct NotifySocket {
     REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   }
   ~NotifySocket() { ::close(fd); }
+  // Drops the datagrams queued now. A test that waits long without reading must: the kernel
+  // queues only a few (net.unix.max_dgram_qlen, 10 by default), then the service's next
+  // notification (the watchdog's, STOPPING=1) blocks it.
+  void drain() const {
+    char buf[4096];
+    while (::recv(fd, buf, sizeof buf, MSG_DONTWAIT) >= 0) {
+    }
+  }
   // The next datagram, or "" when none came within 120 s (a cold start under sanitizers).
   std::string next() const {
     pollfd p{fd, POLLIN, 0};
@@ -506,6 +514,98 @@ TEST_CASE(
                              "token-two", "never-secret"}) {
     CHECK(log.find(secret) == std::string::npos);
   }
+
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  reap.pid = -1;
+  CHECK(wait_exit(pid) == 0);
+}
+
+TEST_CASE(
+    "SIGHUP applies an organisation's new reconcile_repos: the passes after it look in the "
+    "repositories the file lists now",
+    "[daemon][service][reload][github]") {
+  using namespace std::chrono_literals;
+  TempDir dir;
+  GithubStandin github(dir.path.string());
+  const int github_port = github.port();
+  const std::string config = (dir.path / "armhived.toml").string();
+  const std::string secret_file = (dir.path / "webhook.secret").string();
+  const std::string token_file = (dir.path / "github.token").string();
+  write_secret_file(secret_file, "a-secret");
+  write_secret_file(token_file, "a-token");
+  auto write = [&](const std::string& repos) {
+    std::ofstream(config) << "[server]\nport = 0\nbootstrap_token_file = \""
+                          << (dir.path / "admin.token").string() << "\"\n[host]\nstate_dir = \""
+                          << (dir.path / "state").string()
+                          << "\"\nlibvirt_uri = \"test:///default\"\n"
+                          << "[github]\napi_url = \"http://127.0.0.1:" << github_port << "\"\n"
+                          << "org = \"octo-org\"\nreconcile_period = \"10s\"\n"
+                          << "reconcile_repos = [" << repos << "]\n"
+                          << "token_file = \"" << token_file << "\"\n"
+                          << "webhook_secret_file = \"" << secret_file << "\"\n"
+                          << "[github.labels]\narmhive-arm64 = \"ci\"\n"
+                          << "[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
+  };
+  write("\"octo-org/app\"");
+  NotifySocket systemd((dir.path / "notify").string());
+  pid_t pid = spawn_service({ARMHIVE_DAEMON_PATH, "--config", config}, systemd.path,
+                            (dir.path / "armhived.log").string());
+  REQUIRE(pid > 0);
+  Reap reap{pid};
+  const std::string ready = wait_ready(systemd);
+  INFO(read_file(dir.path / "armhived.log"));
+  REQUIRE_FALSE(ready.empty());
+  httplib::Client api(serving_url(ready));
+  api.set_bearer_token_auth(admin_token(dir.path));
+
+  // What the passes asked GitHub, from request `from` on: per pass (it begins with the runner
+  // listing) the repositories whose queued runs it listed.
+  auto passes_from = [&](size_t from) {
+    std::vector<std::vector<std::string>> passes;
+    const std::vector<nlohmann::json> requests = github.requests();
+    for (size_t i = from; i < requests.size(); ++i) {
+      const std::string path = requests[i].value("path", "");
+      if (path.rfind("/orgs/octo-org/actions/runners?", 0) == 0) {
+        passes.emplace_back();
+      } else if (!passes.empty() && path.find("/actions/runs?status=queued") != std::string::npos) {
+        passes.back().push_back(path.substr(0, path.find("/actions/")));
+      }
+    }
+    return passes;
+  };
+  // Waits until the `count`th pass from `from` on has listed `repos` repositories, or the one
+  // after it began (or 90 s passed).
+  auto wait_for_passes = [&](size_t from, size_t count, size_t repos) {
+    for (auto deadline = std::chrono::steady_clock::now() + 90s;
+         std::chrono::steady_clock::now() < deadline;) {
+      auto p = passes_from(from);
+      if (p.size() > count || (p.size() == count && p.back().size() >= repos)) return p;
+      systemd.drain();  // the watchdog's pings
+      std::this_thread::sleep_for(200ms);
+    }
+    return passes_from(from);
+  };
+  std::vector<std::vector<std::string>> before = wait_for_passes(0, 1, 1);
+  REQUIRE_FALSE(before.empty());
+  CHECK(before[0] == std::vector<std::string>{"/repos/octo-org/app"});
+
+  write("\"octo-org/lib\", \"octo-org/tools\"");
+  REQUIRE(::kill(pid, SIGHUP) == 0);
+  for (std::string m = systemd.next(); m.rfind("READY=1\n", 0) != 0; m = systemd.next()) {
+    REQUIRE_FALSE(m.empty());
+  }
+  // A pass that had begun before the reload ends with the list it began with: the one after
+  // it is the first that surely began after the reload.
+  const size_t from = github.requests().size();
+  std::vector<std::vector<std::string>> after = wait_for_passes(from, 2, 2);
+  REQUIRE(after.size() >= 2);
+  CHECK(after[1] == std::vector<std::string>{"/repos/octo-org/lib", "/repos/octo-org/tools"});
+  auto health = api.Get("/healthz");
+  REQUIRE(health);
+  CHECK_FALSE(nlohmann::json::parse(health->body).contains("restart_required"));
+  const std::string log = read_file(dir.path / "armhived.log");
+  CHECK_THAT(log, Catch::Contains("reload: github: reconcile_repos ['octo-org/app'] -> "
+                                  "['octo-org/lib', 'octo-org/tools']"));
 
   REQUIRE(::kill(pid, SIGTERM) == 0);
   reap.pid = -1;

@@ -66,6 +66,16 @@ std::vector<json> GithubStandin::requests() {
   return out;
 }
 
+void GithubStandin::control(const json& body) {
+  SubprocessRunner run;
+  auto r = run.run({.argv = {"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+                             "--data-binary", body.dump(),
+                             "http://127.0.0.1:" + std::to_string(port()) + "/_control"},
+                    .timeout = 30s});
+  REQUIRE(r.is_ok());
+  REQUIRE(r->out == "200");
+}
+
 void write_secret_file(const std::string& path, const std::string& text) {
   fs::remove(path);
   std::ofstream(path) << text << "\n";

@@ -25,6 +25,8 @@ class GithubStandin {
   int port();  // waits for the port file
   // Every request it answered so far, one JSON object each (github_api_standin.py's record).
   std::vector<nlohmann::json> requests();
+  // POST /_control with `body` (github_api_standin.py: queue_job, missing_repo, add_runners...).
+  void control(const nlohmann::json& body);
 
  private:
   pid_t pid_ = -1;

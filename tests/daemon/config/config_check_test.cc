@@ -64,6 +64,34 @@ TEST_CASE("the effective configuration parses back to itself", "[config][check]"
   CHECK_THAT(text, Catch::Contains("state_dir = '/var/lib/armhive'"));
   CHECK_THAT(text, Catch::Contains("database = '/var/lib/armhive/armhive.db'"));
   CHECK_THAT(text, Catch::Contains("ssh_permissions = [ 'pty' ]"));
+
+  // [github] reconcile_repos of an organisation, written out and read back; empty too.
+  const std::string github =
+      "[github]\norg = \"octo-org\"\ntoken_file = \"/t\"\nwebhook_secret_file = \"/s\"\n"
+      "REPOS[github.labels]\narmhive-arm64 = \"ci\"\n[[pools]]\nname = \"ci\"\nimage = "
+      "\"tiny\"\n";
+  auto with = [&](const std::string& repos) {
+    std::string t = github;
+    t.replace(t.find("REPOS"), 5, repos);
+    auto c = parse_daemon_config(t);
+    REQUIRE(c.is_ok());
+    return c.value();
+  };
+  const DaemonConfig listed = with("reconcile_repos = [\"octo-org/app\", \"octo-org/lib\"]\n");
+  const std::string rendered = render_daemon_config(listed);
+  CHECK_THAT(rendered, Catch::Contains("reconcile_repos = [ 'octo-org/app', 'octo-org/lib' ]"));
+  auto back = parse_daemon_config(rendered);
+  REQUIRE(back.is_ok());
+  CHECK(back->github.reconcile_repos == listed.github.reconcile_repos);
+  CHECK_THAT(render_daemon_config(with("")), Catch::Contains("reconcile_repos = []"));
+  // And an entry that is wrong is located at its line.
+  const std::string bad =
+      "[github]\norg = \"octo-org\"\ntoken_file = \"/t\"\n"
+      "webhook_secret_file = \"/s\"\nreconcile_repos = [\n  \"octo-org/app\",\n"
+      "  \"other/lib\",\n]\n[github.labels]\narmhive-arm64 = \"ci\"\n"
+      "[[pools]]\nname = \"ci\"\nimage = \"tiny\"\n";
+  CHECK_THAT(located(bad), Catch::StartsWith("armhived.toml:7: github.reconcile_repos[1]: "
+                                             "'other/lib': the owner must be the organisation"));
 }
 
 TEST_CASE("check-config reports every file problem, each at its key", "[config][check]") {

@@ -91,6 +91,67 @@ TEST_CASE("github errors name the key", "[config]") {
   }
 }
 
+TEST_CASE("github reconcile_repos lists the organisation's repositories pass 1 looks in",
+          "[config][heal]") {
+  const std::string files =
+      "token_file = \"/t\"\nwebhook_secret_file = \"/s\"\n[github.labels]\nx = \"ci\"\n";
+  auto none = with_github("org = \"octo-org\"\n" + files);
+  REQUIRE(none.is_ok());
+  CHECK(none->github.reconcile_repos.empty());
+  // GitHub ignores case in owners: kept as written (the URL is GitHub's to compare).
+  auto listed = with_github(
+      "org = \"octo-org\"\nreconcile_repos = [\"octo-org/app\", \"Octo-Org/lib.js\", "
+      "\"octo-org/my_repo-2\"]\n" +
+      files);
+  INFO(listed.status().to_string());
+  REQUIRE(listed.is_ok());
+  CHECK(listed->github.reconcile_repos ==
+        std::vector<std::string>{"octo-org/app", "Octo-Org/lib.js", "octo-org/my_repo-2"});
+  std::string twenty;
+  for (int i = 0; i < 20; ++i)
+    twenty += (i ? ", " : "") + ("\"octo-org/r" + std::to_string(i) + "\"");
+  CHECK(with_github("org = \"octo-org\"\nreconcile_repos = [" + twenty + "]\n" + files).is_ok());
+
+  struct Case {
+    std::string repos;  // the array's entries
+    const char* field;
+    const char* says;  // part of the message
+  };
+  const Case cases[] = {
+      {"\"other-org/app\"", "github.reconcile_repos[0]",
+       "'other-org/app': the owner must be the organisation 'octo-org'"},
+      {"\"octo-org/app\", \"octo-org-2/app\"", "github.reconcile_repos[1]",
+       "'octo-org-2/app': the owner must be"},
+      {"\"app\"", "github.reconcile_repos[0]", "'app' must be OWNER/NAME"},
+      {"\"octo-org/\"", "github.reconcile_repos[0]", "'octo-org/': the repository name"},
+      {"\"octo-org/a..b\"", "github.reconcile_repos[0]", "'octo-org/a..b': the repository name"},
+      {"\"octo-org/..\"", "github.reconcile_repos[0]", "the repository name"},
+      {"\"octo-org/a/b\"", "github.reconcile_repos[0]", "'octo-org/a/b': the repository name"},
+      {"\"octo-org/a b\"", "github.reconcile_repos[0]", "the repository name"},
+      {"\"octo-org/caf\u00e9\"", "github.reconcile_repos[0]", "the repository name"},
+      {"\"octo-org/" + std::string(101, 'a') + "\"", "github.reconcile_repos[0]",
+       "the repository name"},
+      {"\"octo-org/app\", \"octo-org/lib\", \"Octo-Org/App\"", "github.reconcile_repos[2]",
+       "'Octo-Org/App' is listed twice"},
+      {twenty + ", \"octo-org/r20\"", "github.reconcile_repos", "got 21"},
+      {"1", "github.reconcile_repos", "must be an array of strings"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.repos);
+    auto r = with_github("org = \"octo-org\"\nreconcile_repos = [" + c.repos + "]\n" + files);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == ErrorCode::kInvalidArgument);
+    CHECK(r.status().field() == c.field);
+    CHECK_THAT(r.status().message(), Catch::Contains(c.says));
+  }
+  // A repository scope lists its own repository's jobs: the key is refused with it.
+  auto with_repo =
+      with_github("repo = \"octo-org/example\"\nreconcile_repos = [\"octo-org/app\"]\n" + files);
+  REQUIRE_FALSE(with_repo.is_ok());
+  CHECK(with_repo.status().field() == "github.reconcile_repos");
+  CHECK_THAT(with_repo.status().message(), Catch::Contains("only with github.org"));
+}
+
 }  // namespace
 }  // namespace armhive
 

@@ -87,6 +87,37 @@ TEST_CASE("github reload plan: settings and secrets apply live and no secret is 
   CHECK_FALSE(names(a.applied, "BEGIN"));
 }
 
+TEST_CASE("github reload plan: reconcile_repos applies live and waits with the org it belongs to",
+          "[config][reload][heal]") {
+  GithubConfig running = running_table();
+  running.reconcile_repos = {"octo-org/app"};
+  GithubConfig next = running;
+  next.reconcile_repos = {"octo-org/app", "octo-org/lib"};
+  GithubReload plan = plan_github_reload(running, kSecrets, next, kSecrets);
+  CHECK(plan.settings);
+  CHECK_FALSE(plan.credentials);
+  CHECK(plan.restart_needed.empty());
+  CHECK(plan.config.reconcile_repos == next.reconcile_repos);
+  CHECK(plan.applied == std::vector<std::string>{"github: reconcile_repos ['octo-org/app'] -> "
+                                                 "['octo-org/app', 'octo-org/lib']"});
+  // Emptied: pass 1 looks nowhere from then on.
+  next.reconcile_repos.clear();
+  CHECK(plan_github_reload(running, kSecrets, next, kSecrets).config.reconcile_repos.empty());
+
+  // Another org needs a restart; the repositories read with it are the new org's, so the running
+  // list stays with the running org until then.
+  next.org = "other-org";
+  next.reconcile_repos = {"other-org/app"};
+  GithubReload moved = plan_github_reload(running, kSecrets, next, kSecrets);
+  CHECK(moved.config.org == "octo-org");
+  CHECK(moved.config.reconcile_repos == std::vector<std::string>{"octo-org/app"});
+  CHECK(moved.applied.empty());
+  REQUIRE(moved.restart_needed.size() == 2);
+  CHECK_THAT(moved.restart_needed[1],
+             Catch::StartsWith("[github] reconcile_repos: ['octo-org/app'] -> ['other-org/app'] "
+                               "is kept until the restart"));
+}
+
 TEST_CASE("github reload plan: the scope and the table itself need a restart and are kept",
           "[config][reload]") {
   GithubConfig next = running_table();

@@ -258,7 +258,7 @@ TEST_CASE("github api: a repository's queued jobs are listed from its queued and
   standin.control(
       {{"queue_job", {{"id", 104}, {"run_id", 13}, {"labels", {"x"}}, {"status", "in_progress"}}}});
   standin.control({{"queue_job", {{"id", 105}, {"run_id", 13}, {"labels", {"armhive-arm64"}}}}});
-  auto queued = (*api)->list_queued_jobs();
+  auto queued = (*api)->list_queued_jobs("octo-org/example");
   INFO(queued.status().to_string());
   REQUIRE(queued.is_ok());
   REQUIRE(queued->size() == 3);
@@ -278,14 +278,46 @@ TEST_CASE("github api: a repository's queued jobs are listed from its queued and
   CHECK(rec[2]["path"] == "/repos/octo-org/example/actions/runs/11/jobs?per_page=100&page=1");
   CHECK(rec[3]["path"] == "/repos/octo-org/example/actions/runs/12/jobs?per_page=100&page=1");
   CHECK(rec[4]["path"] == "/repos/octo-org/example/actions/runs/13/jobs?per_page=100&page=1");
+}
 
-  // An organisation scope lists no jobs and asks GitHub nothing (README, "Healing").
-  auto org = make_github_api(token_options(standin.port, "orgs/octo-org", nullptr));
-  REQUIRE(org.is_ok());
-  auto none = (*org)->list_queued_jobs();
-  REQUIRE(none.is_ok());
-  CHECK(none->empty());
-  CHECK(standin.record().size() == 5);
+TEST_CASE("github api: an organisation lists the queued jobs of the repositories it is asked for",
+          "[github][heal]") {
+  StandIn standin;
+  standin.control(
+      {{"queue_job",
+        {{"id", 201}, {"run_id", 21}, {"labels", {"armhive-arm64"}}, {"repo", "octo-org/app"}}}});
+  standin.control(
+      {{"queue_job",
+        {{"id", 202}, {"run_id", 22}, {"labels", {"armhive-arm64"}}, {"repo", "octo-org/lib"}}}});
+  standin.control({{"missing_repo", "octo-org/gone"}});
+  auto api = make_github_api(token_options(standin.port, "orgs/octo-org", nullptr));
+  REQUIRE(api.is_ok());
+
+  // GitHub compares names without regard to case; the path is the name as configured.
+  auto app = (*api)->list_queued_jobs("Octo-Org/App");
+  INFO(app.status().to_string());
+  REQUIRE(app.is_ok());
+  REQUIRE(app->size() == 1);
+  CHECK((*app)[0].job_id == 201);
+  CHECK((*app)[0].run_id == 21);
+  auto rec = standin.record();
+  REQUIRE(rec.size() == 3);
+  CHECK(rec[0]["path"] == "/repos/Octo-Org/App/actions/runs?status=queued&per_page=100");
+  CHECK(rec[1]["path"] == "/repos/Octo-Org/App/actions/runs?status=in_progress&per_page=100");
+  CHECK(rec[2]["path"] == "/repos/Octo-Org/App/actions/runs/21/jobs?per_page=100&page=1");
+
+  // A repository GitHub does not show: kNotFound, naming the call and GitHub's message.
+  auto gone = (*api)->list_queued_jobs("octo-org/gone");
+  REQUIRE_FALSE(gone.is_ok());
+  CHECK(gone.status().code() == ErrorCode::kNotFound);
+  CHECK_THAT(gone.status().message(), Catch::Contains("HTTP 404 (Not Found)"));
+  // Names that are not OWNER/NAME never reach GitHub (they would be a URL's path).
+  for (const char* bad : {"octo-org", "octo-org/", "octo-org/a/b", "../x", "octo-org/..",
+                          "octo-org/a b", "octo-org/a?b"}) {
+    INFO(bad);
+    CHECK((*api)->list_queued_jobs(bad).status().code() == ErrorCode::kInvalidArgument);
+  }
+  CHECK(standin.record().size() == 4);
 }
 
 TEST_CASE("github api: rate-limit headers are read, a 429 with Retry-After is honoured",

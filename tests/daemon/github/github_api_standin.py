@@ -12,6 +12,11 @@ GET  {prefix}/repos/{owner}/{repo}/actions/runs?status=queued&per_page=N
      -> 200 {total_count, workflow_runs: [{id, name, status, ...}]} (the runs of queued jobs)
 GET  {prefix}/repos/{owner}/{repo}/actions/runs/{run_id}/jobs?per_page=N&page=P
      -> 200 {total_count, jobs: [{id, run_id, status, labels, runner_id, runner_name, ...}]}
+     (whatever the scope the runners are made in: an organisation's runners serve its
+     repositories' jobs; a job queued with a "repo" is that repository's only, compared
+     without regard to case as GitHub does, one without is every repository's; a repository
+     control made missing answers 404 {"message": "Not Found"}, as GitHub answers for one that
+     does not exist or that the token cannot see)
 (shapes as docs.github.com "REST API endpoints for self-hosted runners", "... for workflow
 runs" and "... for workflow jobs" document them), and
 POST {prefix}/app/installations/{id}/access_tokens  (Authorization: Bearer <App JWT>)
@@ -27,7 +32,9 @@ GitHub's primary limit answers.
 POST /_control (tests only; not recorded) takes one JSON object of:
   {"forget_runner": ID}                 GitHub no longer lists that runner
   {"add_runners": [NAME, ...]}          runners made elsewhere (offline, idle), listed
-  {"queue_job": {"id", "run_id", "labels", "status"}}   a job (status default "queued")
+  {"queue_job": {"id", "run_id", "labels", "status", "repo"}}   a job (status default
+                                        "queued"; repo "OWNER/NAME", default every one)
+  {"missing_repo": "OWNER/NAME"}        that repository's runs and jobs answer 404
   {"fail_next": [STATUS, ...], "retry_after": S}        the next requests fail with these
                                         statuses (429: a secondary rate limit, with
                                         Retry-After S when given: seconds or an
@@ -91,7 +98,8 @@ def jwt_ok(authorization):
 lock = threading.Lock()
 next_id = [100]
 runners = {}      # id -> {id, name, labels, busy}: listed by GET .../actions/runners
-jobs = {}         # id -> {id, run_id, labels, status}
+jobs = {}         # id -> {id, run_id, labels, status, repo (lower case, or None: any)}
+missing_repos = set()  # "owner/name" in lower case: 404
 fail_next = []    # statuses the next requests fail with
 retry_after = [None]
 fixed_date = [None]
@@ -187,7 +195,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 j = body["queue_job"]
                 jobs[int(j["id"])] = {"id": int(j["id"]), "run_id": int(j["run_id"]),
                                       "labels": j.get("labels", []),
-                                      "status": j.get("status", "queued")}
+                                      "status": j.get("status", "queued"),
+                                      "repo": j["repo"].lower() if j.get("repo") else None}
+            if "missing_repo" in body:
+                missing_repos.add(body["missing_repo"].lower())
             if "fail_next" in body:
                 fail_next[:] = list(body["fail_next"])
                 retry_after[0] = body.get("retry_after")
@@ -215,11 +226,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     "authorization": self.headers.get("Authorization")})
             return self.reply(200, {"total_count": len(listed),
                                     "runners": page_of(listed, query)})
+        repo = "/".join(scope[1:]).lower() if scope[0] == "repos" else None
+
+        def in_repo(j):
+            return j["repo"] is None or j["repo"] == repo
+        if repo is not None and rest[:2] == ["actions", "runs"]:
+            with lock:
+                missing = repo in missing_repos
+            if missing:
+                record({"method": "GET", "path": self.path, "status": 404})
+                return self.reply(404, {"message": "Not Found",
+                                        "documentation_url": "https://docs.github.com/rest"})
         if scope[0] == "repos" and rest == ["actions", "runs"]:
             wanted = query.get("status", [None])[0]
             with lock:
                 run_ids = sorted({j["run_id"] for j in jobs.values()
-                                  if wanted is None or j["status"] == wanted})
+                                  if in_repo(j) and (wanted is None or j["status"] == wanted)})
             runs = [{"id": r, "name": "CI", "status": wanted or "queued",
                      "conclusion": None, "run_attempt": 1} for r in run_ids]
             record({"method": "GET", "path": self.path, "status": 200})
@@ -231,7 +253,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 listed = [{"id": j["id"], "run_id": j["run_id"], "status": j["status"],
                            "conclusion": None, "name": "build", "labels": j["labels"],
                            "runner_id": None, "runner_name": None}
-                          for _, j in sorted(jobs.items()) if j["run_id"] == run_id]
+                          for _, j in sorted(jobs.items())
+                          if j["run_id"] == run_id and in_repo(j)]
             record({"method": "GET", "path": self.path, "status": 200})
             return self.reply(200, {"total_count": len(listed), "jobs": page_of(listed, query)})
         record({"method": "GET", "path": self.path, "status": 404})

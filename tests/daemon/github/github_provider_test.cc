@@ -14,9 +14,11 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr const char* kSecret = "webhook-secret";
+constexpr const char* kRepository = "octo-org/example";
 
 // GitHub's runner and job endpoints, recorded: the runners it lists are those it made and
-// did not delete (nor `forget`), plus any a test adds; the queued jobs are what a test says.
+// did not delete (nor `forget`), plus any a test adds; the queued jobs of each repository are
+// what a test says (`failing`: what listing a repository answers instead).
 // `rate_limit_next` makes the next call fail as GitHub's 429 does and sets the backoff.
 class FakeGithubApi final : public GithubApi {
  public:
@@ -57,11 +59,13 @@ class FakeGithubApi final : public GithubApi {
     }
     return out;
   }
-  Result<std::vector<QueuedJob>> list_queued_jobs() override {
+  Result<std::vector<QueuedJob>> list_queued_jobs(const std::string& repository) override {
     std::lock_guard lock(mu);
     ++calls;
     if (Status s = limited(); !s.is_ok()) return s;
-    return queued;
+    repositories_listed.push_back(repository);
+    if (auto it = failing.find(repository); it != failing.end()) return it->second;
+    return queued[repository];
   }
   GithubRateLimit rate_limit() const override {
     std::lock_guard lock(mu);
@@ -76,7 +80,9 @@ class FakeGithubApi final : public GithubApi {
   std::vector<JitRequest> requests;
   std::vector<int64_t> deleted;
   std::map<int64_t, std::string> listed;
-  std::vector<QueuedJob> queued;
+  std::map<std::string, std::vector<QueuedJob>> queued;  // by repository
+  std::map<std::string, Status> failing;                 // repositories whose listing fails
+  std::vector<std::string> repositories_listed;
   GithubRateLimit rate;
   int calls = 0;
   int list_calls = 0;
@@ -122,6 +128,7 @@ struct Fixture {
     o.idle_timeout = 300s;
     o.runner_command = {"/opt/actions-runner/run.sh"};
     o.reconcile_period = 60s;
+    o.job_repositories = {kRepository};  // a repository scope's own
     o.metrics = &metrics;
     provider = std::make_unique<GithubProvider>(
         o, *h.engine,
@@ -322,8 +329,8 @@ TEST_CASE("github heals: a queued job no webhook announced gets a runner in one 
           "[github][heal]") {
   Fixture f;
   REQUIRE(f.h.settle(1));
-  f.api.queued = {QueuedJob{5005, 77, {"self-hosted", "armhive-arm64"}},
-                  QueuedJob{5006, 77, {"ubuntu-latest"}}};  // for other runners
+  f.api.queued[kRepository] = {QueuedJob{5005, 77, {"self-hosted", "armhive-arm64"}},
+                               QueuedJob{5006, 77, {"ubuntu-latest"}}};  // for other runners
   f.provider->run_once();
 
   REQUIRE(f.api.requests.size() == 1);
@@ -336,7 +343,8 @@ TEST_CASE("github heals: a queued job no webhook announced gets a runner in one 
   CHECK(l.pool == "ci");
   CHECK(l.labels.at("github.job") == "5005");
   CHECK(l.idempotency_key == "github-job-5005");
-  CHECK(has(f.all_events(), "github.reconciled job=5005 run=77 pool=ci"));
+  CHECK(
+      has(f.all_events(), "github.reconciled job=5005 run=77 repository=octo-org/example pool=ci"));
   auto st = f.provider->state();
   CHECK(st.reconciled_jobs_total == 1);
   CHECK(st.runners == 1);
@@ -356,14 +364,14 @@ TEST_CASE("github heals: the late webhook of a job a pass served launches no sec
           "[github][heal]") {
   Fixture f;
   REQUIRE(f.h.settle(1));
-  f.api.queued = {QueuedJob{5105, 78, {"self-hosted", "armhive-arm64"}}};
+  f.api.queued[kRepository] = {QueuedJob{5105, 78, {"self-hosted", "armhive-arm64"}}};
   f.provider->run_once();
   REQUIRE(f.api.requests.size() == 1);
   auto runners = f.provider->runners();
   REQUIRE(runners.size() == 1);
   // It runs and completes; its runner and lease are gone. Then the queued delivery GitHub was
   // late with arrives.
-  f.api.queued.clear();
+  f.api.queued[kRepository].clear();
   REQUIRE(f.deliver(job_body("in_progress", 5105, "armhive-5105"), "d-1").is_ok());
   REQUIRE(f.deliver(job_body("completed", 5105, "armhive-5105"), "d-2").is_ok());
   f.provider->run_once();
@@ -453,6 +461,82 @@ TEST_CASE("github heals: a rate-limited reply backs off, no call before it ends,
   CHECK(f.api.requests[1].name == "armhive-8009");
   CHECK(f.provider->state().pending_jobs == 0);
   CHECK(f.provider->runners().size() == 2);
+}
+
+TEST_CASE(
+    "github heals an organisation: at most 100 runners a pass across its repositories, the rest "
+    "at the next",
+    "[github][heal][org]") {
+  Fixture f;
+  REQUIRE(f.h.settle(1));
+  GithubProviderOptions org = f.options;
+  org.job_repositories = {"octo-org/app", "octo-org/lib"};
+  f.provider->reconfigure(org);
+  for (int64_t i = 0; i < 60; ++i) {
+    f.api.queued["octo-org/app"].push_back(QueuedJob{10000 + i, 1, {"armhive-arm64"}});
+    f.api.queued["octo-org/lib"].push_back(QueuedJob{20000 + i, 2, {"armhive-arm64"}});
+  }
+  f.provider->run_once();
+  CHECK(f.api.repositories_listed == std::vector<std::string>{"octo-org/app", "octo-org/lib"});
+  REQUIRE(f.api.requests.size() == 100);  // in the order GitHub listed them
+  CHECK(f.api.requests[59].name == "armhive-10059");
+  CHECK(f.api.requests[60].name == "armhive-20000");
+  CHECK(f.api.requests[99].name == "armhive-20039");
+  CHECK(f.provider->state().reconciled_jobs_total == 100);
+
+  f.h.clock.advance(61s);
+  f.provider->run_once();
+  REQUIRE(f.api.requests.size() == 120);
+  CHECK(f.api.requests[100].name == "armhive-20040");
+  CHECK(f.api.requests[119].name == "armhive-20059");
+  CHECK(f.provider->state().reconciled_jobs_total == 120);
+}
+
+TEST_CASE(
+    "github heals an organisation: a repository that cannot be listed is told and skipped, "
+    "GitHub's rate limit ends the pass",
+    "[github][heal][org]") {
+  Fixture f;
+  REQUIRE(f.h.settle(1));
+  GithubProviderOptions org = f.options;
+  org.job_repositories = {"octo-org/flaky", "octo-org/app", "octo-org/lib"};
+  f.provider->reconfigure(org);
+  f.api.failing["octo-org/flaky"] =
+      Status(ErrorCode::kUnavailable, "GitHub list queued runs: HTTP 502");
+  f.api.queued["octo-org/app"] = {QueuedJob{9001, 1, {"armhive-arm64"}}};
+  f.api.queued["octo-org/lib"] = {QueuedJob{9002, 2, {"armhive-arm64"}}};
+  {
+    std::lock_guard lock(f.api.mu);
+    f.api.listed[7] = "armhive-999";  // a ghost
+  }
+  f.provider->run_once();
+  REQUIRE(f.api.requests.size() == 2);
+  CHECK(f.api.deleted == std::vector<int64_t>{7});
+  CHECK(has(f.all_events(),
+            "github.error repository octo-org/flaky: its queued jobs were not listed: GitHub list "
+            "queued runs: HTTP 502"));
+  CHECK(f.provider->state().last_reconcile_error ==
+        "repository octo-org/flaky: GitHub list queued runs: HTTP 502");
+
+  // Rate limited while listing app: lib is not asked, nor is any runner deleted or made; the
+  // pass ends as every rate-limited pass does.
+  f.api.failing["octo-org/flaky"] =
+      Status(ErrorCode::kNotFound, "GitHub list queued runs: HTTP 404");
+  f.api.failing["octo-org/app"] = Status(kGithubRateLimited, "GitHub rate limited until later");
+  f.api.queued["octo-org/lib"].push_back(QueuedJob{9003, 2, {"armhive-arm64"}});
+  {
+    std::lock_guard lock(f.api.mu);
+    f.api.listed[8] = "armhive-998";
+    f.api.repositories_listed.clear();
+  }
+  f.h.clock.advance(61s);
+  f.provider->run_once();
+  CHECK(f.api.repositories_listed == std::vector<std::string>{"octo-org/flaky", "octo-org/app"});
+  CHECK(f.api.requests.size() == 2);
+  CHECK(f.api.deleted == std::vector<int64_t>{7});
+  CHECK(f.provider->state().rate_limited_total == 1);
+  CHECK(has(f.all_events(), "(no such repository, or the token or App cannot see it)"));
+  CHECK(f.provider->state().last_reconcile_error == "GitHub rate limited until later");
 }
 
 TEST_CASE(

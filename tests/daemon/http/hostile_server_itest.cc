@@ -207,7 +207,7 @@ class NoGithubApi final : public GithubApi {
   Result<std::vector<GithubRunnerInfo>> list_runners() override {
     return unavailable("not in this test");
   }
-  Result<std::vector<QueuedJob>> list_queued_jobs() override {
+  Result<std::vector<QueuedJob>> list_queued_jobs(const std::string&) override {
     return unavailable("not in this test");
   }
   GithubRateLimit rate_limit() const override { return {}; }
