@@ -15,11 +15,20 @@ namespace {
 // An empty directory of this name under the temp directory.
 // Named after the process too: a suite run twice at once (a developer's run beside ctest's)
 // must not share files.
-std::filesystem::path fresh_dir(const std::string& name) {
+// Removed when the test ends, however it ends.
+struct FreshDir {
+  std::filesystem::path path;
+  ~FreshDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::filesystem::path operator/(const std::string& name) const { return path / name; }
+};
+FreshDir fresh_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  return dir;
+  return FreshDir{dir};
 }
 
 // The rows of table t, read through a database opened anew.
@@ -141,7 +150,6 @@ TEST_CASE("database migrations apply once and survive reopening", "[store]") {
   REQUIRE(rows->size() == 1);
   CHECK(sql_text((*rows)[0][0]) == "a");
   CHECK(sql_text((*rows)[0][1]) == "x");
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a database a newer armhived migrated is refused, naming both versions", "[store]") {
@@ -169,7 +177,6 @@ TEST_CASE("a database a newer armhived migrated is refused, naming both versions
   CHECK((*db)->migrate("leases", v2).is_ok());
   auto columns = (*db)->query("SELECT extra FROM t");
   CHECK(columns.is_ok());
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the WAL is checkpointed off the request path and nothing is lost", "[store]") {
@@ -196,7 +203,6 @@ TEST_CASE("the WAL is checkpointed off the request path and nothing is lost", "[
     REQUIRE(watcher.is_ok());
   }
   CHECK(rows_after_reopen(path) == 500);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("under a steady stream of commits the WAL file stays bounded", "[store]") {
@@ -218,7 +224,6 @@ TEST_CASE("under a steady stream of commits the WAL file stays bounded", "[store
     CHECK(std::filesystem::file_size(path + "-wal") < 8u * 1024 * 1024);
   }
   CHECK(rows_after_reopen(path) == 10000);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
