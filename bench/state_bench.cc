@@ -2,8 +2,12 @@
 // 10^3, 10^5 and 10^6 ended leases (each with its history) in the database.
 //
 //   armhive-bench-state [--sizes 1000,100000,1000000] [--handouts N] [--out FILE.json]
+//                       [--postgres URL]
 //
-// One SQLite file grows through the sizes (rows are added, never rebuilt). At each size:
+// One SQLite file grows through the sizes (rows are added, never rebuilt); with --postgres the
+// same series runs on that PostgreSQL database too, in the same run, so the two stores are
+// compared side by side (issue 36). The database must be empty (no `leases` table): the bench
+// fills it and leaves it so. At each size:
 //   handout      LeaseEngine::create_lease on a warm pool (in-memory hypervisor), N times
 //   list_active  LeaseService::list_leases of the live leases (include_ended false), N times
 //   list_page    one page of 1,000 leases with their history, from a random point
@@ -24,6 +28,7 @@
 #include "daemon/bench/stats.h"
 #include "daemon/core/cpu_sets.h"
 #include "daemon/engine/lease_engine.h"
+#include "daemon/store/pg_database.h"
 #include "daemon/store/sqlite_lease_store.h"
 #include "tests/support/fake_hypervisor.h"
 #include "tests/support/topologies.h"
@@ -58,8 +63,30 @@ json distribution(std::vector<double> ms) {
 
 // Adds ended leases (released, two history rows each) until the table holds `target` rows of
 // history leases; ids "l-h" + 10 hex digits never collide with the engine's 12-hex ids.
+Status seed_postgres(Database& db, int64_t from, int64_t to) {
+  return db.transaction([&](Database::Tx& tx) -> Status {
+    ARMHIVE_RETURN_IF_ERROR(tx.execute(
+        "INSERT INTO leases (id, pool, owner, purpose, ssh_keys, labels, idempotency_key, state, "
+        "reason, ttl_s, created_at, ready_at, expires_at, ended_at, vm_name, address, "
+        "login_user, cpus, warm) "
+        "SELECT 'l-h' || lpad(to_hex(x), 10, '0'), 'ci', 'bench', 'ci', '[]', '{}', '', "
+        "'released', 'released by its owner', 3600, 1764547200000 + x, 1764547200100 + x, "
+        "1764550800000 + x, 1764547260000 + x, 'armhive-vm-h' || lpad(to_hex(x), 8, '0'), "
+        "'10.77.0.9', 'root', '[1]', 1 FROM generate_series(?::bigint, ?::bigint) AS x",
+        {from, to - 1}));
+    return tx.execute(
+        "INSERT INTO lease_history (lease_id, seq, from_state, to_state, at, reason) "
+        "SELECT 'l-h' || lpad(to_hex(x), 10, '0'), s.seq, s.f, s.t, 1764547200000 + x + s.seq, "
+        "s.r FROM generate_series(?::bigint, ?::bigint) AS x, "
+        "(SELECT 0 AS seq, 'pending' AS f, 'ready' AS t, 'warm hand-out' AS r UNION ALL "
+        "SELECT 1, 'ready', 'released', 'released by its owner') AS s",
+        {from, to - 1});
+  });
+}
+
 Status seed(Database& db, int64_t from, int64_t to) {
   if (to <= from) return Status::ok();
+  if (db.dialect() == Database::Dialect::kPostgres) return seed_postgres(db, from, to);
   return db.transaction([&](Database::Tx& tx) -> Status {
     ARMHIVE_RETURN_IF_ERROR(tx.execute(
         "WITH RECURSIVE c(x) AS (SELECT ? UNION ALL SELECT x + 1 FROM c WHERE x < ?) "
@@ -88,9 +115,15 @@ struct Env {
   std::unique_ptr<SqliteLeaseStore> store;
   std::unique_ptr<LeaseEngine> engine;
 
-  Status start(const std::string& path) {
+  // `where`: a SQLite file, or a PostgreSQL URL when `postgres`.
+  Status start(const std::string& where, bool postgres) {
     hypervisor.pings_until_ready = 1;
-    ARMHIVE_ASSIGN_OR_RETURN(db, Database::open(path));
+    if (postgres) {
+      ARMHIVE_ASSIGN_OR_RETURN(auto pg, PgDatabase::connect(where));
+      db = std::move(pg);
+    } else {
+      ARMHIVE_ASSIGN_OR_RETURN(db, Database::open(where));
+    }
     ARMHIVE_ASSIGN_OR_RETURN(store, SqliteLeaseStore::open(*db));
     return Status::ok();
   }
@@ -186,24 +219,27 @@ Result<json> measure(Env& env, int64_t rows, int handouts, std::mt19937& rng) {
   return out;
 }
 
-int run(const std::vector<int64_t>& sizes, int handouts, const std::string& out_path,
-        const std::string& commit) {
-  const std::string dir = (fs::temp_directory_path() / "armhive-bench-state").string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  auto fail = [&](const Status& s) {
-    std::cerr << "bench: " << s.to_string() << "\n";
-    fs::remove_all(dir);
-    return 1;
-  };
+// One store's series through the sizes.
+Result<json> series(const std::string& where, bool postgres, const std::vector<int64_t>& sizes,
+                    int handouts) {
   std::mt19937 rng(20261201);
   json results = json::array();
   int64_t seeded = 0;
+  if (postgres) {
+    ARMHIVE_ASSIGN_OR_RETURN(auto pg, PgDatabase::connect(where));
+    ARMHIVE_ASSIGN_OR_RETURN(
+        auto found, pg->query("SELECT 1 FROM information_schema.tables WHERE "
+                              "table_schema = current_schema() AND table_name = 'leases'"));
+    if (!found.empty()) {
+      return invalid_argument("--postgres", "the database has leases already: give an empty one");
+    }
+  }
+  auto fail = [](const Status& s) -> Result<json> { return s; };
   for (int64_t size : sizes) {
     // The engine is stopped while rows are added (as if they had accumulated over months).
     {
       Env seed_env;
-      if (Status s = seed_env.start(dir + "/armhive.db"); !s.is_ok()) return fail(s);
+      if (Status s = seed_env.start(where, postgres); !s.is_ok()) return fail(s);
       auto t0 = SteadyClock::now();
       if (Status s = seed(*seed_env.db, seeded, size); !s.is_ok()) return fail(s);
       std::cerr << "seeded " << size << " rows in " << ms_since(t0) / 1000 << " s\n";
@@ -215,23 +251,46 @@ int run(const std::vector<int64_t>& sizes, int handouts, const std::string& out_
       }
     }
     Env env;
-    if (Status s = env.start(dir + "/armhive.db"); !s.is_ok()) return fail(s);
+    if (Status s = env.start(where, postgres); !s.is_ok()) return fail(s);
     if (Status s = env.start_engine(); !s.is_ok()) return fail(s);
     auto m = measure(env, size, handouts, rng);
     env.engine->stop();
     if (!m.is_ok()) return fail(m.status());
-    std::cerr << m->dump() << "\n";
+    std::cerr << (postgres ? "postgresql " : "sqlite ") << m->dump() << "\n";
     results.push_back(*m);
+  }
+  return results;
+}
+
+int run(const std::vector<int64_t>& sizes, int handouts, const std::string& out_path,
+        const std::string& commit, const std::string& postgres) {
+  const std::string dir = (fs::temp_directory_path() / "armhive-bench-state").string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto fail = [&](const Status& s) {
+    std::cerr << "bench: " << s.to_string() << "\n";
+    fs::remove_all(dir);
+    return 1;
+  };
+  auto sqlite = series(dir + "/armhive.db", false, sizes, handouts);
+  if (!sqlite.is_ok()) return fail(sqlite.status());
+  json backends = json::array({{{"store", "sqlite"}, {"sizes", *sqlite}}});
+  if (!postgres.empty()) {
+    auto pg = series(postgres, true, sizes, handouts);
+    if (!pg.is_ok()) return fail(pg.status());
+    backends.push_back({{"store", "postgresql"}, {"sizes", *pg}});
   }
   std::ostringstream cmd;
   cmd << "armhive-bench-state --handouts " << handouts << " --sizes ";
   for (size_t i = 0; i < sizes.size(); ++i) cmd << (i ? "," : "") << sizes[i];
+  if (!postgres.empty()) cmd << " --postgres URL";
   json doc = {{"benchmark", "state_scale"},
               {"machine", {{"cpus", std::thread::hardware_concurrency()}}},
               {"commit", commit},
               {"command", cmd.str()},
               {"goal", "hand-out p99 within 5x of p50 at every size"},
-              {"sizes", results}};
+              {"sizes", *sqlite},
+              {"backends", backends}};
   if (out_path.empty()) {
     std::cout << doc.dump(2) << "\n";
   } else {
@@ -253,10 +312,13 @@ int main(int argc, char** argv) {
   app.add_option("--handouts", handouts, "hand-outs per size")->check(CLI::Range(10, 100000));
   app.add_option("--out", out, "JSON result file (default stdout)");
   app.add_option("--commit", commit, "commit recorded in the JSON");
+  std::string postgres;
+  app.add_option("--postgres", postgres,
+                 "also run on this PostgreSQL database (a libpq URL; empty database)");
   CLI11_PARSE(app, argc, argv);
   if (!std::is_sorted(sizes.begin(), sizes.end())) {
     std::cerr << "bench: --sizes must be ascending\n";
     return 2;
   }
-  return armhive::run(sizes, handouts, out, commit);
+  return armhive::run(sizes, handouts, out, commit, postgres);
 }
