@@ -28,25 +28,33 @@ Result<std::unique_ptr<StandbyServer>> StandbyServer::start(const std::string& b
     (void)setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   StandbyServer* self = s.get();
-  s->server_->Get("/healthz", [self](const httplib::Request&, httplib::Response& res) {
+  // Both answers are problems (`unavailable`); /healthz names the leader as an extension.
+  auto unavailable_problem = [](const std::string& detail) {
+    return nlohmann::json{{"type", "https://armhive.dev/problems/unavailable"},
+                          {"title", "Service Unavailable"},
+                          {"status", 503},
+                          {"detail", detail}};
+  };
+  s->server_->Get("/healthz", [self, unavailable_problem](const httplib::Request&,
+                                                          httplib::Response& res) {
     MutexLock lock(self->mu_);
-    nlohmann::json body = {{"status", "standby"}, {"version", std::string(kVersion)}};
+    nlohmann::json body = unavailable_problem(
+        self->holder_.empty()
+            ? "standby (armhived " + std::string(kVersion) + "): no leader known yet"
+            : "standby (armhived " + std::string(kVersion) + "): " + self->holder_ + " leads at " +
+                  self->url_);
     if (!self->holder_.empty()) {
       body["leader"] = {{"holder", self->holder_}, {"url", self->url_}, {"epoch", self->epoch_}};
     }
     res.status = 503;
-    res.set_content(body.dump(), "application/json");
+    res.set_content(body.dump(), "application/problem+json");
   });
-  auto redirect = [self](const httplib::Request& req, httplib::Response& res) {
+  auto redirect = [self, unavailable_problem](const httplib::Request& req, httplib::Response& res) {
     MutexLock lock(self->mu_);
     if (self->url_.empty()) {
       res.status = 503;
       res.set_content(
-          nlohmann::json{{"type", "about:blank"},
-                         {"title", "Service Unavailable"},
-                         {"status", 503},
-                         {"detail", "this armhived is a standby and no leader is known"}}
-              .dump(),
+          unavailable_problem("this armhived is a standby and no leader is known yet").dump(),
           "application/problem+json");
       return;
     }

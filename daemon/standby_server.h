@@ -15,8 +15,9 @@ namespace armhive {
 
 // What a standby armhived (daemon/leader_election.h) answers on the API's address while it
 // waits to lead, so that clients and load balancers are told where the leader is:
-// - GET /healthz: 503 {"status": "standby", "version", "leader": {"holder", "url", "epoch"}}
-//   (a load balancer's health check sends no traffic here);
+// - GET /healthz: 503, a problem (`unavailable`) whose detail says "standby" and whose
+//   `leader` names {"holder", "url", "epoch"} (a load balancer's health check sends no traffic
+//   here);
 // - anything else: 307 Temporary Redirect to the same path and query on the leader's API URL
 //   (method and body kept, as 307 requires; clients that follow redirects reach the leader), or
 //   503 problem+json while no leader is known.

@@ -704,7 +704,8 @@ TEST_CASE("two armhived on one PostgreSQL: one leads, the other waits and takes 
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     CHECK(status == 503);
-    CHECK(body["status"] == "standby");
+    CHECK(body["type"] == "https://armhive.dev/problems/unavailable");
+    CHECK_THAT(body["detail"].get<std::string>(), Catch::Contains("standby"));
     CHECK(body["leader"]["url"] == serving_url(ready_a));
     CHECK(body["leader"]["holder"] == "armhived@hc1/" + std::to_string(a));
     auto pools = standby_api.Post("/v1/leases?wait=0", "{}", "application/json");

@@ -28,21 +28,56 @@ std::string boot_id(Client& api, const std::string& lease) {
   return r->out;
 }
 
+// Two instances of one armhived on `pg`: one state directory (one machine here; on a lab, each
+// instance its own with the same contents) and one instance name (storage pool), so that the
+// standby recognises the leader's domains as its own. Both are made before either starts (a
+// DaemonProcess empties its state directory when made); the leader starts, the standby not.
+struct Instances {
+  const std::string state;
+  DaemonProcess standby;
+  DaemonProcess leader;
+  Status standby_started = unavailable("not started");
+  std::thread starter;
+
+  Instances(const TestPostgresDatabase& pg, const std::string& name, int port)
+      : state(e2e_state() + "/" + name),
+        standby(state, e2e_state() + "/images", port + 1, one_core_pool_toml(1) + store(pg)),
+        leader(state, e2e_state() + "/images", port, one_core_pool_toml(1) + store(pg)) {
+    standby.set_storage_pool("armhive-e2e-" + name);
+    leader.set_storage_pool("armhive-e2e-" + name);
+  }
+  ~Instances() {
+    if (starter.joinable()) starter.join();
+  }
+  static std::string store(const TestPostgresDatabase& pg) {
+    return "\n[store]\nurl = \"postgresql:///?host=" + pg.dir() + "&dbname=" + pg.name() +
+           "&user=armhive\"\nleader_lease = \"3s\"\n";
+  }
+  // Starts the standby (its start() returns once it serves, after a takeover) and waits until
+  // it says it is one.
+  void start_standby() {
+    starter = std::thread([this] { standby_started = standby.start(std::chrono::seconds(300)); });
+    REQUIRE(eventually(
+        [&] { return read_file(state + "/armhived.log").find("standby: ") != std::string::npos; },
+        120s));
+  }
+  // Waits for the standby to serve; REQUIREs it did.
+  std::unique_ptr<Client> takeover() {
+    starter.join();
+    INFO(standby.log());
+    REQUIRE(standby_started.is_ok());
+    return standby.client();
+  }
+};
+
 TEST_CASE("the leader of two armhived killed: the standby adopts its VM and serves its leases",
           "[failover]") {
   auto pg = TestPostgresDatabase::make();
   INFO(pg.status().to_string());
   REQUIRE(pg.is_ok());
-  // One state directory (one machine here; on a lab, each instance its own with the same
-  // contents) and one instance name: the standby must recognise the leader's domains as its own.
-  const std::string state = e2e_state() + "/failover";
-  const std::string store = "\n[store]\nurl = \"postgresql:///?host=" + (*pg)->dir() +
-                            "&dbname=" + (*pg)->name() + "&user=armhive\"\nleader_lease = \"3s\"\n";
-  // Both made before either starts (a DaemonProcess empties its state directory when made).
-  DaemonProcess standby(state, e2e_state() + "/images", 18481, one_core_pool_toml(1) + store);
-  standby.set_storage_pool("armhive-e2e-failover");
-  DaemonProcess leader(state, e2e_state() + "/images", 18480, one_core_pool_toml(1) + store);
-  leader.set_storage_pool("armhive-e2e-failover");
+  Instances two(**pg, "failover", 18480);
+  const std::string& state = two.state;
+  DaemonProcess& leader = two.leader;
   const Status started = leader.start();
   INFO(started.to_string() << "\n" << leader.log());
   REQUIRE(started.is_ok());
@@ -59,17 +94,9 @@ TEST_CASE("the leader of two armhived killed: the standby adopts its VM and serv
   REQUIRE(waiting.is_ok());
   CHECK(waiting->state == "pending");
 
-  // The standby: it waits (its start() returns once it serves, after the takeover).
-  Status standby_started = unavailable("not started");
-  std::thread starter([&] { standby_started = standby.start(300s); });
-  REQUIRE(eventually(
-      [&] { return read_file(state + "/armhived.log").find("standby: ") != std::string::npos; },
-      120s));
+  two.start_standby();
   leader.kill(SIGKILL);
-  starter.join();
-  INFO(standby.log());
-  REQUIRE(standby_started.is_ok());
-  auto api_b = standby.client();
+  auto api_b = two.takeover();
 
   // The ready lease is served by the new leader on the same VM, which never stopped.
   auto still = api_b->get_lease(held.id);
@@ -94,7 +121,7 @@ TEST_CASE("the leader of two armhived killed: the standby adopts its VM and serv
 
   REQUIRE(api_b->release_lease(waiting->id).is_ok());
   CHECK(eventually([&] { return api_b->get_lease(waiting->id)->state == "released"; }, 60s));
-  standby.kill(SIGTERM);
+  two.standby.kill(SIGTERM);
   // The pool's warm VM is destroyed with the instance's domains by ~DaemonProcess.
 }
 
@@ -103,13 +130,9 @@ TEST_CASE("a leader paused past its lease wakes, finds a successor, and exits to
   auto pg = TestPostgresDatabase::make();
   INFO(pg.status().to_string());
   REQUIRE(pg.is_ok());
-  const std::string state = e2e_state() + "/failover-stop";
-  const std::string store = "\n[store]\nurl = \"postgresql:///?host=" + (*pg)->dir() +
-                            "&dbname=" + (*pg)->name() + "&user=armhive\"\nleader_lease = \"3s\"\n";
-  DaemonProcess standby(state, e2e_state() + "/images", 18483, one_core_pool_toml(1) + store);
-  standby.set_storage_pool("armhive-e2e-failover-stop");
-  DaemonProcess leader(state, e2e_state() + "/images", 18484, one_core_pool_toml(1) + store);
-  leader.set_storage_pool("armhive-e2e-failover-stop");
+  Instances two(**pg, "failover-stop", 18483);
+  const std::string& state = two.state;
+  DaemonProcess& leader = two.leader;
   const Status started = leader.start();
   INFO(started.to_string() << "\n" << leader.log());
   REQUIRE(started.is_ok());
@@ -119,17 +142,10 @@ TEST_CASE("a leader paused past its lease wakes, finds a successor, and exits to
   REQUIRE(qemu > 0);
   const std::string boot = boot_id(*api, held.id);
 
-  Status standby_started = unavailable("not started");
-  std::thread starter([&] { standby_started = standby.start(300s); });
-  REQUIRE(eventually(
-      [&] { return read_file(state + "/armhived.log").find("standby: ") != std::string::npos; },
-      120s));
+  two.start_standby();
   // Paused (a stalled machine, a debugger): its lease runs out and the standby takes over.
   leader.signal_only(SIGSTOP);
-  starter.join();
-  INFO(standby.log());
-  REQUIRE(standby_started.is_ok());
-  auto api_b = standby.client();
+  auto api_b = two.takeover();
   // Woken, the old leader sees its term over and exits (75) before acting again.
   leader.signal_only(SIGCONT);
   CHECK(leader.wait_exit() == 75);
@@ -142,7 +158,7 @@ TEST_CASE("a leader paused past its lease wakes, finds a successor, and exits to
   CHECK(boot_id(*api_b, held.id) == boot);
   REQUIRE(api_b->release_lease(held.id).is_ok());
   CHECK(eventually([&] { return api_b->get_lease(held.id)->state == "released"; }, 60s));
-  standby.kill(SIGTERM);
+  two.standby.kill(SIGTERM);
 }
 
 }  // namespace
