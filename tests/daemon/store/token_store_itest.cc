@@ -16,17 +16,6 @@ class FixedClock final : public Clock {
   TimePoint now() const override { return from_unix_ms(1'700'000'000'000); }
 };
 
-std::string temp_db(const char* name) {
-  auto dir =
-      std::filesystem::temp_directory_path() / ("armhive-token-test-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  auto path = dir / name;
-  std::filesystem::remove(path);
-  std::filesystem::remove(path.string() + "-wal");
-  std::filesystem::remove(path.string() + "-shm");
-  return path.string();
-}
-
 TEST_CASE("tokens: created secrets authenticate, are stored only as hashes", "[store][tokens]") {
   FixedClock clock;
   const std::string kind = GENERATE(as<std::string>{}, "sqlite", "postgresql");
@@ -257,7 +246,9 @@ TEST_CASE("tokens: create, put and revoke commit with synchronous=FULL", "[store
   // Issue 33 finding 9: under synchronous=NORMAL a power cut can roll back the last commits,
   // and a revoked token would work again.
   FixedClock clock;
-  auto db = Database::open(temp_db("durable.db"));
+  auto backend = StoreBackend::make("sqlite");  // SQLite's synchronous levels: SQLite only
+  REQUIRE(backend.is_ok());
+  auto db = (*backend)->open();
   REQUIRE(db.is_ok());
   auto store = TokenStore::open(**db, clock);
   REQUIRE(store.is_ok());
