@@ -17,36 +17,44 @@ Result<std::unique_ptr<LeaderElection>> LeaderElection::win(const Options& optio
     spdlog::info("{}", line);
     if (note) note(line);
   };
-  for (;;) {
-    auto db = PgDatabase::connect(options.url);
-    if (db.is_ok()) {
-      auto lease = PgLeaderLease::open(**db, options.holder, options.api_url, options.lease);
-      if (!lease.is_ok()) return lease.status();
-      LeaderTerm term(options.lease);
-      for (;;) {
-        const auto sent = std::chrono::steady_clock::now();
-        auto r = (*lease)->renew();
-        if (!r.is_ok()) {
-          say("standby: the database does not answer (" + r.status().to_string() + ")");
-          break;  // reconnect
-        }
-        term.renewed(sent, r->ours, r->epoch, r->holder);
-        if (term.acting(std::chrono::steady_clock::now())) {
-          spdlog::info("leading (epoch {}) as {}", r->epoch, options.holder);
-          return std::unique_ptr<LeaderElection>(
-              new LeaderElection(options, std::move(*db), std::move(*lease), term, r->epoch));
-        }
-        if (observe) observe(*r);
-        say("standby: " + r->holder + " leads (epoch " + std::to_string(r->epoch) + ", API " +
-            r->url + "); this armhived takes over when its lease ends");
-        if (pause && !pause(retry)) return Status(ErrorCode::kUnavailable, "stopped as a standby");
-        if (!pause) std::this_thread::sleep_for(retry);
-      }
+  // Sleeps between tries; false when armhived is to stop.
+  auto wait = [&] {
+    if (pause) return pause(retry);
+    std::this_thread::sleep_for(retry);
+    return true;
+  };
+  const Status stopped(ErrorCode::kUnavailable, "stopped as a standby");
+  std::unique_ptr<PgDatabase> db;
+  while (!db) {
+    auto connected = PgDatabase::connect(options.url);
+    if (connected.is_ok()) {
+      db = std::move(*connected);
     } else {
-      say("standby: cannot reach the database (" + db.status().to_string() + ")");
+      say("standby: cannot reach the database (" + connected.status().to_string() + ")");
+      if (!wait()) return stopped;
     }
-    if (pause && !pause(retry)) return Status(ErrorCode::kUnavailable, "stopped as a standby");
-    if (!pause) std::this_thread::sleep_for(retry);
+  }
+  auto lease = PgLeaderLease::open(*db, options.holder, options.api_url, options.lease);
+  if (!lease.is_ok()) return lease.status();
+  LeaderTerm term(options.lease);
+  for (;;) {
+    const auto sent = std::chrono::steady_clock::now();
+    // A lost connection fails this renewal; PgDatabase makes a new one for the next.
+    auto r = (*lease)->renew();
+    if (!r.is_ok()) {
+      say("standby: the database does not answer (" + r.status().to_string() + ")");
+    } else {
+      term.renewed(sent, r->ours, r->epoch, r->holder);
+      if (term.acting(std::chrono::steady_clock::now())) {
+        spdlog::info("leading (epoch {}) as {}", r->epoch, options.holder);
+        return std::unique_ptr<LeaderElection>(
+            new LeaderElection(options, std::move(db), std::move(*lease), term, r->epoch));
+      }
+      if (observe) observe(*r);
+      say("standby: " + r->holder + " leads (epoch " + std::to_string(r->epoch) + ", API " +
+          r->url + "); this armhived takes over when its lease ends");
+    }
+    if (!wait()) return stopped;
   }
 }
 
@@ -82,7 +90,6 @@ void LeaderElection::renew_loop() {
     auto r = lease_->renew();  // may block up to the connection's deadlines: no lock held
     MutexLock lock(mu_);
     if (!r.is_ok()) {
-      term_.failed(sent);
       spdlog::warn("leader lease not renewed: {}", r.status().to_string());
     } else {
       term_.renewed(sent, r->ours, r->epoch, r->holder);

@@ -68,11 +68,9 @@ Result<std::unique_ptr<StandbyServer>> StandbyServer::start(const std::string& b
   s->server_->Put(any, redirect);
   s->server_->Patch(any, redirect);
   s->server_->Delete(any, redirect);
-  s->port_ = port == 0 ? s->server_->bind_to_any_port(bind) : port;
-  if (port != 0 && !s->server_->bind_to_port(bind, port)) {
-    return unavailable("cannot listen on " + bind + ":" + std::to_string(port));
-  }
-  if (s->port_ < 0) return unavailable("cannot listen on " + bind);
+  const bool bound =
+      port == 0 ? s->server_->bind_to_any_port(bind) >= 0 : s->server_->bind_to_port(bind, port);
+  if (!bound) return unavailable("cannot listen on " + bind + ":" + std::to_string(port));
   s->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
   return s;
 }

@@ -37,13 +37,11 @@ class StandbyServer {
   StandbyServer& operator=(const StandbyServer&) = delete;
 
   void set_leader(const std::string& holder, const std::string& url, int64_t epoch) EXCLUDES(mu_);
-  int port() const { return port_; }
 
  private:
   StandbyServer() = default;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
-  int port_ = 0;
   Mutex mu_;
   std::string holder_ GUARDED_BY(mu_);
   std::string url_ GUARDED_BY(mu_);

@@ -32,9 +32,8 @@ class LeaderTerm {
   // A renewal sent at `sent_at` came back: the lease is ours with `epoch`, or held by
   // `holder`. Replies are applied in the order sent (one in flight at a time).
   void renewed(Time sent_at, bool ours, int64_t epoch, const std::string& holder);
-  // A renewal sent at `sent_at` failed (the database did not answer): the term runs out on its
-  // own unless a later renewal succeeds.
-  void failed(Time sent_at) { (void)sent_at; }
+  // A renewal that failed (the database did not answer) changes nothing: the term runs out on
+  // its own unless a later renewal succeeds.
 
   // True while this instance leads: its last renewal was ours and `now` is before that
   // renewal's send time + lease * kActingShare.

@@ -58,17 +58,14 @@ Result<PgLeaderLease::Renewal> PgLeaderLease::renew() {
     r.epoch = sql_int(taken[0][0]);
     r.holder = holder_;
     r.url = my_url;
-    r.remaining_ms = lease_.count();
     return r;
   }
   ARMHIVE_ASSIGN_OR_RETURN(std::vector<SqlRow> held,
-                           db_.query("SELECT holder, epoch, url, expires_at - " ARMHIVE_DB_NOW_MS
-                                     " FROM leader WHERE id = 1"));
+                           db_.query("SELECT holder, epoch, url FROM leader WHERE id = 1"));
   if (held.empty()) return unavailable("the leader row vanished", db_.path());
   r.holder = sql_text(held[0][0]);
   r.epoch = sql_int(held[0][1]);
   r.url = sql_text(held[0][2]);
-  r.remaining_ms = sql_int(held[0][3]);
   return r;
 }
 

@@ -33,10 +33,9 @@ class PgLeaderLease {
  public:
   struct Renewal {
     bool ours = false;
-    int64_t epoch = 0;         // ours: our term's epoch; else the holder's
-    std::string holder;        // who holds the lease now
-    std::string url;           // the holder's API URL
-    int64_t remaining_ms = 0;  // of the holder's lease, in the database's clock
+    int64_t epoch = 0;   // ours: our term's epoch; else the holder's
+    std::string holder;  // who holds the lease now
+    std::string url;     // the holder's API URL
   };
 
   // `db` must be a PostgreSQL database; migrates component "leader".

@@ -28,21 +28,30 @@ std::string boot_id(Client& api, const std::string& lease) {
   return r->out;
 }
 
-// Two instances of one armhived on `pg`: one state directory (one machine here; on a lab, each
-// instance its own with the same contents) and one instance name (storage pool), so that the
-// standby recognises the leader's domains as its own. Both are made before either starts (a
-// DaemonProcess empties its state directory when made); the leader starts, the standby not.
+// A PostgreSQL database of the test's own (REQUIREd).
+std::unique_ptr<TestPostgresDatabase> make_database() {
+  auto pg = TestPostgresDatabase::make();
+  INFO(pg.status().to_string());
+  REQUIRE(pg.is_ok());
+  return std::move(*pg);
+}
+
+// Two instances of one armhived on a database of their own: one state directory (one machine here;
+// on a lab, each instance its own with the same contents) and one instance name (storage pool), so
+// that the standby recognises the leader's domains as its own. Both are made before either starts
+// (a DaemonProcess empties its state directory when made); the leader starts, the standby not.
 struct Instances {
+  const std::unique_ptr<TestPostgresDatabase> pg = make_database();
   const std::string state;
   DaemonProcess standby;
   DaemonProcess leader;
   Status standby_started = unavailable("not started");
   std::thread starter;
 
-  Instances(const TestPostgresDatabase& pg, const std::string& name, int port)
+  Instances(const std::string& name, int port)
       : state(e2e_state() + "/" + name),
-        standby(state, e2e_state() + "/images", port + 1, one_core_pool_toml(1) + store(pg)),
-        leader(state, e2e_state() + "/images", port, one_core_pool_toml(1) + store(pg)) {
+        standby(state, e2e_state() + "/images", port + 1, one_core_pool_toml(1) + store(*pg)),
+        leader(state, e2e_state() + "/images", port, one_core_pool_toml(1) + store(*pg)) {
     standby.set_storage_pool("armhive-e2e-" + name);
     leader.set_storage_pool("armhive-e2e-" + name);
   }
@@ -52,6 +61,27 @@ struct Instances {
   static std::string store(const TestPostgresDatabase& pg) {
     return "\n[store]\nurl = \"postgresql:///?host=" + pg.dir() + "&dbname=" + pg.name() +
            "&user=armhive\"\nleader_lease = \"3s\"\n";
+  }
+  // What the leader held when the standby took over: a ready lease on a warm VM, its QEMU
+  // process and its boot.
+  struct Held {
+    std::unique_ptr<Client> api;
+    LeaseDto lease;
+    pid_t qemu = -1;
+    std::string boot;
+  };
+  // Starts the leader and leases its warm VM.
+  Held lead_with_a_lease() {
+    const Status started = leader.start();
+    INFO(started.to_string() << "\n" << leader.log());
+    REQUIRE(started.is_ok());
+    Held h;
+    h.api = leader.client();
+    h.lease = lease_warm_vm(*h.api, state);
+    h.qemu = qemu_pid(h.lease.vm->name);
+    REQUIRE(h.qemu > 0);
+    h.boot = boot_id(*h.api, h.lease.id);
+    return h;
   }
   // Starts the standby (its start() returns once it serves, after a takeover) and waits until
   // it says it is one.
@@ -72,25 +102,19 @@ struct Instances {
 
 TEST_CASE("the leader of two armhived killed: the standby adopts its VM and serves its leases",
           "[failover]") {
-  auto pg = TestPostgresDatabase::make();
-  INFO(pg.status().to_string());
-  REQUIRE(pg.is_ok());
-  Instances two(**pg, "failover", 18480);
+  Instances two("failover", 18480);
   const std::string& state = two.state;
   DaemonProcess& leader = two.leader;
-  const Status started = leader.start();
-  INFO(started.to_string() << "\n" << leader.log());
-  REQUIRE(started.is_ok());
-  auto api = leader.client();
-  const LeaseDto held = lease_warm_vm(*api, state);
-  const pid_t qemu = qemu_pid(held.vm->name);
-  REQUIRE(qemu > 0);
-  const std::string boot = boot_id(*api, held.id);
+  const Instances::Held first = two.lead_with_a_lease();
+  Client& api = *first.api;
+  const LeaseDto& held = first.lease;
+  const pid_t qemu = first.qemu;
+  const std::string& boot = first.boot;
   // The pool holds one VM: a second lease waits for it.
   LeaseCreateRequest req;
   req.pool = "ci";
   req.ssh_keys = {make_ssh_key(state)};
-  auto waiting = api->create_lease(req);
+  auto waiting = api.create_lease(req);
   REQUIRE(waiting.is_ok());
   CHECK(waiting->state == "pending");
 
@@ -127,20 +151,13 @@ TEST_CASE("the leader of two armhived killed: the standby adopts its VM and serv
 
 TEST_CASE("a leader paused past its lease wakes, finds a successor, and exits touching nothing",
           "[failover]") {
-  auto pg = TestPostgresDatabase::make();
-  INFO(pg.status().to_string());
-  REQUIRE(pg.is_ok());
-  Instances two(**pg, "failover-stop", 18483);
+  Instances two("failover-stop", 18483);
   const std::string& state = two.state;
   DaemonProcess& leader = two.leader;
-  const Status started = leader.start();
-  INFO(started.to_string() << "\n" << leader.log());
-  REQUIRE(started.is_ok());
-  auto api = leader.client();
-  const LeaseDto held = lease_warm_vm(*api, state);
-  const pid_t qemu = qemu_pid(held.vm->name);
-  REQUIRE(qemu > 0);
-  const std::string boot = boot_id(*api, held.id);
+  const Instances::Held first = two.lead_with_a_lease();
+  const LeaseDto& held = first.lease;
+  const pid_t qemu = first.qemu;
+  const std::string& boot = first.boot;
 
   two.start_standby();
   // Paused (a stalled machine, a debugger): its lease runs out and the standby takes over.
