@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -25,15 +26,20 @@ struct ClientExchange {
   const std::string& body;
 };
 
+// Where a Client sends its calls. One armhived: set `server` (every single-server caller does).
+// Several armhived sharing one PostgreSQL database (the leader and its standbys,
+// daemon/leader_election.h): set `servers`, which then wins over `server`. Client::create
+// validates every entry and sets both: `servers` to the whole list, `server` to its first entry.
 struct ClientOptions {
   std::string server{kDefaultServer};  // http://host:port or https://host:port
+  std::vector<std::string> servers;    // the same form each; tried in order (see Client)
   std::string token;                   // "ah_..." bearer token
   std::chrono::seconds timeout{30};    // connect/read/write timeout of ordinary calls
   std::string ca_file;                 // https: trust this CA bundle instead of the system's
   bool insecure = false;               // https: skip certificate verification
-  // Called after every answered request, on the calling thread, before the answer is decoded
-  // (tracing; the e2e suite records what the daemon sent for its contract check). Must not
-  // throw; empty: nothing.
+  // Called with the answer a call returns, on the calling thread, before it is decoded (tracing;
+  // the e2e suite records what the daemon sent for its contract check) — not with the 503s and
+  // redirects that moved the call on to another server. Must not throw; empty: nothing.
   std::function<void(const ClientExchange&)> on_response;
 };
 
@@ -51,18 +57,50 @@ struct LeaseQuery {
 // message is the problem's detail and whose field is the problem's field. A server that
 // cannot be reached is kUnavailable; a call that outlives its timeout is kTimeout.
 //
+// Several servers (failover). A call tries the servers in order, starting with the one that
+// last answered (sticky, shared by every thread of this Client) and wrapping around, and moves
+// on to the next when a server
+//   - cannot be reached: connection refused, unreachable, timed out connecting, TLS handshake
+//     or certificate failed (nothing was sent, so trying elsewhere is always safe);
+//   - answers 503 (a standby with no leader known, a leader still recovering, a server without
+//     the feature): nothing was done there. After the last server the 503's problem is
+//     returned as with one server;
+//   - took the request and gave no complete answer (dropped connection, read timeout), but
+//     only for calls that are safe to repeat: GETs that are not long-polls, and POST
+//     /v1/leases, which always carries an Idempotency-Key when several servers are configured
+//     (create_lease makes one when the caller gave none) so that the next server answers with
+//     the lease the first one may have made (the daemon replays a key from the shared database).
+//     Any other POST or DELETE may have changed state: its error is returned, never repeated.
+// Long-polls and streams (wait_lease, exec_stream, stream_events, put_file, get_file and the
+// tunnel) move on only before their answer's first byte: a connection failure or a 503; once
+// an answer began it is theirs.
+// A 307/308 (a standby's answer: "the leader is there") is followed once, to its Location,
+// with the same method, body and headers, when the Location is http(s)://host[:port]/path and
+// does not turn https into http. The bearer token is sent to it: the standby is a server this
+// client was told to trust with the token, and it names the leader from the leader row of the
+// database the instances share, which only an armhived holding that database's credentials
+// writes — anyone who can forge that row already controls every lease. A downgrade to http
+// would put the token on the wire in clear text, hence refused. A redirect answered by a
+// server of the list makes that server the sticky one.
+// When no server answered, the error is kUnavailable naming every server tried and why (with
+// one server: the same errors as before, kTimeout for a connect timeout).
+//
 // Blocking; one Client may be used from several threads (each call opens its own connection).
 class Client {
  public:
-  // kInvalidArgument (field "server") for a URL that is not http(s)://host[:port].
+  // kInvalidArgument (field "server") for an entry that is not http(s)://host[:port]; with
+  // several, the message names the bad entry and its position.
   static Result<std::unique_ptr<Client>> create(ClientOptions options);
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
   const ClientOptions& options() const { return options_; }
+  // The server calls start with now: the one that last answered (the first at the start).
+  const std::string& current_server() const;
 
   Result<HealthDto> health();
+  // With several servers and no idempotency_key, a fresh random key is sent (see above).
   Result<LeaseDto> create_lease(const LeaseCreateRequest& request,
                                 const std::string& idempotency_key = {});
   Result<LeasePage> list_leases(const LeaseQuery& query);
@@ -144,15 +182,27 @@ class Client {
     std::string content_type;
     std::string body;
   };
+  struct Attempt;
+  using AttemptFn =
+      std::function<Attempt(const std::string& origin, const std::string& target, bool last)>;
+  // Runs `attempt(origin, target, last)` on the servers in the order and under the rules
+  // above (`last`: no server after this one, so its 503 is the call's answer). Returns the
+  // final attempt's failure (ok when it succeeded) or why no server answered.
+  Status failover(const std::string& target, const AttemptFn& attempt);
+  // `repeatable`: safe to send again after the request left (GET, keyed lease creation).
   Result<Response> call(const std::string& method, const std::string& path, const std::string& body,
                         const std::map<std::string, std::string>& headers,
-                        std::chrono::seconds read_timeout);
+                        std::chrono::seconds read_timeout, bool repeatable);
   Result<std::string> call_ok(const std::string& method, const std::string& path,
                               const std::string& body = {},
                               const std::map<std::string, std::string>& headers = {},
-                              std::optional<std::chrono::seconds> read_timeout = std::nullopt);
+                              std::optional<std::chrono::seconds> read_timeout = std::nullopt,
+                              std::optional<bool> repeatable = std::nullopt);
 
   ClientOptions options_;
+  // Index into options_.servers of the server that last answered. Atomic: calls on several
+  // threads read and move it without a lock (a race only picks which server is tried first).
+  std::atomic<size_t> preferred_{0};
 };
 
 }  // namespace armhive

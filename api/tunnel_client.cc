@@ -17,9 +17,12 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "api/json.h"
+#include "api/server_url.h"
 #include "base/url_encode.h"
 
 namespace armhive {
@@ -192,10 +195,18 @@ Status relay(net::io_context& io, websocket::stream<Stream>& ws, int in_fd, int 
   return result;
 }
 
+// How far one server got with the tunnel, for run_tunnel's failover.
+struct Handshake {
+  int status = 0;        // the HTTP answer to the upgrade, 0: none
+  std::string location;  // of a 307/308
+  bool relayed = false;  // the tunnel began: its end is the call's
+};
+
 template <class Stream>
 Status handshake_and_relay(net::io_context& io, websocket::stream<Stream>& ws,
-                           const ClientOptions& o, const std::string& host,
-                           const std::string& target, int in_fd, int out_fd) {
+                           const ClientOptions& o, const std::string& origin,
+                           const std::string& host, const std::string& target, int in_fd,
+                           int out_fd, Handshake& hs) {
   ws.set_option(websocket::stream_base::decorator([&o](websocket::request_type& req) {
     req.set(http::field::user_agent, "armhive-tunnel");
     if (!o.token.empty()) req.set(http::field::authorization, "Bearer " + o.token);
@@ -210,10 +221,13 @@ Status handshake_and_relay(net::io_context& io, websocket::stream<Stream>& ws,
   io.restart();
   if (ec) {
     if (res.result_int() != 0 && res.result() != http::status::switching_protocols) {
+      hs.status = static_cast<int>(res.result_int());
+      hs.location = std::string(res[http::field::location]);
       return refused(res);
     }
-    return unavailable("no WebSocket handshake with " + o.server + ": " + ec.message());
+    return unavailable("no WebSocket handshake with " + origin + ": " + ec.message());
   }
+  hs.relayed = true;
   beast::get_lowest_layer(ws).expires_never();
   websocket::stream_base::timeout t =
       websocket::stream_base::timeout::suggested(beast::role_type::client);
@@ -224,13 +238,10 @@ Status handshake_and_relay(net::io_context& io, websocket::stream<Stream>& ws,
   return relay(io, ws, in_fd, out_fd);
 }
 
-}  // namespace
-
-Status run_tunnel(const ClientOptions& options, const std::string& lease_id, int port, int in_fd,
-                  int out_fd) {
-  ARMHIVE_ASSIGN_OR_RETURN(ServerUrl url, parse_server(options.server));
-  const std::string target =
-      "/v1/leases/" + url_encode(lease_id) + "/tunnel?port=" + std::to_string(port);
+// The tunnel through one server: `origin` (http(s)://host[:port]) and `target`.
+Status tunnel_once(const ClientOptions& options, const std::string& origin,
+                   const std::string& target, int in_fd, int out_fd, Handshake& hs) {
+  ARMHIVE_ASSIGN_OR_RETURN(ServerUrl url, parse_server(origin));
   const std::string host_header = url.host + ":" + url.port;
   net::io_context io;
   beast::error_code ec;
@@ -241,13 +252,13 @@ Status run_tunnel(const ClientOptions& options, const std::string& lease_id, int
   tcp_stream.expires_after(options.timeout);
   tcp_stream.connect(endpoints, ec);
   if (ec) {
-    return unavailable("cannot reach " + options.server + ": " + ec.message() +
+    return unavailable("cannot reach " + origin + ": " + ec.message() +
                        " (is armhived running? check --server / ARMHIVE_SERVER)");
   }
   tcp_stream.socket().set_option(tcp::no_delay(true), ec);
   if (!url.tls) {
     websocket::stream<beast::tcp_stream> ws(std::move(tcp_stream));
-    return handshake_and_relay(io, ws, options, host_header, target, in_fd, out_fd);
+    return handshake_and_relay(io, ws, options, origin, host_header, target, in_fd, out_fd, hs);
   }
   net::ssl::context ctx(net::ssl::context::tls_client);
   if (options.insecure) {
@@ -268,10 +279,48 @@ Status run_tunnel(const ClientOptions& options, const std::string& lease_id, int
   SSL_set_tlsext_host_name(ws.next_layer().native_handle(), url.host.c_str());
   ws.next_layer().handshake(net::ssl::stream_base::client, ec);
   if (ec) {
-    return unavailable("TLS with " + options.server + " failed: " + ec.message() +
+    return unavailable("TLS with " + origin + " failed: " + ec.message() +
                        " (give the CA with --ca-file, or --insecure)");
   }
-  return handshake_and_relay(io, ws, options, host_header, target, in_fd, out_fd);
+  return handshake_and_relay(io, ws, options, origin, host_header, target, in_fd, out_fd, hs);
+}
+
+}  // namespace
+
+Status run_tunnel(const ClientOptions& options, const std::string& lease_id, int port, int in_fd,
+                  int out_fd) {
+  std::vector<std::string> servers = options.servers;
+  if (servers.empty()) servers.push_back(options.server);
+  const std::string target =
+      "/v1/leases/" + url_encode(lease_id) + "/tunnel?port=" + std::to_string(port);
+  // The servers in order, as Client does (api/client.h), moving on only before the tunnel began:
+  // a server not reached or answering 503; a 307/308 is followed once.
+  std::string passed;
+  std::optional<Status> last_503;
+  Status last_failure;
+  for (const std::string& server : servers) {
+    ARMHIVE_ASSIGN_OR_RETURN(std::string origin, normalize_server(server));
+    Handshake hs;
+    Status st = tunnel_once(options, origin, target, in_fd, out_fd, hs);
+    if ((hs.status == 307 || hs.status == 308) && !hs.location.empty()) {
+      auto to = redirect_target(origin, hs.location);
+      if (!to.is_ok()) {
+        st = to.status();
+        hs = Handshake{};
+      } else {
+        origin = to->origin;
+        hs = Handshake{};
+        st = tunnel_once(options, origin, to->target, in_fd, out_fd, hs);
+      }
+    }
+    if (hs.relayed || (hs.status != 0 && hs.status != 503)) return st;
+    passed += (passed.empty() ? "" : "; ") + origin + ": " + st.message();
+    if (hs.status == 503) last_503 = st;
+    last_failure = st;
+  }
+  if (servers.size() == 1) return last_failure;
+  if (last_503) return *last_503;
+  return unavailable("no armhived answered: " + passed);
 }
 
 }  // namespace armhive

@@ -9,8 +9,13 @@ namespace armhive {
 
 // The client side of the API tunnel (GET /v1/leases/{id}/tunnel?port=P, a WebSocket carrying
 // one TCP connection to a port of the lease's VM in binary frames), on Boost.Beast over plain
-// TCP or TLS as options.server says (TLS verified against options.ca_file or the system's CAs,
+// TCP or TLS as the server's URL says (TLS verified against options.ca_file or the system's CAs,
 // host name included, unless options.insecure).
+//
+// The servers are options.servers (else options.server), tried in order from the first: the
+// next one only while the tunnel has not begun — the server cannot be reached or refuses the
+// upgrade with 503 — and a standby's 307/308 is followed once, under Client's rules
+// (api/client.h: http(s) only, never from https to http, the token sent along).
 //
 // Relays bytes read from in_fd to the tunnel and the tunnel's bytes to out_fd until the server
 // ends it (the guest closed its side, the lease ended) or out_fd cannot be written (the reader
