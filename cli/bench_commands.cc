@@ -47,15 +47,15 @@ class BenchCommands final : public CommandGroup {
 
   int run(const CommandContext& ctx) override {
     Client& client = *ctx.client;
-    if (show_->parsed()) return show(client, *ctx.options, ctx.json_out);
+    if (show_->parsed()) return show(client, ctx.json_out);
     if (ls_->parsed()) return list(client, ctx.json_out);
     if (report_->parsed()) return download_report(client);
     if (compare_->parsed()) return compare(client, ctx.json_out);
-    return start(client, *ctx.options, ctx.json_out);
+    return start(client, ctx.json_out);
   }
 
  private:
-  int show(Client& client, const ClientOptions& o, bool json_out) {
+  int show(Client& client, bool json_out) {
     auto r = client.get_benchmark(id_);
     if (!r.is_ok()) return report(r.status());
     if (json_out) {
@@ -80,8 +80,9 @@ class BenchCommands final : public CommandGroup {
     std::cout << "Run:      " << r->id << "\nLease:    " << r->lease_id << " (" << r->vm_name
               << ", pool " << r->pool << ", host " << r->host << ")\nState:    " << r->state
               << (r->error.empty() ? "" : " (" + r->error + ")") << "\nCreated:  " << r->created_at
-              << "\nFinished: " << r->finished_at.value_or("-") << "\nReport:   " << o.server
-              << "/v1/benchmarks/" << r->id << "/report.html\n";
+              << "\nFinished: " << r->finished_at.value_or("-")
+              << "\nReport:   " << client.current_server() << "/v1/benchmarks/" << r->id
+              << "/report.html\n";
     auto rep = nlohmann::json::parse(r->report_json, nullptr, false);
     if (!rep.is_discarded()) print_bench_summary(rep, std::cout);
     return kExitOk;
@@ -175,7 +176,7 @@ class BenchCommands final : public CommandGroup {
     return kExitOk;
   }
 
-  int start(Client& client, const ClientOptions& o, bool json_out) {
+  int start(Client& client, bool json_out) {
     if (id_.empty()) {
       std::cerr << "armhive: bench needs a LEASE (or one of show, ls, report, compare)\n";
       return kExitUsage;
@@ -227,8 +228,8 @@ class BenchCommands final : public CommandGroup {
     } else {
       std::cout << run.id << "\n";
       std::cerr << "Benchmark " << run.id << " " << run.state << ". Report: `armhive bench report "
-                << run.id << " -o report.html` or " << o.server << "/v1/benchmarks/" << run.id
-                << "/report.html\n";
+                << run.id << " -o report.html` or " << client.current_server() << "/v1/benchmarks/"
+                << run.id << "/report.html\n";
     }
     return code;
   }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 #include "base/toml_reader.h"
 
@@ -26,9 +27,32 @@ std::string default_config_path() {
 }
 
 struct FileSettings {
-  std::string server, token, token_file, ca_file;
+  std::vector<std::string> servers;
+  std::string token, token_file, ca_file;
   bool insecure = false;
 };
+
+// "URL,URL" -> its entries, blanks around each trimmed. Empty entries are kept: Client::create
+// refuses them naming their position.
+std::vector<std::string> split_servers(const std::string& list) {
+  std::vector<std::string> out;
+  if (list.empty()) return out;
+  size_t begin = 0;
+  for (;;) {
+    size_t comma = list.find(',', begin);
+    std::string entry =
+        list.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    while (!entry.empty() && std::isspace(static_cast<unsigned char>(entry.front()))) {
+      entry.erase(0, 1);
+    }
+    while (!entry.empty() && std::isspace(static_cast<unsigned char>(entry.back()))) {
+      entry.pop_back();
+    }
+    out.push_back(std::move(entry));
+    if (comma == std::string::npos) return out;
+    begin = comma + 1;
+  }
+}
 
 Result<FileSettings> read_config(const std::string& path, bool required) {
   FileSettings out;
@@ -48,7 +72,15 @@ Result<FileSettings> read_config(const std::string& path, bool required) {
     return invalid_argument("config", path + ": unknown key \"" + known.field() +
                                           "\" (server, token, token_file, ca_file, insecure)");
   }
-  Status st = r.str("server", out.server);
+  // server = "URL" or "URL,URL", or server = ["URL", "URL"].
+  Status st;
+  if (t.get_as<toml::array>("server") != nullptr) {
+    st = r.strings("server", out.servers);
+  } else {
+    std::string list;
+    st = r.str("server", list);
+    out.servers = split_servers(list);
+  }
   if (st.is_ok()) st = r.str("token", out.token);
   if (st.is_ok()) st = r.str("token_file", out.token_file);
   if (st.is_ok()) st = r.str("ca_file", out.ca_file);
@@ -84,8 +116,16 @@ Result<ClientOptions> resolve_client_options(const CliSettings& flags) {
   auto pick = [](const std::string& a, const std::string& b, const std::string& c) {
     return !a.empty() ? a : !b.empty() ? b : c;
   };
-  o.server = pick(flags.server, env("ARMHIVE_SERVER"), file.server);
-  if (o.server.empty()) o.server = std::string(kDefaultServer);
+  if (!flags.server.empty()) {
+    o.servers = split_servers(flags.server);
+  } else if (std::string e = env("ARMHIVE_SERVER"); !e.empty()) {
+    o.servers = split_servers(e);
+  } else if (!file.servers.empty()) {
+    o.servers = file.servers;
+  } else {
+    o.servers = {std::string(kDefaultServer)};
+  }
+  o.server = o.servers.front();
   o.token = pick(flags.token, env("ARMHIVE_TOKEN"), file.token);
   o.ca_file = expand_home(pick(flags.ca_file, env("ARMHIVE_CA_FILE"), file.ca_file));
   o.insecure = flags.insecure || file.insecure;

@@ -64,7 +64,7 @@ class GithubCommand final : public CommandGroup {
       const Status& s = r.status();
       // report()'s hints are about leases and ci/dev tokens: wrong here.
       if (s.code() == ErrorCode::kNotFound) {
-        std::cerr << "armhive: GitHub is not configured on " << ctx.options->server
+        std::cerr << "armhive: GitHub is not configured on " << ctx.client->current_server()
                   << " (its configuration has no [github] table; see daemon/github/README.md)\n";
         return exit_code_for(s);
       }

@@ -330,7 +330,9 @@ class GuestCommands final : public CommandGroup {
     std::error_code ec;
     std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
     if (ec) return unavailable("cannot find the armhive binary for ProxyCommand: " + ec.message());
-    setenv("ARMHIVE_SERVER", options.server.c_str(), 1);
+    std::string servers;
+    for (const auto& s : options.servers) servers += (servers.empty() ? "" : ",") + s;
+    setenv("ARMHIVE_SERVER", servers.c_str(), 1);
     setenv("ARMHIVE_TOKEN", options.token.c_str(), 1);
     if (!options.ca_file.empty()) setenv("ARMHIVE_CA_FILE", options.ca_file.c_str(), 1);
     std::string cmd = shell_quote(self) + (options.insecure ? " --insecure" : "") + " tunnel " +

@@ -39,10 +39,14 @@ int run(int argc, char** argv) {
       "Exit codes: 0 ok, 1 usage, 2 API refused (4xx), 3 server failed or unreachable, "
       "4 timeout, N for exec = the remote command's code.\n"
       "Server and token: --server/--token, ARMHIVE_SERVER/ARMHIVE_TOKEN, or "
-      "~/.config/armhive/config.toml (server = \"...\", token = \"ah_...\").");
+      "~/.config/armhive/config.toml (server = \"...\", token = \"ah_...\").\n"
+      "Several servers (armhived sharing one database), as URL,URL or a TOML array: each call "
+      "goes to the one that last answered and moves on to the next when a server cannot be "
+      "reached or answers 503.");
   CliSettings settings;
   bool json_out = false;
-  app.add_option("--server", settings.server, "armhived URL, e.g. http://127.0.0.1:8470");
+  app.add_option("--server", settings.server,
+                 "armhived URL, e.g. http://127.0.0.1:8470; several as URL,URL (tried in turn)");
   app.add_option("--token", settings.token, "API token (ah_...)");
   app.add_option("--config", settings.config_path, "config file (TOML)");
   app.add_option("--ca-file", settings.ca_file, "CA bundle to trust for https");
