@@ -125,7 +125,7 @@ class HangUp {
     thread_ = std::thread([this] { serve(); });
   }
   ~HangUp() {
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
     ::close(fd_);
   }
   HangUp(const HangUp&) = delete;
