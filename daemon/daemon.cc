@@ -22,6 +22,7 @@
 #include "daemon/http/convert.h"
 #include "daemon/http/token_commands.h"
 #include "daemon/standby_server.h"
+#include "daemon/store/state_schema.h"
 #include "daemon/virt/network_guard.h"
 
 namespace armhive {
@@ -227,6 +228,9 @@ Status Daemon::open_state() {
     state_lock_ = std::move(lock).value();
   }
   ARMHIVE_RETURN_IF_ERROR(open_database());
+  // Every component's schema through the one list that `armhived migrate` copies by
+  // (daemon/store/state_schema.h); each store's open() below finds its steps applied.
+  if (Status s = migrate_state(*db_); !s.is_ok()) return s.annotate("database");
   auto leases = SqliteLeaseStore::open(*db_);
   if (!leases.is_ok()) return leases.status().annotate("lease store");
   leases_ = std::move(leases).value();

@@ -6,19 +6,23 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 
 #include "base/service_notifier.h"
 #include "base/version.h"
 #include "daemon/config/config_check.h"
 #include "daemon/config/daemon_config.h"
+#include "daemon/config/store_url.h"
 #include "daemon/daemon.h"
 #include "daemon/http/token_commands.h"
 #include "daemon/journal_sink.h"
 #include "daemon/store/backup.h"
 #include "daemon/store/database.h"
 #include "daemon/store/pg_database.h"
+#include "daemon/store/sqlite_database.h"
 #include "daemon/store/state_lock.h"
+#include "daemon/store/state_migration.h"
 #include "daemon/virt/network_guard.h"
 #include "daemon/watchdog_pinger.h"
 
@@ -82,6 +86,85 @@ int run_restore(const DaemonConfig& config, const std::string& file) {
             << " (the database it replaced is " << config.database_path()
             << ".before-restore); start armhived: it adopts the VMs of the backup's leases that "
                "libvirt still runs\n";
+  return 0;
+}
+
+// `armhived migrate --to URL`: the SQLite state of this configuration copied into an empty
+// PostgreSQL database (daemon/store/state_migration.h), while armhived is stopped. Exit 0 when
+// every table holds as many rows there as here, 1 when the copy or its verification failed, 2
+// on bad usage.
+int run_migrate(const DaemonConfig& config, const std::string& config_path,
+                const std::string& url) {
+  if (!config.store.url.empty()) {
+    std::cerr << "armhived: migrate: this configuration already uses PostgreSQL ([store] url in "
+              << config_path << "); migrate copies the SQLite state of one that does not\n";
+    return 2;
+  }
+  if (Status s = check_store_url(url); !s.is_ok() || url.empty()) {
+    std::cerr << "armhived: migrate: --to "
+              << (url.empty() ? "must be a postgresql:// connection URI" : s.message()) << "\n";
+    return 2;
+  }
+  // Held to the end: no armhived may start on this state while it is copied.
+  auto lock = StateLock::acquire(config.state_dir);
+  if (!lock.is_ok()) {
+    std::cerr << "armhived: migrate: " << lock.status().message()
+              << " (stop armhived first: the state is copied while nothing writes it)\n";
+    return 1;
+  }
+  const std::string path = config.database_path();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    std::cerr << "armhived: migrate: there is no state to copy: " << path << " does not exist\n";
+    return 1;
+  }
+  auto source = SqliteDatabase::open(path);
+  if (!source.is_ok()) {
+    std::cerr << "armhived: migrate: " << source.status().to_string() << "\n";
+    return 1;
+  }
+  auto target = PgDatabase::connect(url);
+  if (!target.is_ok()) {
+    std::cerr << "armhived: migrate: " << target.status().to_string() << "\n";
+    return 1;
+  }
+  // A long copy can be interrupted: its one transaction is rolled back and leaves the target
+  // empty (main() blocked these signals for serve()).
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_UNBLOCK, &stop, nullptr);
+  std::cout << "copying " << path << " to " << (*target)->path() << "\n";
+  MigrationOptions options;
+  options.progress = [](std::string_view table, int64_t done, int64_t total) {
+    // A line per table, and one per 10,000 rows of a long one.
+    if (done == total || (done > 0 && done % 10000 < 500)) {
+      std::cout << "  " << table << ": " << done << " of " << total << " rows\n" << std::flush;
+    }
+  };
+  auto report = migrate_state_to_postgres(**source, **target, options);
+  if (!report.is_ok()) {
+    std::cerr << "armhived: migrate: " << report.status().to_string() << "\n";
+    return 1;
+  }
+  std::cout << "\nrows per table (" << path << " = PostgreSQL):\n";
+  for (const MigratedTable& t : report->tables) {
+    std::cout << "  " << std::left << std::setw(20) << t.table << std::right << std::setw(10)
+              << t.source_rows << (t.source_rows == t.target_rows ? " = " : " != ") << t.target_rows
+              << "\n";
+  }
+  if (Status s = report->verification(); !s.is_ok()) {
+    std::cerr << "armhived: migrate: " << s.message() << "\n";
+    return 1;
+  }
+  std::cout << "\nverified: PostgreSQL holds every row of " << path
+            << ".\nNext: set\n\n  [store]\n  url = \"" << url << "\"\n\nin " << config_path
+            << " and start armhived (and the other armhived of the lab with the same [store] "
+               "url). Keep "
+            << path
+            << " as it is: it is the way back, but do not start armhived on it again once the "
+               "PostgreSQL state has changed.\n";
   return 0;
 }
 
@@ -216,10 +299,23 @@ int main(int argc, char** argv) {
       "(exit 2); when it is good, print it with every default written out (exit 0)");
   bool quiet = false;
   check->add_flag("-q,--quiet", quiet, "Print problems only (the unit's ExecStartPre)");
+  CLI::App* migrate = app.add_subcommand(
+      "migrate",
+      "Copy the SQLite state into an empty PostgreSQL database and verify the rows per table "
+      "(armhived must be stopped); then set [store] url to it (exit 1: the copy or its "
+      "verification failed, 2: bad usage)");
+  std::string migrate_url;
+  migrate
+      ->add_option("--to", migrate_url,
+                   "the PostgreSQL database: a postgresql:// URI without a password (a passfile "
+                   "or PGPASSWORD carries it), as [store] url takes it")
+      ->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    // migrate's bad usage is 2, as its help says (CLI11's own codes otherwise).
+    return code != 0 && migrate->parsed() ? 2 : code;
   }
   spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
 
@@ -244,6 +340,7 @@ int main(int argc, char** argv) {
   if (*guard) return print_network_guard(*config, guard_network);
   if (*backup) return run_backup(*config, backup_file);
   if (*restore) return run_restore(*config, restore_file);
+  if (*migrate) return run_migrate(*config, config_path, migrate_url);
   if (*token) {
     Result<std::unique_ptr<Database>> db = unavailable("no database");
     if (config->store.url.empty()) {

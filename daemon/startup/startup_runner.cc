@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/startup_json.h"
+#include "daemon/store/state_schema.h"
 
 namespace armhive {
 
@@ -26,15 +27,6 @@ std::vector<std::string> startup_environment(const std::map<std::string, std::st
 
 namespace {
 
-const std::vector<std::string> kSchema = {R"sql(
-CREATE TABLE startups (
-  lease_id TEXT PRIMARY KEY,
-  state TEXT NOT NULL,
-  pid INTEGER NOT NULL,
-  status TEXT NOT NULL
-);
-)sql"};
-
 bool finished(const std::string& state) { return state != "waiting" && state != "running"; }
 
 constexpr const char* kLostDetail =
@@ -56,7 +48,7 @@ Result<std::unique_ptr<StartupRunner>> StartupRunner::open(LeaseService& leases,
                                                            Database& db, const Clock& clock,
                                                            StartupRunnerOptions options,
                                                            EventSink sink) {
-  ARMHIVE_RETURN_IF_ERROR(db.migrate("startups", kSchema));
+  ARMHIVE_RETURN_IF_ERROR(db.migrate("startups", startup_schema_steps()));
   std::unique_ptr<StartupRunner> runner(
       new StartupRunner(leases, agent, db, clock, options, std::move(sink)));
   ARMHIVE_RETURN_IF_ERROR(runner->load());

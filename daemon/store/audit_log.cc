@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "daemon/store/state_schema.h"
+
 namespace armhive {
 namespace {
 
@@ -22,6 +24,8 @@ constexpr const char* kInsert =
     "INSERT INTO audit (at, actor, action, lease_id, detail) VALUES (?, ?, ?, ?, ?)";
 
 }  // namespace
+
+const std::vector<std::string>& audit_schema_steps() { return kAuditSteps; }
 
 Result<std::unique_ptr<AuditLog>> AuditLog::open(Database& db, const Clock& clock,
                                                  AuditOptions options, Metrics* metrics) {

@@ -1,5 +1,7 @@
 #include "daemon/store/pg_leader_lease.h"
 
+#include "daemon/store/state_schema.h"
+
 namespace armhive {
 namespace {
 
@@ -17,6 +19,8 @@ CREATE TABLE leader (
 )sql"};
 
 }  // namespace
+
+const std::vector<std::string>& leader_schema_steps() { return kSchema; }
 
 Result<std::unique_ptr<PgLeaderLease>> PgLeaderLease::open(Database& db, std::string holder,
                                                            std::string url,

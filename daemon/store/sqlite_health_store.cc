@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "daemon/store/state_schema.h"
+
 namespace armhive {
 namespace {
 
@@ -62,6 +64,8 @@ SqlValue opt(const std::optional<HealthBandValues>& b, double HealthBandValues::
 }
 
 }  // namespace
+
+const std::vector<std::string>& health_schema_steps() { return kSchema; }
 
 Result<std::unique_ptr<SqliteHealthStore>> SqliteHealthStore::open(Database& db,
                                                                    size_t keep_per_series) {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/store/state_schema.h"
+
 namespace armhive {
 namespace {
 
@@ -89,6 +91,8 @@ Result<HostSpec> from_json(const std::string& name, const std::string& text) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& host_schema_steps() { return kSchema; }
 
 Result<std::unique_ptr<SqliteHostStore>> SqliteHostStore::open(Database& db) {
   ARMHIVE_RETURN_IF_ERROR(db.migrate("hosts", kSchema));

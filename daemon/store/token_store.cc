@@ -8,6 +8,7 @@
 #include <array>
 
 #include "daemon/core/lease.h"
+#include "daemon/store/state_schema.h"
 
 namespace armhive {
 namespace {
@@ -160,6 +161,8 @@ bool is_reserved_token_name(std::string_view name) {
   }
   return false;
 }
+
+const std::vector<std::string>& token_schema_steps() { return kTokenSteps; }
 
 Result<std::unique_ptr<TokenStore>> TokenStore::open(Database& db, const Clock& clock) {
   ARMHIVE_RETURN_IF_ERROR(db.migrate("tokens", kTokenSteps));

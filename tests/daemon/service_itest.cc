@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "daemon/github/webhook_signature.h"
 #include "daemon/store/database.h"
 #include "daemon/store/pg_database.h"
+#include "daemon/store/state_schema.h"
 #include "tests/support/github_standin.h"
 #include "tests/support/postgres_server.h"
 
@@ -749,6 +751,135 @@ TEST_CASE("two armhived on one PostgreSQL: one leads, the other waits and takes 
   REQUIRE(row.is_ok());
   REQUIRE(row->size() == 1);
   CHECK(sql_int((*row)[0][0]) == 0);
+}
+
+TEST_CASE(
+    "armhived migrate copies a stopped armhived's SQLite state into PostgreSQL, where an "
+    "armhived serves it",
+    "[daemon][service][postgres][migrate]") {
+  auto pg = TestPostgresDatabase::make();
+  INFO(pg.status().to_string());
+  REQUIRE(pg.is_ok());
+  TempDir dir;
+  const std::string url =
+      "postgresql:///?host=" + (*pg)->dir() + "&dbname=" + (*pg)->name() + "&user=armhive";
+  const std::string head = "[server]\nport = 0\nbootstrap_token_file = \"" +
+                           (dir.path / "admin.token").string() + "\"\n[host]\nstate_dir = \"" +
+                           (dir.path / "state").string() +
+                           "\"\nlibvirt_uri = \"test:///default\"\n";
+  const std::string pools = "[[pools]]\nname = \"p\"\nimage = \"tiny\"\n";
+  const std::string sqlite_config = (dir.path / "armhived.toml").string();
+  const std::string pg_config = (dir.path / "armhived-pg.toml").string();
+  std::ofstream(sqlite_config) << head << pools;
+  std::ofstream(pg_config) << head << "[store]\nurl = \"" << url << "\"\n" << pools;
+  SubprocessRunner runner;
+  auto armhived = [&](const std::string& config, std::vector<std::string> args) {
+    args.insert(args.begin(), {ARMHIVE_DAEMON_PATH, "--config", config});
+    auto r = runner.run({.argv = args, .timeout = std::chrono::seconds(300)});
+    REQUIRE(r.is_ok());
+    return *r;
+  };
+
+  // An armhived on SQLite with a token of a CI system and a lease.
+  NotifySocket systemd((dir.path / "notify").string());
+  pid_t pid = spawn_service({ARMHIVE_DAEMON_PATH, "--config", sqlite_config}, systemd.path,
+                            (dir.path / "armhived.log").string());
+  REQUIRE(pid > 0);
+  Reap reap{pid};
+  const std::string ready = wait_ready(systemd);
+  INFO(read_file(dir.path / "armhived.log"));
+  REQUIRE_FALSE(ready.empty());
+  auto created = armhived(sqlite_config, {"token", "create", "ci-bot", "--role", "ci"});
+  REQUIRE(created.exit_code == 0);
+  std::string ci_secret = created.out;
+  while (!ci_secret.empty() && ci_secret.back() == '\n') ci_secret.pop_back();
+  std::string lease_id;
+  {
+    httplib::Client api(serving_url(ready));
+    api.set_bearer_token_auth(ci_secret);
+    auto r = api.Post("/v1/leases?wait=0", "{\"pool\": \"p\"}", "application/json");
+    REQUIRE(r);
+    INFO(r->body);
+    REQUIRE(r->status / 100 == 2);
+    lease_id = nlohmann::json::parse(r->body).value("id", "");
+    REQUIRE_FALSE(lease_id.empty());
+  }
+
+  // While it runs: refused, saying why; bad URLs are bad usage.
+  auto running = armhived(sqlite_config, {"migrate", "--to", url});
+  CHECK(running.exit_code == 1);
+  CHECK_THAT(running.err, Catch::Contains("another armhived serves from"));
+  CHECK_THAT(running.err, Catch::Contains("stop armhived first"));
+  auto not_pg = armhived(sqlite_config, {"migrate", "--to", "mysql://db.example/armhive"});
+  CHECK(not_pg.exit_code == 2);
+  CHECK_THAT(not_pg.err, Catch::Contains("must be a postgresql:// connection URI"));
+  auto password =
+      armhived(sqlite_config, {"migrate", "--to", "postgresql://armhive:s3cret@db/armhive"});
+  CHECK(password.exit_code == 2);
+  CHECK_THAT(password.err, Catch::Contains("holds a password"));
+  CHECK(armhived(sqlite_config, {"migrate"}).exit_code == 2);
+
+  REQUIRE(::kill(pid, SIGTERM) == 0);
+  reap.pid = -1;
+  CHECK(wait_exit(pid) == 0);
+
+  // Every table a freshly started armhived made is one the migration copies or deliberately
+  // leaves (a store missing from state_components() would lose its rows here).
+  {
+    std::set<std::string> known;
+    for (const StateComponent& c : state_components()) {
+      for (const StateTable& t : c.tables) known.emplace(t.name);
+    }
+    for (std::string_view t : bookkeeping_tables()) known.emplace(t);
+    auto db = Database::open((dir.path / "state" / "armhive.db").string());
+    REQUIRE(db.is_ok());
+    auto tables = (*db)->query(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) != 'sqlite_'");
+    REQUIRE(tables.is_ok());
+    CHECK(tables->size() > 10);
+    for (const SqlRow& r : *tables) {
+      INFO("table " << sql_text(r[0]));
+      CHECK(known.count(sql_text(r[0])) == 1);
+    }
+  }
+
+  // Stopped: copied and verified, and the operator is told the next step.
+  auto migrated = armhived(sqlite_config, {"migrate", "--to", url});
+  INFO(migrated.out << migrated.err);
+  REQUIRE(migrated.exit_code == 0);
+  CHECK_THAT(migrated.out, Catch::Matches(R"((.|\n)*\n  leases +1 = 1\n(.|\n)*)"));
+  CHECK_THAT(migrated.out, Catch::Matches(R"((.|\n)*\n  tokens +2 = 2\n(.|\n)*)"));
+  CHECK_THAT(migrated.out, Catch::Contains("  lease_history: "));
+  CHECK_THAT(migrated.out, Catch::Contains("verified"));
+  CHECK_THAT(migrated.out, Catch::Contains("url = \"" + url + "\""));
+  CHECK(migrated.out.find("leader") == std::string::npos);
+  // Once is enough: the target now holds rows.
+  auto twice = armhived(sqlite_config, {"migrate", "--to", url});
+  CHECK(twice.exit_code == 1);
+  CHECK_THAT(twice.err,
+             Catch::Contains("the target database is not empty: table leases has 1 row"));
+
+  // The armhived of the new configuration serves the same state: the lease, the CI token.
+  NotifySocket systemd_pg((dir.path / "notify-pg").string());
+  pid_t on_pg = spawn_service({ARMHIVE_DAEMON_PATH, "--config", pg_config}, systemd_pg.path,
+                              (dir.path / "armhived-pg.log").string());
+  REQUIRE(on_pg > 0);
+  Reap reap_pg{on_pg};
+  const std::string ready_pg = wait_ready(systemd_pg);
+  INFO(read_file(dir.path / "armhived-pg.log"));
+  REQUIRE(ready_pg.rfind("READY=1\nSTATUS=serving on ", 0) == 0);
+  httplib::Client api(serving_url(ready_pg));
+  api.set_bearer_token_auth(ci_secret);
+  auto lease = api.Get("/v1/leases/" + lease_id);
+  REQUIRE(lease);
+  CHECK(lease->status == 200);
+  CHECK(nlohmann::json::parse(lease->body).value("pool", "") == "p");
+  auto again = armhived(pg_config, {"migrate", "--to", url});
+  CHECK(again.exit_code == 2);
+  CHECK_THAT(again.err, Catch::Contains("this configuration already uses PostgreSQL"));
+  REQUIRE(::kill(on_pg, SIGTERM) == 0);
+  reap_pg.pid = -1;
+  CHECK(wait_exit(on_pg) == 0);
 }
 
 }  // namespace
