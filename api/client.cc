@@ -293,6 +293,11 @@ Result<HealthDto> Client::health() {
     HealthDto h;
     h.status = j.value("status", "");
     h.version = j.value("version", "");
+    if (j.contains("leader")) {
+      auto leader = cluster_leader_from_json(j["leader"]);
+      if (!leader.is_ok()) return leader.status();
+      h.leader = std::move(leader).value();
+    }
     if (j.contains("restart_required") && j["restart_required"].is_array()) {
       for (const json& line : j["restart_required"]) {
         if (line.is_string()) h.restart_required.push_back(line.get<std::string>());
@@ -612,6 +617,10 @@ Result<std::vector<PoolDto>> Client::pools() {
 
 Result<std::vector<HostDto>> Client::hosts() {
   return decode<std::vector<HostDto>>(call_ok("GET", "/v1/hosts"), hosts_from_json);
+}
+
+Result<ClusterDto> Client::cluster() {
+  return decode<ClusterDto>(call_ok("GET", "/v1/cluster"), cluster_from_json);
 }
 
 Result<GithubStateDto> Client::github_state() {

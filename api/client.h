@@ -146,6 +146,9 @@ class Client {
                                              const std::string& sha256)>& on_begin,
                   const std::function<Status(std::string_view data)>& on_data);
   Result<std::vector<PoolDto>> pools();
+  // Who leads the instances sharing the database and when each was last heard of (any
+  // instance answers, a standby too).
+  Result<ClusterDto> cluster();
   Result<std::vector<HostDto>> hosts();
   // POST /v1/hosts/{name}/{action}, action "drain", "undrain" or "maintenance" (admin tokens):
   // the host as it is after.

@@ -1,5 +1,6 @@
 // JSON forms of the cluster's wire types: pools, hosts (cores, NUMA nodes), events, benchmark
-// runs and health (declared in json.h, beside the lease types of json.cc).
+// runs, health and who leads (GET /v1/cluster) (declared in json.h, beside the lease types of
+// json.cc).
 #include <vector>
 
 #include "api/json.h"
@@ -10,6 +11,26 @@ namespace armhive {
 namespace {
 
 using nlohmann::json;
+
+Status parse_cluster_leader(const json& j, const std::string& prefix, ClusterLeaderDto& l) {
+  JsonReader r(j, prefix);
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("holder", l.holder, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("url", l.url));
+  ARMHIVE_RETURN_IF_ERROR(r.integer("epoch", l.epoch));
+  return r.str("since", l.since);
+}
+
+Status parse_cluster_member(const json& j, const std::string& prefix, ClusterMemberDto& m) {
+  JsonReader r(j, prefix);
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("holder", m.holder, true));
+  ARMHIVE_RETURN_IF_ERROR(r.str("url", m.url));
+  ARMHIVE_RETURN_IF_ERROR(r.str("role", m.role));
+  ARMHIVE_RETURN_IF_ERROR(r.str("started_at", m.started_at));
+  ARMHIVE_RETURN_IF_ERROR(r.str("last_contact", m.last_contact));
+  return r.number("last_contact_age_s", m.last_contact_age_s);
+}
 
 Status parse_pool(const json& j, const std::string& prefix, PoolDto& p) {
   JsonReader r(j, prefix);
@@ -331,8 +352,48 @@ Result<BenchmarkRunDto> benchmark_run_dto_from_json(const json& j) {
 
 json to_json(const HealthDto& h) {
   json j = {{"status", h.status}, {"version", h.version}};
+  if (h.leader) j["leader"] = to_json(*h.leader);
   if (!h.restart_required.empty()) j["restart_required"] = h.restart_required;
   return j;
+}
+
+json to_json(const ClusterLeaderDto& l) {
+  return {{"holder", l.holder}, {"url", l.url}, {"epoch", l.epoch}, {"since", l.since}};
+}
+
+Result<ClusterLeaderDto> cluster_leader_from_json(const json& j) {
+  ClusterLeaderDto l;
+  ARMHIVE_RETURN_IF_ERROR(parse_cluster_leader(j, "leader", l));
+  return l;
+}
+
+json to_json(const ClusterDto& c) {
+  json members = json::array();
+  for (const ClusterMemberDto& m : c.members) {
+    members.push_back({{"holder", m.holder},
+                       {"url", m.url},
+                       {"role", m.role},
+                       {"started_at", m.started_at},
+                       {"last_contact", m.last_contact},
+                       {"last_contact_age_s", m.last_contact_age_s}});
+  }
+  json j = {{"store", c.store}, {"members", members}};
+  if (c.leader) j["leader"] = to_json(*c.leader);
+  return j;
+}
+
+Result<ClusterDto> cluster_from_json(const json& j) {
+  ClusterDto c;
+  JsonReader r(j, "");
+  ARMHIVE_RETURN_IF_ERROR(r.require_object());
+  ARMHIVE_RETURN_IF_ERROR(r.str("store", c.store, true));
+  if (const json* leader = r.find("leader"); leader != nullptr) {
+    ClusterLeaderDto l;
+    ARMHIVE_RETURN_IF_ERROR(parse_cluster_leader(*leader, "leader", l));
+    c.leader = std::move(l);
+  }
+  ARMHIVE_RETURN_IF_ERROR(r.objects("members", c.members, parse_cluster_member));
+  return c;
 }
 
 json to_json(const GithubStateDto& g) {

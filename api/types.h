@@ -407,9 +407,33 @@ struct GithubStateDto {
   int64_t rate_limited_total = 0;
 };
 
+// Who leads the armhived instances sharing one database (GET /v1/cluster, GET /healthz).
+struct ClusterLeaderDto {
+  std::string holder;  // armhived@HOST/PID
+  std::string url;     // its API URL
+  int64_t epoch = 0;   // 0: SQLite, one instance, no election
+  std::string since;   // RFC 3339: when this epoch began (SQLite: when armhived started)
+};
+
+struct ClusterMemberDto {
+  std::string holder;
+  std::string url;
+  std::string role;  // leader | standby
+  std::string started_at;
+  std::string last_contact;  // RFC 3339, the database's clock
+  double last_contact_age_s = 0;
+};
+
+struct ClusterDto {
+  std::string store;  // sqlite | postgresql
+  std::optional<ClusterLeaderDto> leader;
+  std::vector<ClusterMemberDto> members;
+};
+
 struct HealthDto {
   std::string status = "ok";
   std::string version;
+  std::optional<ClusterLeaderDto> leader;  // who leads: this instance, whenever it answers 200
   // Configuration changes read by a reload that take effect only at the next start.
   std::vector<std::string> restart_required;
 };

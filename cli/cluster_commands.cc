@@ -1,10 +1,12 @@
 // `armhive pools`, `armhive hosts` (and `hosts drain|undrain|maintenance|add|rm NAME`),
-// `armhive events`: what the cluster has and does.
+// `armhive events`: what the cluster has and does; `armhive cluster`: the armhived instances
+// themselves, who leads.
 #include <fstream>
 #include <iostream>
 
 #include "api/json.h"
 #include "base/validation.h"
+#include "cli/cluster_view.h"
 #include "cli/command_group.h"
 #include "cli/output.h"
 #include "cli/table.h"
@@ -54,12 +56,18 @@ class ClusterCommands final : public CommandGroup {
     remove_ = hosts_->add_subcommand(
         "rm", "stop driving a host added with `hosts add` (drain it first; admin token)");
     remove_->add_option("name", host_name_, "the host, as `armhive hosts` names it")->required();
+    cluster_ = app.add_subcommand(
+        "cluster",
+        "the armhived instances sharing the database: who leads since when, each one's last "
+        "contact (any instance answers, a standby too; --json: the raw document)");
     events_ = app.add_subcommand("events", "stream lease and VM events");
     events_->add_option("--since", since_, "only events after this sequence number");
     events_->add_flag("--no-follow", no_follow_, "print what there is and exit");
   }
 
-  bool parsed() const override { return pools_->parsed() || hosts_->parsed() || events_->parsed(); }
+  bool parsed() const override {
+    return pools_->parsed() || hosts_->parsed() || events_->parsed() || cluster_->parsed();
+  }
 
   int run(const CommandContext& ctx) override {
     if (pools_->parsed()) return pools(*ctx.client, ctx.json_out);
@@ -69,10 +77,22 @@ class ClusterCommands final : public CommandGroup {
     if (add_->parsed()) return add_host(*ctx.client, ctx.json_out);
     if (remove_->parsed()) return remove_host(*ctx.client);
     if (hosts_->parsed()) return hosts(*ctx.client, ctx.json_out);
+    if (cluster_->parsed()) return cluster(*ctx.client, ctx.json_out);
     return events(*ctx.client, ctx.json_out);
   }
 
  private:
+  static int cluster(Client& client, bool json_out) {
+    auto r = client.cluster();
+    if (!r.is_ok()) return report(r.status());
+    if (json_out) {
+      print_json(to_json(*r));
+      return kExitOk;
+    }
+    print_cluster(*r, std::cout);
+    return kExitOk;
+  }
+
   static int pools(Client& client, bool json_out) {
     auto r = client.pools();
     if (!r.is_ok()) return report(r.status());
@@ -268,6 +288,7 @@ class ClusterCommands final : public CommandGroup {
   std::string housekeeping_, dedicated_, shared_;
   std::string host_name_;
   CLI::App* events_ = nullptr;
+  CLI::App* cluster_ = nullptr;
   std::string svg_out_;
   uint64_t since_ = 0;
   bool no_follow_ = false;

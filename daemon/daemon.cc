@@ -288,8 +288,14 @@ Status Daemon::open_database() {
               std::to_string(config_.port);
   o.lease = config_.store.leader_lease;
   // While it waits, the API's address answers as a standby: where the leader is.
-  auto standby =
-      StandbyServer::start(config_.bind, config_.port, config_.tls_cert, config_.tls_key);
+  StandbyServer::Options standby_options;
+  standby_options.bind = config_.bind;
+  standby_options.port = config_.port;
+  standby_options.tls_cert = config_.tls_cert;
+  standby_options.tls_key = config_.tls_key;
+  standby_options.store_url = config_.store.url;
+  standby_options.lease = config_.store.leader_lease;
+  auto standby = StandbyServer::start(standby_options);
   if (!standby.is_ok()) return standby.status().annotate("standby API");
   auto won = LeaderElection::win(
       o, pause_,
@@ -297,7 +303,7 @@ Status Daemon::open_database() {
         if (progress_) progress_(line);
       },
       [&standby](const PgLeaderLease::Renewal& r) {
-        (*standby)->set_leader(r.holder, r.url, r.epoch);
+        (*standby)->set_leader(r.holder, r.url, r.epoch, r.since_ms);
       });
   standby->reset();  // the address is free for the API the leader starts
   if (!won.is_ok()) return won.status().annotate("leader election");
@@ -663,6 +669,20 @@ Status Daemon::start_http() {
   options.long_operations.event_streams = static_cast<size_t>(config_.max_event_streams_per_token);
   options.upload_min_bytes_per_second = static_cast<uint64_t>(config_.upload_min_bytes_per_second);
   options.log = [](std::string_view line) { spdlog::info("{}", line); };
+  if (election_) {
+    options.instance = election_->holder();
+    options.leader_epoch = election_->epoch();
+    options.leader_since_ms = election_->since_ms();
+    // Read on the store's connection: a read, not fenced, answered from the database as a
+    // standby answers it.
+    options.cluster = [db = db_.get(), lease = config_.store.leader_lease] {
+      return PgLeaderLease::read_view(*db, lease);
+    };
+  } else {
+    options.instance = "armhived@" +
+                       (config_.host_name.empty() ? machine_hostname() : config_.host_name) + "/" +
+                       std::to_string(::getpid());
+  }
   if (access_) add_access_hooks(options);
   options.lease_startup = [runner = startups_.get()](const std::string& id,
                                                      const StartupRequestDto& startup) {

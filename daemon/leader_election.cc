@@ -44,11 +44,14 @@ Result<std::unique_ptr<LeaderElection>> LeaderElection::win(const Options& optio
     if (!r.is_ok()) {
       say("standby: the database does not answer (" + r.status().to_string() + ")");
     } else {
+      if (!r->membership.is_ok()) {
+        spdlog::warn("cluster membership not recorded: {}", r->membership.to_string());
+      }
       term.renewed(sent, r->ours, r->epoch, r->holder);
       if (term.acting(std::chrono::steady_clock::now())) {
         spdlog::info("leading (epoch {}) as {}", r->epoch, options.holder);
-        return std::unique_ptr<LeaderElection>(
-            new LeaderElection(options, std::move(db), std::move(*lease), term, r->epoch));
+        return std::unique_ptr<LeaderElection>(new LeaderElection(
+            options, std::move(db), std::move(*lease), term, r->epoch, r->since_ms));
       }
       if (observe) observe(*r);
       say("standby: " + r->holder + " leads (epoch " + std::to_string(r->epoch) + ", API " +
@@ -92,6 +95,9 @@ void LeaderElection::renew_loop() {
     if (!r.is_ok()) {
       spdlog::warn("leader lease not renewed: {}", r.status().to_string());
     } else {
+      if (!r->membership.is_ok()) {
+        spdlog::warn("cluster membership not recorded: {}", r->membership.to_string());
+      }
       term_.renewed(sent, r->ours, r->epoch, r->holder);
       if (!r->ours || r->epoch != epoch_) {
         lost_ = r->ours ? "the leader lease came back in a new epoch"

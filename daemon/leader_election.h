@@ -54,17 +54,21 @@ class LeaderElection {
   ~LeaderElection() noexcept;
 
   int64_t epoch() const { return epoch_; }
+  // When this term's epoch began, in ms since the Unix epoch (the database's clock).
+  int64_t since_ms() const { return since_ms_; }
   // The API URL the lease row shows the others, once the API listens (port 0: the real port).
   void set_api_url(std::string url) { lease_->set_url(std::move(url)); }
   const std::string& holder() const { return options_.holder; }
 
  private:
   LeaderElection(Options options, std::unique_ptr<PgDatabase> db,
-                 std::unique_ptr<PgLeaderLease> lease, LeaderTerm term, int64_t epoch)
+                 std::unique_ptr<PgLeaderLease> lease, LeaderTerm term, int64_t epoch,
+                 int64_t since_ms)
       : options_(std::move(options)),
         db_(std::move(db)),
         lease_(std::move(lease)),
         epoch_(epoch),
+        since_ms_(since_ms),
         term_(term) {}
   void renew_loop();
   void deadline_loop(const std::function<void(const std::string&)>& on_lost);
@@ -73,6 +77,7 @@ class LeaderElection {
   std::unique_ptr<PgDatabase> db_;
   std::unique_ptr<PgLeaderLease> lease_;
   const int64_t epoch_;
+  const int64_t since_ms_;
   Mutex mu_;  // never held across a database call
   std::condition_variable_any wake_;
   LeaderTerm term_ GUARDED_BY(mu_);

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "base/utf8.h"
+#include "daemon/core/cluster_view.h"
 #include "daemon/engine/lease_service.h"
 #include "daemon/http/long_operations.h"
 #include "daemon/http/server.h"
@@ -38,6 +39,10 @@ struct ServerContext {
   std::mutex quota_mu;
   // The long operations each token has running (execs, transfers, tunnels, event streams).
   LongOperations& long_operations;
+  // Set by start() before the routes are added, read-only after: the server's URL, and this
+  // instance's term (HttpOptions::instance, leader_epoch, leader_since_ms or start()'s time).
+  std::string url;
+  ClusterLeader leader;
 
   // The wall clock for the rules that need it (dev lease lifetimes): options.clock or the
   // system's.

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "api/host_key_alias.h"
+#include "api/json.h"
 #include "daemon/core/host_keys.h"
 
 namespace armhive {
@@ -270,6 +271,30 @@ EventDto to_dto(const Event& e) {
   d.state = e.state;
   d.detail = e.detail;
   return d;
+}
+
+ClusterLeaderDto to_dto(const ClusterLeader& leader) {
+  return ClusterLeaderDto{leader.holder, leader.url, leader.epoch,
+                          to_rfc3339(from_unix_ms(leader.since_ms))};
+}
+
+ClusterDto to_dto(const ClusterView& view) {
+  ClusterDto d;
+  d.store = view.postgres ? "postgresql" : "sqlite";
+  if (view.leader) d.leader = to_dto(*view.leader);
+  for (const ClusterMember& m : view.members) {
+    d.members.push_back(ClusterMemberDto{m.holder, m.url, m.role,
+                                         to_rfc3339(from_unix_ms(m.started_at_ms)),
+                                         to_rfc3339(from_unix_ms(m.last_contact_ms)),
+                                         static_cast<double>(m.last_contact_age_ms) / 1000.0});
+  }
+  return d;
+}
+
+std::string cluster_json_text(const ClusterView& view) { return to_json(to_dto(view)).dump(); }
+
+std::string problem_json_text(const Status& status) {
+  return to_json(problem_from_status(status)).dump();
 }
 
 }  // namespace armhive

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "api/types.h"
+#include "daemon/core/cluster_view.h"
 #include "daemon/core/host_spec.h"
 #include "daemon/engine/lease_service.h"
 
@@ -26,6 +27,14 @@ EventDto to_dto(const Event& event);
 // Counters past INT64_MAX are shown as INT64_MAX; seconds are rounded to the millisecond.
 LeaseUsageDto to_dto(const LeaseUsage& usage);
 UsageRowDto to_dto(const UsageRow& row);
+ClusterLeaderDto to_dto(const ClusterLeader& leader);
+// store: "postgresql" or "sqlite"; ages in seconds to the millisecond.
+ClusterDto to_dto(const ClusterView& view);
+
+// The JSON text of GET /v1/cluster's answer and of a problem, for the one server outside this
+// module that answers them too (daemon/standby_server.h).
+std::string cluster_json_text(const ClusterView& view);
+std::string problem_json_text(const Status& status);
 
 // The ssh command line a person can paste (the CLI's `armhive ssh` builds the same argv): it
 // verifies the host key strictly under the lease's HostKeyAlias against the file

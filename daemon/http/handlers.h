@@ -15,6 +15,7 @@ void add_github_routes(Router& router, ServerContext& ctx);     // github_handle
 void add_file_routes(Router& router, ServerContext& ctx);       // file_handlers.cc
 void add_tunnel_routes(Router& router, ServerContext& ctx);     // tunnel_handlers.cc
 void add_usage_routes(Router& router, ServerContext& ctx);      // usage_handlers.cc
+void add_cluster_routes(Router& router, ServerContext& ctx);    // cluster_handlers.cc
 
 // Describes the API's metric families in the registry (metrics_handlers.cc).
 void describe_api_metrics(Metrics& metrics);

@@ -13,6 +13,7 @@ namespace {
 Status health(ServerContext& ctx, Call& c) {
   HealthDto h;
   h.version = ctx.options.version;
+  h.leader = to_dto(ctx.leader);  // this instance: its API answers only while it leads
   if (ctx.options.restart_required) h.restart_required = ctx.options.restart_required();
   write_json(c.res, 200, to_json(h));
   return Status::ok();

@@ -140,8 +140,8 @@ struct HttpServer::Impl {
           acceptor(net::make_strand(io)),
           retry(acceptor.get_executor()),
           workers(static_cast<size_t>(d.options.threads)),
-          ctx{d.options, d.leases, d.benchmarks,     d.tokens, d.audit,        d.metrics,
-              hub,       workers,  stop.get_token(), {},       long_operations},
+          ctx{d.options, d.leases,         d.benchmarks, d.tokens,        d.audit, d.metrics, hub,
+              workers,   stop.get_token(), {},           long_operations, {},      {}},
           pipeline(ctx, router) {}
 
     Connections connections;  // outlives every connection (their destructors report here)
@@ -266,8 +266,15 @@ Status HttpServer::start() {
   raise_open_file_limit(o.max_connections + o.over_cap_connections + 1024);
   d.bound_port = r->acceptor.local_endpoint().port();
   d.tls = r->tls.has_value();
+  r->ctx.url = url();
+  r->ctx.leader =
+      ClusterLeader{o.instance, r->ctx.url, o.leader_epoch,
+                    o.leader_since_ms != 0
+                        ? o.leader_since_ms
+                        : to_unix_ms(o.clock != nullptr ? o.clock->now() : SystemClock().now())};
   describe_api_metrics(d.metrics);
   add_health_routes(r->router, r->ctx);
+  add_cluster_routes(r->router, r->ctx);
   add_lease_routes(r->router, r->ctx);
   add_benchmark_routes(r->router, r->ctx);
   add_host_routes(r->router, r->ctx);

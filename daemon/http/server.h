@@ -12,6 +12,7 @@
 #include "base/metrics.h"
 #include "base/result.h"
 #include "base/version.h"
+#include "daemon/core/cluster_view.h"
 #include "daemon/core/health_series.h"
 #include "daemon/core/host_spec.h"
 #include "daemon/engine/lease_service.h"
@@ -148,6 +149,15 @@ struct HttpOptions {
   // and /ui/hosts as unreachable, with no cores and libvirt's error. Unset: none. Called from
   // worker threads; must not block.
   std::function<std::vector<HostView>()> waiting_hosts;
+  // This instance as GET /healthz ("leader") and GET /v1/cluster name it. Its API serves only
+  // while it leads: with PostgreSQL since it won `leader_epoch` at `leader_since_ms` (the
+  // database's clock); with SQLite it is the only instance (epoch 0, since start()).
+  std::string instance = "armhived";  // armhived@HOST/PID
+  int64_t leader_epoch = 0;
+  int64_t leader_since_ms = 0;  // 0: when start() is called
+  // GET /v1/cluster with PostgreSQL: the leader and members as the database has them
+  // (PgLeaderLease::read_view). Unset: SQLite, this instance alone. Called from worker threads.
+  std::function<Result<ClusterView>()> cluster;
   // The configuration changes armhived has read but applies only at its next start (GET
   // /healthz lists them). Unset: none. Called on an I/O thread; must not block.
   std::function<std::vector<std::string>()> restart_required;

@@ -7,6 +7,7 @@
 
 #include "base/result.h"
 #include "base/thread_annotations.h"
+#include "daemon/core/cluster_view.h"
 #include "daemon/store/database.h"
 
 namespace armhive {
@@ -22,6 +23,16 @@ namespace armhive {
 // after its own lease had ended (it stopped acting then: a new term). Times are the database's
 // (clock_timestamp()), so the instances' clocks never need to agree.
 //
+// `since` (step 2) is when the current epoch began: set when the epoch changes, kept by the
+// holder's renewals (a term that began before the step existed gets the time of its first
+// renewal after it).
+//
+// Membership (table `cluster_members`): each renewal, leader's and standby's alike, also
+// records its instance (holder, API URL, role, started_at, last_contact, database clock) in one
+// more statement, which deletes the rows of members silent for longer than
+// kMemberSilenceLeases leases. A member that died thus shows a growing age until then.
+// read_view() is GET /v1/cluster's reading of both tables.
+//
 // Fencing: PgDatabase::set_fence(holder, epoch) makes every write transaction of the store
 // first lock this row FOR SHARE and check that it is still ours, with our epoch, unexpired. A
 // stale leader's write then fails (kUnavailable) instead of landing after a takeover, and a
@@ -33,9 +44,13 @@ class PgLeaderLease {
  public:
   struct Renewal {
     bool ours = false;
-    int64_t epoch = 0;   // ours: our term's epoch; else the holder's
-    std::string holder;  // who holds the lease now
-    std::string url;     // the holder's API URL
+    int64_t epoch = 0;     // ours: our term's epoch; else the holder's
+    std::string holder;    // who holds the lease now
+    std::string url;       // the holder's API URL
+    int64_t since_ms = 0;  // when the holder's epoch began (database clock)
+    // The membership row's write: its failure is reported here, not as the renewal's (a
+    // leader keeps its term over a row that only informs).
+    Status membership;
   };
 
   // `db` must be a PostgreSQL database; migrates component "leader".
@@ -46,6 +61,9 @@ class PgLeaderLease {
   // Ends our lease now (a clean stop): a standby takes over at its next renewal instead of
   // waiting for the lease to run out. Only our own term is touched.
   Status release(int64_t epoch);
+  // Who leads and the members heard from within kMemberSilenceLeases * `lease`, from `db` (a
+  // PostgreSQL database; any connection: a standby reads on its own). Not fenced: a read.
+  static Result<ClusterView> read_view(Database& db, std::chrono::milliseconds lease);
   // The API URL the next renewals publish (the real one once the API listens). Thread-safe.
   void set_url(std::string url) EXCLUDES(mu_);
 
@@ -53,6 +71,7 @@ class PgLeaderLease {
   PgLeaderLease(Database& db, std::string holder, std::string url, std::chrono::milliseconds lease)
       : db_(db), holder_(std::move(holder)), lease_(lease), url_(std::move(url)) {}
   std::string url() const EXCLUDES(mu_);
+  Status record_member(const std::string& url, bool leading);
   Database& db_;
   const std::string holder_;
   const std::chrono::milliseconds lease_;

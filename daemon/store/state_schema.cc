@@ -37,7 +37,10 @@ const std::vector<StateComponent>& state_components() {
       {"hosts", &host_schema_steps(), false, {{"hosts", "n"}, {"host_capabilities", ""}}},
       {"health", &health_schema_steps(), false, {{"health_results", "id"}}},
       {"startups", &kStartupSteps, false, {{"startups", ""}}},
-      {"leader", &leader_schema_steps(), true, {{"leader", "", /*copied=*/false}}},
+      {"leader",
+       &leader_schema_steps(),
+       true,
+       {{"leader", "", /*copied=*/false}, {"cluster_members", "", /*copied=*/false}}},
   };
   return kComponents;
 }

@@ -640,6 +640,14 @@ TEST_CASE("an armhived that cannot start never says READY, and says why", "[daem
   CHECK_THAT(said.back(), Catch::Contains("no libvirt host can be driven"));
 }
 
+// The member of GET /v1/cluster's answer named `holder`; null when it is not listed.
+nlohmann::json member_of(const nlohmann::json& cluster, const std::string& holder) {
+  for (const nlohmann::json& m : cluster["members"]) {
+    if (m["holder"] == holder) return m;
+  }
+  return nullptr;
+}
+
 TEST_CASE("two armhived on one PostgreSQL: one leads, the other waits and takes over when it dies",
           "[daemon][service][postgres]") {
   auto pg = TestPostgresDatabase::make();
@@ -714,6 +722,32 @@ TEST_CASE("two armhived on one PostgreSQL: one leads, the other waits and takes 
     REQUIRE(pools);
     CHECK(pools->status == 307);
     CHECK(pools->get_header_value("Location") == serving_url(ready_a) + "/v1/leases?wait=0");
+
+    // Either instance says who leads, since when, and who is there: the leader from the
+    // database, the standby itself (not redirected) on its own connection to it.
+    standby_api.set_bearer_token_auth(token);
+    httplib::Client leader_api(serving_url(ready_a));
+    leader_api.set_bearer_token_auth(token);
+    auto from_a = leader_api.Get("/v1/cluster");
+    auto from_b = standby_api.Get("/v1/cluster");
+    REQUIRE(from_a);
+    REQUIRE(from_b);
+    INFO(from_a->body << "\n" << from_b->body);
+    CHECK(from_a->status == 200);
+    CHECK(from_b->status == 200);
+    const nlohmann::json view_a = nlohmann::json::parse(from_a->body);
+    const nlohmann::json view_b = nlohmann::json::parse(from_b->body);
+    CHECK(view_a["store"] == "postgresql");
+    CHECK(view_a["leader"]["holder"] == "armhived@hc1/" + std::to_string(a));
+    CHECK(view_a["leader"]["epoch"] == 1);
+    CHECK(view_a["leader"] == view_b["leader"]);
+    CHECK(member_of(view_b, "armhived@hc1/" + std::to_string(a))["role"] == "leader");
+    CHECK(member_of(view_b, "armhived@tx1/" + std::to_string(b))["role"] == "standby");
+    // Both /healthz say since when the leader leads, as the view does.
+    auto leader_health = leader_api.Get("/healthz");
+    REQUIRE(leader_health);
+    CHECK(nlohmann::json::parse(leader_health->body)["leader"] == view_a["leader"]);
+    CHECK(body["leader"]["since"] == view_a["leader"]["since"]);
   }
 
   // The leader dies without a word: the standby takes over once its lease has ended, and
@@ -730,6 +764,28 @@ TEST_CASE("two armhived on one PostgreSQL: one leads, the other waits and takes 
   REQUIRE(pools);
   CHECK(pools->status == 200);
   CHECK_THAT(read_file(dir.path / "b.log"), Catch::Contains("leading (epoch 2)"));
+  // The survivor leads now; the dead one is still listed, its last contact where it stopped
+  // and its age growing.
+  {
+    auto before_wait = api.Get("/v1/cluster");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    auto after_wait = api.Get("/v1/cluster");
+    REQUIRE(before_wait);
+    REQUIRE(after_wait);
+    INFO(before_wait->body << "\n" << after_wait->body);
+    REQUIRE(before_wait->status == 200);
+    REQUIRE(after_wait->status == 200);
+    const nlohmann::json first = nlohmann::json::parse(before_wait->body);
+    const nlohmann::json second = nlohmann::json::parse(after_wait->body);
+    CHECK(second["leader"]["holder"] == "armhived@tx1/" + std::to_string(b));
+    CHECK(second["leader"]["epoch"] == 2);
+    CHECK(member_of(second, "armhived@tx1/" + std::to_string(b))["role"] == "leader");
+    const std::string dead = "armhived@hc1/" + std::to_string(a);
+    CHECK(member_of(second, dead)["role"] == "standby");
+    CHECK(member_of(second, dead)["last_contact"] == member_of(first, dead)["last_contact"]);
+    CHECK(member_of(second, dead)["last_contact_age_s"].get<double>() >
+          member_of(first, dead)["last_contact_age_s"].get<double>());
+  }
 
   // The first one, started again, is now the standby; SIGTERM stops it while it waits.
   NotifySocket systemd_c((dir.path / "notify-c").string());

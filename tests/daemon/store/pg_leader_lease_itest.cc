@@ -133,6 +133,114 @@ TEST_CASE("leader lease: of instances renewing at once exactly one leads",
   }
 }
 
+const ClusterMember* member(const ClusterView& v, const std::string& holder) {
+  for (const ClusterMember& m : v.members) {
+    if (m.holder == holder) return &m;
+  }
+  return nullptr;
+}
+
+ClusterView view_of(Database& db, std::chrono::milliseconds lease) {
+  auto v = PgLeaderLease::read_view(db, lease);
+  INFO(v.status().to_string());
+  REQUIRE(v.is_ok());
+  return *v;
+}
+
+TEST_CASE("leader lease: members show their last contact and since changes only with the epoch",
+          "[store][postgres][leader]") {
+  auto t = TestPostgresDatabase::make();
+  REQUIRE(t.is_ok());
+  auto elect_a = connect(**t);
+  auto elect_b = connect(**t);
+  auto reader = connect(**t);  // a third connection, as a standby's server reads
+  auto lease_a = lease_for(*elect_a, "armhived@hc1", 1500ms);
+  auto lease_b = lease_for(*elect_b, "armhived@tx1", 1500ms);
+
+  auto a = lease_a->renew();
+  REQUIRE(a.is_ok());
+  REQUIRE(a->ours);
+  CHECK(a->membership.is_ok());
+  const int64_t since = a->since_ms;
+  CHECK(since > 0);
+  auto b = lease_b->renew();
+  REQUIRE(b.is_ok());
+  REQUIRE_FALSE(b->ours);
+  CHECK(b->membership.is_ok());
+  CHECK(b->since_ms == since);  // a standby is told since when the leader leads
+
+  ClusterView v = view_of(*reader, 1500ms);
+  CHECK(v.postgres);
+  REQUIRE(v.leader);
+  CHECK(v.leader->holder == "armhived@hc1");
+  CHECK(v.leader->url == "https://armhived@hc1:8470");
+  CHECK(v.leader->epoch == a->epoch);
+  CHECK(v.leader->since_ms == since);
+  REQUIRE(v.members.size() == 2);
+  CHECK(v.members[0].holder == "armhived@hc1");  // the leader first
+  CHECK(v.members[0].role == "leader");
+  CHECK(v.members[1].holder == "armhived@tx1");
+  CHECK(v.members[1].role == "standby");
+  CHECK(v.members[1].url == "https://armhived@tx1:8470");
+  for (const ClusterMember& m : v.members) {
+    CHECK(m.started_at_ms <= m.last_contact_ms);
+    CHECK(m.last_contact_age_ms >= 0);
+  }
+
+  // Renewing keeps the term and its since, and moves the member's last contact, not its start.
+  std::this_thread::sleep_for(20ms);
+  auto again = lease_a->renew();
+  REQUIRE(again.is_ok());
+  CHECK(again->epoch == a->epoch);
+  CHECK(again->since_ms == since);
+  ClusterView renewed = view_of(*reader, 1500ms);
+  const ClusterMember* a_now = member(renewed, "armhived@hc1");
+  REQUIRE(a_now != nullptr);
+  CHECK(a_now->started_at_ms == v.members[0].started_at_ms);
+  CHECK(a_now->last_contact_ms > v.members[0].last_contact_ms);
+  const int64_t a_last = a_now->last_contact_ms;
+
+  // A stops renewing: its last contact stays and its age grows; B takes over in a new epoch,
+  // which starts a new since.
+  auto taken = renew_until_ours(*lease_b);
+  REQUIRE(taken.ours);
+  CHECK(taken.epoch == a->epoch + 1);
+  CHECK(taken.since_ms > since);
+  ClusterView after = view_of(*reader, 1500ms);
+  REQUIRE(after.leader);
+  CHECK(after.leader->holder == "armhived@tx1");
+  CHECK(after.leader->epoch == taken.epoch);
+  CHECK(after.leader->since_ms == taken.since_ms);
+  REQUIRE(after.members.size() == 2);
+  CHECK(after.members[0].holder == "armhived@tx1");
+  CHECK(after.members[0].role == "leader");
+  const ClusterMember* a_silent = member(after, "armhived@hc1");
+  REQUIRE(a_silent != nullptr);
+  CHECK(a_silent->role == "standby");  // the leader row's word, not what A last wrote
+  CHECK(a_silent->last_contact_ms == a_last);
+  ClusterView later = view_of(*reader, 1500ms);
+  const ClusterMember* a_later = member(later, "armhived@hc1");
+  REQUIRE(a_later != nullptr);
+  CHECK(a_later->last_contact_age_ms >= a_silent->last_contact_age_ms);
+  auto kept = lease_b->renew();
+  REQUIRE(kept.is_ok());
+  CHECK(kept->since_ms == taken.since_ms);
+
+  // Past kMemberSilenceLeases leases a silent member is omitted (here a lease of 1 ms: A has
+  // been silent for more than a lease of 1.5 s), and the next renewal of any member with that
+  // lease deletes its row.
+  CHECK(member(view_of(*reader, 1ms), "armhived@hc1") == nullptr);
+  CHECK(member(view_of(*reader, 1500ms), "armhived@hc1") != nullptr);
+  auto elect_c = connect(**t);
+  auto lease_c = lease_for(*elect_c, "armhived@hc2", 1ms);
+  auto c = lease_c->renew();
+  REQUIRE(c.is_ok());
+  CHECK(c->membership.is_ok());
+  auto rows = reader->query("SELECT holder FROM cluster_members WHERE holder = 'armhived@hc1'");
+  REQUIRE(rows.is_ok());
+  CHECK(rows->empty());
+}
+
 TEST_CASE("leader lease: SQLite has none", "[store][leader]") {
   auto db = Database::open(":memory:");
   REQUIRE(db.is_ok());
