@@ -94,7 +94,10 @@ std::string failure_words(httplib::Error e) {
 }
 
 void configure(httplib::Client& cli, const ClientOptions& o, std::chrono::seconds read_timeout) {
-  cli.set_connection_timeout(o.timeout);
+  // With several servers a dead one must not hold a call for the whole timeout before the next
+  // is tried: a connection to a live armhived is made in well under 5 s.
+  cli.set_connection_timeout(o.servers.size() > 1 ? std::min(o.timeout, std::chrono::seconds(5))
+                                                  : o.timeout);
   cli.set_read_timeout(read_timeout);
   cli.set_write_timeout(o.timeout);
   if (!o.ca_file.empty()) cli.set_ca_cert_path(o.ca_file.c_str());

@@ -62,6 +62,12 @@ Result<FileSettings> read_config(const std::string& path, bool required) {
     if (required) return invalid_argument("config", "no config file " + path);
     return out;
   }
+  // A directory (or a device) would make the read below throw: named instead.
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return invalid_argument("config", path +
+                                          " is not a file (ARMHIVE_CONFIG or --config names "
+                                          "the configuration file itself)");
+  }
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) return invalid_argument("config", "cannot read " + path);

@@ -214,6 +214,10 @@ TEST_CASE("cli: server and token come from flags, environment or the config file
   auto typo = cli.run({"--config", (home / "typo.toml").string(), "pools"});
   CHECK(typo.exit_code == 1);
   CHECK(typo.err.find("unknown key \"sever\"") != std::string::npos);
+  // A directory where the file should be: a usage error naming it (it had aborted).
+  auto dir = cli.run({"pools"}, {}, {{"ARMHIVE_CONFIG", home.string()}});
+  CHECK(dir.exit_code == 1);
+  CHECK(dir.err.find(home.string() + " is not a file") != std::string::npos);
 }
 
 // A port on 127.0.0.1 bound but not listening: connections to it are refused while it lives.
