@@ -11,8 +11,10 @@ the sources it finds, so the job's output shows what ran where.
 
 GitHub: every step with `run:` in order, each `bash -e`; `${{ secrets.X }}`, `${{ github.X }}`
 and `${{ steps.ID.outputs.X }}` (from $GITHUB_OUTPUT) are substituted; after a failure only
-steps with `if: always()...` run. GitLab: before_script + script (stopping at the first failure),
-(one shell, as GitLab runs them), then after_script always; the job image's package installation
+steps with `if: always()...` run. GitLab: before_script, then script (stopping at the first
+failure; two shells here, where GitLab uses one, because the guest is prepared in between: a
+step that needs the other's shell state would fail here), then after_script always, in one
+shell of its own as GitLab runs it; the job image's package installation
 (`apt-get ...`) is skipped, the tools being on this machine already. Nothing of the steps is copied here: they come from FILE.
 """
 import os
@@ -106,8 +108,11 @@ def gitlab(doc):
         prepare_guest(open("lease.id").read().strip())
     if not failed:
         failed = subprocess.call(["bash", "-e", "-c", "\n".join(job["script"])], env=env) != 0
-    for item in job.get("after_script", []):
-        subprocess.call(["bash", "-e", "-c", item], env=env)
+    # after_script: always, in a shell of its own (nothing defined in the job's shell is there;
+    # hence the examples define their helper again), its items in that one shell.
+    after = job.get("after_script", [])
+    if after:
+        subprocess.call(["bash", "-e", "-c", "\n".join(after)], env=env)
     return 1 if failed else 0
 
 
