@@ -18,6 +18,7 @@
 #include "api/client.h"
 #include "api/json.h"
 #include "base/thread_annotations.h"
+#include "tests/support/closed_port.h"
 
 namespace armhive {
 namespace {
@@ -79,31 +80,6 @@ class StandIn {
   std::thread thread_;
   Mutex mu_;
   std::vector<Seen> seen_ GUARDED_BY(mu_);
-};
-
-// A port on 127.0.0.1 bound but not listening: every connection is refused, and no other
-// socket can take the port while this one lives.
-class ClosedPort {
- public:
-  ClosedPort() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd_ >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    port_ = ntohs(a.sin_port);
-  }
-  ~ClosedPort() { ::close(fd_); }
-  ClosedPort(const ClosedPort&) = delete;
-  ClosedPort& operator=(const ClosedPort&) = delete;
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
 };
 
 // Accepts one connection on 127.0.0.1, reads one request (head and Content-Length body) and

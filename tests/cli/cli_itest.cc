@@ -12,6 +12,7 @@
 
 #include "base/process_runner.h"
 #include "tests/daemon/http/api_fixture.h"
+#include "tests/support/closed_port.h"
 
 namespace armhive {
 namespace {
@@ -220,37 +221,17 @@ TEST_CASE("cli: server and token come from flags, environment or the config file
   CHECK(dir.err.find(home.string() + " is not a file") != std::string::npos);
 }
 
-// A port on 127.0.0.1 bound but not listening: connections to it are refused while it lives.
-struct RefusingPort {
-  RefusingPort() {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-  }
-  ~RefusingPort() { ::close(fd); }
-  RefusingPort(const RefusingPort&) = delete;
-  RefusingPort& operator=(const RefusingPort&) = delete;
-  int fd = -1;
-  std::string url;
-};
-
 TEST_CASE("cli: several servers from flags or environment or the config file and a bad entry",
           "[cli]") {
   ApiFixture f;
   TempHome temp("armhive-cli-servers");
   fs::path home = temp.path;
   Cli cli{f, f.ci_b, home};
-  RefusingPort down;
+  ClosedPort down;
 
   // ARMHIVE_SERVER with the first entry down: the second answers, a lease is made there (with
   // the Idempotency-Key the client makes for several servers, which the server accepts).
-  const std::string list = down.url + ", " + f.url();
+  const std::string list = down.url() + ", " + f.url();
   auto pools = cli.run({"pools"}, {}, {{"ARMHIVE_SERVER", list}});
   INFO(pools.err);
   CHECK(pools.exit_code == 0);
@@ -260,18 +241,18 @@ TEST_CASE("cli: several servers from flags or environment or the config file and
   CHECK(lease.exit_code == 0);
   CHECK(lease.out.rfind("l-", 0) == 0);
   // --server beats the environment.
-  CHECK(cli.run({"--server", down.url + "," + f.url(), "pools"}, {}, {{"ARMHIVE_SERVER", "x"}})
+  CHECK(cli.run({"--server", down.url() + "," + f.url(), "pools"}, {}, {{"ARMHIVE_SERVER", "x"}})
             .exit_code == 0);
 
   // The config file: a TOML array, or a comma list in a string.
   fs::create_directories(home / ".config" / "armhive");
   std::ofstream(home / ".config" / "armhive" / "config.toml")
-      << "server = [\"" << down.url << "\", \"" << f.url() << "\"]\n";
+      << "server = [\"" << down.url() << "\", \"" << f.url() << "\"]\n";
   auto from_array = cli.run({"pools"}, {}, {{"ARMHIVE_SERVER", ""}});
   INFO(from_array.err);
   CHECK(from_array.exit_code == 0);
   std::ofstream(home / ".config" / "armhive" / "config.toml")
-      << "server = \"" << down.url << "," << f.url() << "\"\n";
+      << "server = \"" << down.url() << "," << f.url() << "\"\n";
   CHECK(cli.run({"pools"}, {}, {{"ARMHIVE_SERVER", ""}}).exit_code == 0);
 
   // A bad entry is a usage error naming it and its place.
@@ -284,11 +265,11 @@ TEST_CASE("cli: several servers from flags or environment or the config file and
   CHECK(empty.err.find("entry 2 of 2") != std::string::npos);
 
   // Every server down: exit 3 naming each.
-  RefusingPort also_down;
-  auto none = cli.run({"pools"}, {}, {{"ARMHIVE_SERVER", down.url + "," + also_down.url}});
+  ClosedPort also_down;
+  auto none = cli.run({"pools"}, {}, {{"ARMHIVE_SERVER", down.url() + "," + also_down.url()}});
   CHECK(none.exit_code == 3);
-  CHECK(none.err.find(down.url) != std::string::npos);
-  CHECK(none.err.find(also_down.url) != std::string::npos);
+  CHECK(none.err.find(down.url()) != std::string::npos);
+  CHECK(none.err.find(also_down.url()) != std::string::npos);
 }
 
 TEST_CASE("cli: --wait follows a pending lease until ready, or times out with exit 4", "[cli]") {
