@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bearer_token.h"
 #include "base/version.h"
 #include "daemon/http/convert.h"
 #include "daemon/store/pg_leader_lease.h"
@@ -121,25 +122,16 @@ std::pair<int, std::string> StandbyServer::cluster(const std::string& authorizat
   auto fail = [](const Status& s) {
     return std::pair<int, std::string>(http_status(s.code()), problem_json_text(s));
   };
-  // The leader's checks (daemon/http/middleware.cc), in its words: nothing is read before the
+  // The leader's checks (bearer_secret, as daemon/http/middleware.cc): nothing is read before the
   // token is known good.
-  if (authorization.empty()) {
-    return fail(Status(ErrorCode::kUnauthenticated,
-                       "missing bearer token: send \"Authorization: Bearer ah_...\" "
-                       "(create one with `armhived token create NAME --role ci`)"));
-  }
-  constexpr std::string_view kBearer = "Bearer ";
-  if (authorization.size() <= kBearer.size() ||
-      authorization.compare(0, kBearer.size(), kBearer) != 0) {
-    return fail(
-        Status(ErrorCode::kUnauthenticated, "the Authorization header must be \"Bearer <token>\""));
-  }
+  auto secret = bearer_secret(authorization);
+  if (!secret.is_ok()) return fail(secret.status());
   auto store = this->store();
   if (!store.is_ok()) {
     return fail(Status(ErrorCode::kUnavailable,
                        "standby: the database does not answer (" + store.status().message() + ")"));
   }
-  auto who = (*store)->tokens->authenticate(std::string_view(authorization).substr(kBearer.size()));
+  auto who = (*store)->tokens->authenticate(*secret);
   if (!who.is_ok()) {
     if (who.status().code() == ErrorCode::kUnauthenticated) return fail(who.status());
     return fail(who.status().annotate("checking the token"));

@@ -8,16 +8,13 @@
 #include <mutex>
 
 #include "api/json.h"
+#include "base/bearer_token.h"
 #include "base/utf8.h"
 
 namespace armhive {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-
-Status unauthenticated(std::string message) {
-  return {ErrorCode::kUnauthenticated, std::move(message)};
-}
 
 // Whether a Content-Type names JSON: application/json or application/*+json, any parameters.
 bool is_json_media_type(std::string_view type) {
@@ -141,17 +138,9 @@ Status Pipeline::authorize(const Route& route, const HttpRequest& req, TokenInfo
   who.name = "anonymous";
   who.role = TokenRole::kRead;
   if (route.access == Access::kPublic) return Status::ok();
-  std::string auth = req.header("Authorization");
-  if (auth.empty()) {
-    return unauthenticated(
-        "missing bearer token: send \"Authorization: Bearer ah_...\" "
-        "(create one with `armhived token create NAME --role ci`)");
-  }
-  constexpr std::string_view kBearer = "Bearer ";
-  if (auth.size() <= kBearer.size() || auth.compare(0, kBearer.size(), kBearer) != 0) {
-    return unauthenticated("the Authorization header must be \"Bearer <token>\"");
-  }
-  auto token = ctx_.tokens.authenticate(std::string_view(auth).substr(kBearer.size()));
+  const std::string auth = req.header("Authorization");
+  ARMHIVE_ASSIGN_OR_RETURN(std::string_view secret, bearer_secret(auth));
+  auto token = ctx_.tokens.authenticate(secret);
   if (!token.is_ok()) {
     if (token.status().code() == ErrorCode::kUnauthenticated) return token.status();
     return token.status().annotate("checking the token");
